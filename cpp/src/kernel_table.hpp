@@ -1,0 +1,29 @@
+// Function-pointer tables: one per instruction set and dtype, filled by the
+// per-ISA translation units and selected once by dispatch.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "softkmeans/config.hpp"
+
+namespace softkmeans {
+
+template <typename T>
+struct KernelTable {
+  void (*sq_distances)(const T*, index_t, index_t, const T*, index_t, T*, int) = nullptr;
+  void (*assign)(const T*, index_t, index_t, const T*, index_t, std::int64_t*, T*, int) = nullptr;
+};
+
+void fill_kernel_tables_scalar(KernelTable<float>* f, KernelTable<double>* d);
+#ifdef SOFTKMEANS_HAVE_AVX2
+void fill_kernel_tables_avx2(KernelTable<float>* f, KernelTable<double>* d);
+#endif
+#ifdef SOFTKMEANS_HAVE_AVX512
+void fill_kernel_tables_avx512(KernelTable<float>* f, KernelTable<double>* d);
+#endif
+
+// The table of the currently selected SIMD level.
+template <typename T>
+const KernelTable<T>& active_kernels();
+
+}  // namespace softkmeans

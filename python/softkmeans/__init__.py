@@ -1,0 +1,44 @@
+"""softkmeans: K-Means as the zero-temperature limit of a smooth model.
+
+Three assignment maps share one engine: ``"hard"`` (Lloyd), ``"softmax"``
+(normalized Gaussian RBF responsibilities at width sigma, temperature
+T = 2 sigma^2, scores -D / (2 sigma^2)) and ``"entmax15"`` (Tsallis-1.5, which
+equals Lloyd exactly once sigma <= sqrt(Delta_min) / 2).
+
+``softkmeans.<name>`` runs the native core; ``softkmeans.reference.<name>`` is
+the pure-NumPy reference with the identical signature.
+"""
+
+from . import reference
+from ._api import (
+    assign,
+    centroid_step,
+    critical_sigma,
+    entmax15,
+    gradients,
+    margins,
+    native_functions,
+    objective,
+    responsibilities,
+    sq_distances,
+)
+from ._build_info import build_info
+from ._types import StepResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "StepResult",
+    "assign",
+    "build_info",
+    "centroid_step",
+    "critical_sigma",
+    "entmax15",
+    "gradients",
+    "margins",
+    "native_functions",
+    "objective",
+    "reference",
+    "responsibilities",
+    "sq_distances",
+]

@@ -1,0 +1,118 @@
+"""Input validation shared by the native API, the reference and the estimator.
+
+Every public entry point funnels its arguments through these helpers so that
+both backends accept exactly the same inputs and raise exactly the same errors.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+KINDS = ("hard", "softmax", "entmax15")
+
+# Dtypes that numpy converts to float64 without losing information.
+_LOSSLESS_KINDS = "biuf"  # bool, signed int, unsigned int, float
+
+
+def as_float_array(a, name: str, *, ndim: int, dtype=None, allow_empty: bool = False):
+    """Return `a` as a C-contiguous float32/float64 array, copying only if needed.
+
+    float32 and float64 are kept as they are (unless `dtype` asks otherwise);
+    bool, integer and float16 input is converted to float64; anything else
+    (object, complex, strings) raises TypeError.
+    """
+    if isinstance(a, np.ndarray):
+        arr = a
+    else:
+        try:
+            arr = np.asarray(a)
+        except Exception as exc:  # ragged lists and the like
+            raise TypeError(f"{name} could not be converted to a numeric array: {exc}") from exc
+    if arr.dtype.kind not in _LOSSLESS_KINDS:
+        raise TypeError(
+            f"{name} must be a real numeric array (float32 or float64); got dtype {arr.dtype}"
+        )
+    if dtype is None:
+        dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def check_data(X, name: str = "X"):
+    """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64."""
+    return as_float_array(X, name, ndim=2)
+
+
+def check_centroids(C, X, name: str = "C"):
+    """C: (k, d) with the same d and the same dtype as X (converted if needed)."""
+    C = as_float_array(C, name, ndim=2, dtype=X.dtype)
+    if C.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"{name} has {C.shape[1]} features but X has {X.shape[1]}; they must match"
+        )
+    return C
+
+
+def check_kind(kind) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    return kind
+
+
+def check_sigma(sigma, kind: str) -> float:
+    """sigma > 0 and finite; required for softmax and entmax15, ignored for hard."""
+    if kind == "hard":
+        return 0.0
+    if sigma is None:
+        raise ValueError(f"sigma is required for kind={kind!r}")
+    return _positive_finite(sigma, "sigma")
+
+
+def _positive_finite(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
+        raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0; got {value}")
+    return value
+
+
+def check_sample_weight(sample_weight, n: int, dtype=np.float64):
+    """None (all ones) or an (n,) array of finite weights >= 0 with a positive sum.
+
+    Returns a C-contiguous float64 array (weights are accumulated in double).
+    """
+    if sample_weight is None:
+        return np.ones(n, dtype=np.float64)
+    w = as_float_array(sample_weight, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} entries but X has {n} rows")
+    if (w < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    if not w.sum() > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    return w
+
+
+def check_n_threads(n_threads) -> int:
+    """None -> 0 (the OpenMP default); otherwise a positive integer."""
+    if n_threads is None:
+        return 0
+    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, numbers.Integral):
+        raise TypeError(f"n_threads must be None or a positive int; got {n_threads!r}")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be None or >= 1; got {n_threads}")
+    return int(n_threads)
+
+
+def check_scores(Z, name: str = "Z"):
+    """Z: (n, k) finite scores, float32 or float64."""
+    return as_float_array(Z, name, ndim=2)

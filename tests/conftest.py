@@ -1,0 +1,103 @@
+"""Shared test machinery: the one tolerance table, problem generators, and the
+comparison rules that parity tests use (SPEC.md, "Accuracy that parity tests
+demand")."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+import softkmeans
+from softkmeans import _core
+
+# Relative error allowed between the native core and the float64 reference.
+# float32 results are compared with the float64 reference on the same data.
+TOLERANCE = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-4}
+
+SIMD_LEVELS = tuple(_core.available_simd_levels())
+THREAD_COUNTS = (1, 2, 3)
+KINDS = ("hard", "softmax", "entmax15")
+DTYPES = (np.float32, np.float64)
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(params=SIMD_LEVELS)
+def simd_level(request):
+    """Runs the test under each SIMD level this machine has, then restores the default."""
+    before = _core.selected_simd_level()
+    _core._set_simd_level(request.param)
+    yield request.param
+    _core._set_simd_level(before)
+
+
+def make_blobs(n, d, k, *, dtype=np.float64, seed=0, offset=0.0, spread=1.0, integer=False):
+    """Points around k random centres, and k initial centroids drawn near them.
+
+    `offset` moves everything far from the origin (a stress test of the
+    ||x||^2 + ||c||^2 - 2 x.c expansion); `integer` rounds to integer values,
+    which makes distances exact in every backend.
+    """
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=4.0 * spread, size=(max(k, 1), d))
+    labels = rng.integers(0, max(k, 1), size=n)
+    X = centres[labels] + rng.normal(scale=spread, size=(n, d)) + offset
+    C = centres + rng.normal(scale=spread, size=centres.shape) + offset
+    if integer:
+        X, C = np.round(4 * X), np.round(4 * C)
+    return X.astype(dtype), C[:k].astype(dtype)
+
+
+@dataclasses.dataclass
+class Problem:
+    """One parity case: data, centroids, temperature, weights and threads."""
+
+    X: np.ndarray
+    C: np.ndarray
+    sigma: float
+    kind: str
+    sample_weight: np.ndarray | None
+    n_threads: int
+
+    @property
+    def Z(self):
+        D = softkmeans.reference.sq_distances(self.X, self.C)
+        return (-D.astype(np.float64) / (2 * self.sigma**2)).astype(self.X.dtype)
+
+    def as_float64(self):
+        return dataclasses.replace(
+            self, X=self.X.astype(np.float64), C=self.C.astype(np.float64)
+        )
+
+
+def rel_close(actual, expected, rtol, scale=None):
+    """max |actual - expected| <= rtol * scale (default scale: max |expected|, at least tiny)."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    if scale is None:
+        scale = float(np.max(np.abs(expected))) if expected.size else 1.0
+    scale = max(scale, np.finfo(np.float64).tiny)
+    err = float(np.max(np.abs(actual - expected))) if expected.size else 0.0
+    return err <= rtol * scale, err / scale
+
+
+def assert_rel_close(actual, expected, dtype, what, scale=None):
+    rtol = TOLERANCE[np.dtype(dtype)]
+    ok, rel = rel_close(actual, expected, rtol, scale)
+    assert ok, f"{what}: relative error {rel:.3g} > {rtol:g}"
+
+
+def hard_label_mismatch_is_rounding(X, C, labels, expected):
+    """float32 labels may differ only where the two nearest distances are within rounding."""
+    X64, C64 = X.astype(np.float64), C.astype(np.float64)
+    D = ((X64[:, None, :] - C64[None, :, :]) ** 2).sum(-1)
+    bad = np.flatnonzero(labels != expected)
+    for i in bad:
+        gap = abs(D[i, labels[i]] - D[i, expected[i]])
+        scale = (X64[i] ** 2).sum() + (C64**2).sum(1).max()
+        if gap > 1e-5 * scale:
+            return False
+    return True

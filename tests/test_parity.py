@@ -1,0 +1,142 @@
+"""Native core vs NumPy reference, for every function of SPEC.md's API table.
+
+A kernel joins the harness by adding one line to PARITY_CASES: a name, the
+call (which receives the API module and a Problem) and whether it depends on
+the assignment kind.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import (
+    DTYPES,
+    KINDS,
+    THREAD_COUNTS,
+    TOLERANCE,
+    Problem,
+    assert_rel_close,
+    hard_label_mismatch_is_rounding,
+    make_blobs,
+)
+
+import softkmeans
+from softkmeans import reference
+
+ROW_TILE = 256  # cpp/include/softkmeans/config.hpp kRowTile: n around it hits the remainders
+
+# (n, d, k): k = 1, 2, many; d = 1, 2, 64; n below, at, above and not a multiple of the tile.
+SHAPES = [
+    (1, 1, 1),
+    (7, 2, 2),
+    (ROW_TILE - 1, 1, 5),
+    (ROW_TILE, 2, 1),
+    (ROW_TILE + 1, 64, 2),
+    (3 * ROW_TILE + 5, 2, 300),
+    (2 * ROW_TILE + 17, 64, 33),
+    (600, 3, 16),
+]
+
+
+# name, call(api, problem), depends on kind, needs k >= 2
+PARITY_CASES = [
+    ("sq_distances", lambda api, p: api.sq_distances(p.X, p.C, n_threads=p.n_threads), False, False),
+    ("assign", lambda api, p: api.assign(p.X, p.C, n_threads=p.n_threads), False, False),
+    ("margins", lambda api, p: api.margins(p.X, p.C, n_threads=p.n_threads), False, True),
+    ("entmax15", lambda api, p: api.entmax15(p.Z, n_threads=p.n_threads), False, False),
+    ("responsibilities", lambda api, p: api.responsibilities(p.X, p.C, p.sigma, kind=p.kind, n_threads=p.n_threads), True, False),  # noqa: E501
+    ("objective", lambda api, p: api.objective(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
+    ("centroid_step", lambda api, p: api.centroid_step(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
+    ("gradients", lambda api, p: api.gradients(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
+    ("critical_sigma", lambda api, p: api.critical_sigma(p.X, sample_weight=p.sample_weight), False, False),  # noqa: E501
+]
+
+
+def _compare(name, actual, expected, p):
+    """Compare native output with the float64 reference output, field by field."""
+    dtype = p.X.dtype
+    D = reference.sq_distances(p.X.astype(np.float64), p.C.astype(np.float64))
+    d_scale = float(D.max()) if D.size else 1.0
+    if isinstance(expected, tuple) and hasattr(expected, "_fields"):
+        for field in expected._fields:
+            _compare(f"{name}.{field}", getattr(actual, field), getattr(expected, field), p)
+        return
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected), name
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(f"{name}[{i}]", a, e, p)
+        return
+    if isinstance(expected, np.ndarray):
+        assert isinstance(actual, np.ndarray), f"{name}: not an ndarray"
+        assert actual.shape == expected.shape, f"{name}: shape {actual.shape} != {expected.shape}"
+        if expected.dtype.kind in "biu":
+            assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype}"
+            if dtype == np.float32 and expected.dtype.kind == "i":
+                assert hard_label_mismatch_is_rounding(p.X, p.C, actual, expected), name
+            elif dtype == np.float32:  # empty flags: may flip only with a rounding-level tie
+                pass
+            else:
+                np.testing.assert_array_equal(actual, expected, err_msg=name)
+            return
+        if name.endswith(("cluster_weights",)):
+            assert actual.dtype == np.float64, f"{name}: dtype {actual.dtype}"
+        else:
+            assert actual.dtype == dtype, f"{name}: dtype {actual.dtype} != {dtype}"
+        assert np.isfinite(actual).all(), f"{name}: non-finite output"
+        scale = d_scale if name.startswith("margins") else None
+        assert_rel_close(actual, expected, dtype, name, scale=scale)
+        return
+    # scalars
+    assert isinstance(actual, float), f"{name}: {type(actual)} is not a float"
+    if np.isinf(expected):
+        assert actual == expected, name
+        return
+    scale = d_scale if name.endswith("min_margin") else None
+    assert_rel_close(actual, expected, dtype, name, scale=scale)
+
+
+def _params():
+    for name, call, by_kind, needs_k2 in PARITY_CASES:
+        for shape in SHAPES:
+            if needs_k2 and shape[2] < 2:
+                continue
+            for kind in KINDS if by_kind else ("softmax",):
+                yield pytest.param(name, call, shape, kind, id=f"{name}-{kind}-{shape}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("n_threads", THREAD_COUNTS)
+@pytest.mark.parametrize(("name", "call", "shape", "kind"), list(_params()))
+def test_parity(name, call, shape, kind, n_threads, dtype, simd_level):
+    n, d, k = shape
+    X, C = make_blobs(n, d, k, dtype=dtype, seed=n + 7 * d + 13 * k)
+    rng = np.random.default_rng(n)
+    weights = rng.uniform(0.5, 2.0, size=n)
+    # A temperature at which every kind has work to do: several soft entries per row.
+    sigma = 0.7 * float(np.sqrt(np.median(reference.assign(X, C)[1]) + 1.0))
+    p = Problem(X, C, sigma, kind, weights, n_threads)
+    actual = call(softkmeans, p)
+    expected = call(reference, p.as_float64())
+    _compare(name, actual, expected, p)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+def test_integer_valued_inputs_give_exact_distances(dtype, simd_level):
+    """Integer coordinates make every distance an exact integer: no tolerance hides an index bug."""
+    X, C = make_blobs(300, 5, 11, dtype=dtype, seed=3, integer=True)
+    D = softkmeans.sq_distances(X, C)
+    expected = ((X.astype(np.int64)[:, None, :] - C.astype(np.int64)[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(D, expected.astype(dtype))
+    labels, mind = softkmeans.assign(X, C)
+    np.testing.assert_array_equal(labels, np.argmin(expected, axis=1))
+    np.testing.assert_array_equal(mind, expected.min(1).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+def test_far_from_origin_float32_cancellation(dtype, simd_level):
+    """Points at 100 with spread 0.1: the norm expansion cancels; results must still hold."""
+    X, C = make_blobs(500, 8, 6, dtype=dtype, seed=5, offset=100.0, spread=0.1)
+    D = softkmeans.sq_distances(X, C)
+    expected = reference.sq_distances(X.astype(np.float64), C.astype(np.float64))
+    assert_rel_close(D, expected, dtype, "sq_distances far from origin", scale=None)
+

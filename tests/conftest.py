@@ -68,9 +68,7 @@ class Problem:
         return (-D.astype(np.float64) / (2 * self.sigma**2)).astype(self.X.dtype)
 
     def as_float64(self):
-        return dataclasses.replace(
-            self, X=self.X.astype(np.float64), C=self.C.astype(np.float64)
-        )
+        return dataclasses.replace(self, X=self.X.astype(np.float64), C=self.C.astype(np.float64))
 
 
 def rel_close(actual, expected, rtol, scale=None):

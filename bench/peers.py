@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -241,6 +242,7 @@ def sklearn_kmeans(
     tol=0). Timed.extra: J after 1 + iters iterations (inertia_), n_iter, centroids."""
     require("sklearn", "threadpoolctl")
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
 
     k = C0.shape[0]
 
@@ -248,7 +250,10 @@ def sklearn_kmeans(
         km = KMeans(
             n_clusters=k, init=C0, n_init=1, max_iter=max_iter, tol=0.0, algorithm=algorithm
         )
-        with thread_limit(n_threads):
+        # A cluster emptied by an iteration is scikit-learn's ConvergenceWarning; it does not
+        # change what is timed.
+        with thread_limit(n_threads), warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=ConvergenceWarning)
             t0 = time.perf_counter()
             km.fit(X)
             return time.perf_counter() - t0, km

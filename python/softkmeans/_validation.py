@@ -12,16 +12,27 @@ import numpy as np
 
 KINDS = ("hard", "softmax", "entmax15")
 
-# Dtypes that numpy converts to float64 without losing information.
-_LOSSLESS_KINDS = "biuf"  # bool, signed int, unsigned int, float
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _magnitude_limit(dtype, d: int) -> float:
+    """Largest |coordinate| for which every squared distance fits in `dtype`.
+
+    With |x_l|, |c_l| <= B, ||x - c||^2 <= d (2 B)^2, so B = sqrt(max / (4 d)).
+    For float64 this is ~1e154 / sqrt(d) (never reached by real data); for float32
+    ~9e18 / sqrt(d).
+    """
+    return float(np.sqrt(np.finfo(dtype).max / (4.0 * max(d, 1))))
 
 
 def as_float_array(a, name: str, *, ndim: int, dtype=None, allow_empty: bool = False):
     """Return `a` as a C-contiguous float32/float64 array, copying only if needed.
 
-    float32 and float64 are kept as they are (unless `dtype` asks otherwise);
-    bool, integer and float16 input is converted to float64; anything else
-    (object, complex, strings) raises TypeError.
+    float32 and float64 are kept as they are (unless `dtype` asks otherwise; byte-swapped
+    float32/float64 become native); every dtype that numpy casts to float64 losslessly
+    (``np.can_cast(dtype, float64, "safe")``: bool, integers, float16) is converted to
+    float64; anything else (object, complex, long double, datetime, strings) raises
+    TypeError naming the argument. NaN or infinity raise ValueError.
     """
     if isinstance(a, np.ndarray):
         arr = a
@@ -30,25 +41,44 @@ def as_float_array(a, name: str, *, ndim: int, dtype=None, allow_empty: bool = F
             arr = np.asarray(a)
         except Exception as exc:  # ragged lists and the like
             raise TypeError(f"{name} could not be converted to a numeric array: {exc}") from exc
-    if arr.dtype.kind not in _LOSSLESS_KINDS:
+    if not np.can_cast(arr.dtype, np.float64, casting="safe") or arr.dtype.kind not in "biuf":
         raise TypeError(
-            f"{name} must be a real numeric array (float32 or float64); got dtype {arr.dtype}"
+            f"{name} must be a real numeric array (float32 or float64, or a type that converts "
+            f"to float64 without loss: bool, integer, float16); got dtype {arr.dtype}"
         )
     if dtype is None:
-        dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+        # NOTE: the canonical dtype objects, not arr.dtype.newbyteorder("="): the binding
+        # tells float32 from float64 by dtype identity (pybind11 dtype::is).
+        native = arr.dtype.newbyteorder("=")
+        dtype = next((f for f in _FLOATS if f == native), np.dtype(np.float64))
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=dtype)
-    if not np.isfinite(arr).all():
+    if arr.size and not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinity")
+    return arr
+
+
+def _check_magnitude(arr, name: str):
+    """Refuse finite values so large that squared distances would overflow arr's dtype."""
+    if arr.size == 0:
+        return arr
+    limit = _magnitude_limit(arr.dtype, arr.shape[-1])
+    big = max(float(arr.max()), -float(arr.min()))
+    if big > limit:
+        raise ValueError(
+            f"{name} has values up to {big:.3g} in magnitude; squared distances would overflow "
+            f"{arr.dtype} (limit {limit:.3g} for d={arr.shape[-1]}); rescale the data"
+            + (" or use float64" if arr.dtype == np.float32 else "")
+        )
     return arr
 
 
 def check_data(X, name: str = "X"):
     """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64."""
-    return as_float_array(X, name, ndim=2)
+    return _check_magnitude(as_float_array(X, name, ndim=2), name)
 
 
 def check_centroids(C, X, name: str = "C"):
@@ -58,7 +88,7 @@ def check_centroids(C, X, name: str = "C"):
         raise ValueError(
             f"{name} has {C.shape[1]} features but X has {X.shape[1]}; they must match"
         )
-    return C
+    return _check_magnitude(C, name)
 
 
 def check_kind(kind) -> str:
@@ -68,17 +98,29 @@ def check_kind(kind) -> str:
 
 
 def check_sigma(sigma, kind: str) -> float:
-    """sigma > 0 and finite; required for softmax and entmax15, ignored for hard."""
+    """sigma > 0 and finite; required for softmax and entmax15, ignored for hard.
+
+    A Python/NumPy real scalar or a 0-d real array. sigma so large that the temperature
+    2 sigma^2 overflows float64 (sigma > ~9e153) is refused: the objectives would be
+    -inf.
+    """
     if kind == "hard":
         return 0.0
     if sigma is None:
         raise ValueError(f"sigma is required for kind={kind!r}")
-    return _positive_finite(sigma, "sigma")
+    sigma = _positive_finite(sigma, "sigma")
+    if not np.isfinite(2.0 * sigma * sigma):
+        raise ValueError(f"sigma is too large: the temperature 2 sigma^2 overflows; got {sigma}")
+    return sigma
 
 
 def _positive_finite(value, name: str) -> float:
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
         raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
+    if isinstance(value, np.generic) and value.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number; got {value.dtype}")
     value = float(value)
     if not np.isfinite(value) or value <= 0.0:
         raise ValueError(f"{name} must be finite and > 0; got {value}")
@@ -86,7 +128,7 @@ def _positive_finite(value, name: str) -> float:
 
 
 def check_sample_weight(sample_weight, n: int, dtype=np.float64):
-    """None (all ones) or an (n,) array of finite weights >= 0 with a positive sum.
+    """None (all ones) or an (n,) array of finite weights >= 0 with a positive, finite sum.
 
     Returns a C-contiguous float64 array (weights are accumulated in double).
     """
@@ -97,8 +139,12 @@ def check_sample_weight(sample_weight, n: int, dtype=np.float64):
         raise ValueError(f"sample_weight has {w.shape[0]} entries but X has {n} rows")
     if (w < 0).any():
         raise ValueError("sample_weight must be non-negative")
-    if not w.sum() > 0:
+    with np.errstate(over="ignore"):
+        total = w.sum()
+    if not total > 0:
         raise ValueError("sample_weight must have a positive sum")
+    if not np.isfinite(total):
+        raise ValueError("sample_weight must have a finite sum; rescale the weights")
     return w
 
 

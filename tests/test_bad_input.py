@@ -1,0 +1,620 @@
+"""Bad input battery over every public function, in both backends.
+
+Each class of bad input gets either a clear exception that names the argument, or a
+documented correct result (computed here by hand, never copied from the code):
+
+- NaN / Inf in X, C, Z, sample_weight, sigma               -> ValueError naming it
+- sigma <= 0, sigma None for softmax/entmax15               -> ValueError "sigma"
+- sigma not a real number (str, complex, bool, 1-d array)   -> TypeError "sigma"
+- sigma so large that 2 sigma^2 overflows                   -> ValueError "sigma is too large"
+- sigma with kind="hard"                                    -> ignored (SPEC.md)
+- wrong ndim of X, C, Z, sample_weight     -> ValueError "<name> must be N-dimensional"
+- mismatched d                                              -> ValueError "C has .. features"
+- n = 0, d = 0, k = 0                                       -> ValueError "<name> must not be empty"
+- wrong number of weights, negative, all-zero, overflowing -> ValueError "sample_weight ..."
+- bool, int, uint, float16 arrays, lists                    -> converted to float64, same result
+- object, complex, long double, datetime, str arrays        -> TypeError naming the argument
+- values whose squared distances overflow the dtype         -> ValueError "rescale the data"
+- non-contiguous, Fortran, negatively strided, read-only,
+  byte-swapped arrays                                       -> the contiguous array's result
+- k > n                       -> allowed: a step leaves >= k - n clusters empty (kept, flagged)
+- k = 1                       -> margins: ValueError "at least 2 centroids"; min_margin = inf
+- k = n, all points identical (Delta_min = 0), duplicate centroids -> exact results below
+- unknown kind, bad n_threads                               -> ValueError / TypeError naming it
+
+The reference and the native backend must raise the same exception type (and, since
+both use softkmeans._validation, the same message) for the same bad input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import softkmeans
+from softkmeans import _validation, reference
+
+BACKENDS = {"native": softkmeans, "reference": reference}
+KINDS = ("hard", "softmax", "entmax15")
+
+# Functions of (X, C); "sigma"/"kind"/"weights" say which extra arguments each takes.
+XC_FUNCS = {
+    "sq_distances": lambda api, X, C, s, kind, w: api.sq_distances(X, C),
+    "assign": lambda api, X, C, s, kind, w: api.assign(X, C),
+    "margins": lambda api, X, C, s, kind, w: api.margins(X, C),
+    "responsibilities": lambda api, X, C, s, kind, w: api.responsibilities(X, C, s, kind=kind),
+    "objective": lambda api, X, C, s, kind, w: api.objective(X, C, s, kind=kind, sample_weight=w),
+    "centroid_step": lambda api, X, C, s, kind, w: api.centroid_step(
+        X, C, s, kind=kind, sample_weight=w
+    ),
+    "gradients": lambda api, X, C, s, kind, w: api.gradients(X, C, s, kind=kind, sample_weight=w),
+}
+SIGMA_FUNCS = ("responsibilities", "objective", "centroid_step", "gradients")
+WEIGHT_FUNCS = ("objective", "centroid_step", "gradients")
+
+RNG = np.random.default_rng(0)
+X0 = RNG.normal(size=(9, 3))
+C0 = X0[[0, 4, 7]] + 0.1
+W0 = RNG.uniform(0.5, 2.0, size=9)
+SIGMA0 = 0.8
+
+
+def _backend_params():
+    return pytest.mark.parametrize("backend", list(BACKENDS))
+
+
+def _raises_same(calls, exc, match):
+    """Every call raises `exc` matching `match`; all backends raise the same type."""
+    types = set()
+    for call in calls:
+        with pytest.raises(exc, match=match) as info:
+            call()
+        types.add(type(info.value))
+    assert len(types) == 1, f"backends raise different exception types: {types}"
+
+
+def _all_backends(fname, X, C, s, kind, w):
+    f = XC_FUNCS[fname]
+    return [lambda api=api: f(api, X, C, s, kind, w) for api in BACKENDS.values()]
+
+
+def _flatten(result):
+    """Arrays and floats of any result, as a list (for exact comparisons)."""
+    if isinstance(result, tuple):
+        out = []
+        for part in result:
+            out.extend(_flatten(part))
+        return out
+    return [result]
+
+
+def _assert_identical(got, expected, what):
+    got, expected = _flatten(got), _flatten(expected)
+    assert len(got) == len(expected), what
+    for a, b in zip(got, expected):
+        if isinstance(b, np.ndarray):
+            assert isinstance(a, np.ndarray) and a.dtype == b.dtype, f"{what}: dtype"
+            np.testing.assert_array_equal(a, b, err_msg=what)
+        else:
+            assert a == b, f"{what}: {a} != {b}"
+
+
+# ---------------------------------------------------------------------------------------
+# Exceptions that name the argument
+# ---------------------------------------------------------------------------------------
+
+NAN_X = X0.copy()
+NAN_X[2, 1] = np.nan
+INF_X = X0.copy()
+INF_X[0, 0] = -np.inf
+NAN_C = C0.copy()
+NAN_C[1, 2] = np.nan
+INF_C = C0.copy()
+INF_C[2, 0] = np.inf
+
+XC_BAD = [
+    ("nan-X", NAN_X, C0, ValueError, "X contains NaN or infinity"),
+    ("inf-X", INF_X, C0, ValueError, "X contains NaN or infinity"),
+    ("nan-C", X0, NAN_C, ValueError, "C contains NaN or infinity"),
+    ("inf-C", X0, INF_C, ValueError, "C contains NaN or infinity"),
+    ("X-1d", X0[0], C0, ValueError, "X must be 2-dimensional"),
+    ("X-3d", X0[None], C0, ValueError, "X must be 2-dimensional"),
+    ("X-0d", np.float64(1.0), C0, ValueError, "X must be 2-dimensional"),
+    ("C-1d", X0, C0[0], ValueError, "C must be 2-dimensional"),
+    ("C-3d", X0, C0[None], ValueError, "C must be 2-dimensional"),
+    ("d-mismatch", X0, C0[:, :2], ValueError, "C has 2 features but X has 3"),
+    ("n=0", np.empty((0, 3)), C0, ValueError, "X must not be empty"),
+    ("d=0", np.empty((9, 0)), np.empty((3, 0)), ValueError, "X must not be empty"),
+    ("k=0", X0, np.empty((0, 3)), ValueError, "C must not be empty"),
+    ("X-object", X0.astype(object), C0, TypeError, "X must be a real numeric array"),
+    ("C-object", X0, C0.astype(object), TypeError, "C must be a real numeric array"),
+    ("X-complex", X0.astype(complex), C0, TypeError, "X must be a real numeric array"),
+    ("X-longdouble", X0.astype(np.longdouble), C0, TypeError, "X must be a real numeric array"),
+    ("C-longdouble", X0, C0.astype(np.longdouble), TypeError, "C must be a real numeric array"),
+    ("X-str", X0.astype(str), C0, TypeError, "X must be a real numeric array"),
+    ("X-datetime", np.zeros((9, 3), "M8[s]"), C0, TypeError, "X must be a real numeric array"),
+    ("X-ragged", [[1.0, 2.0, 3.0], [1.0]], C0, TypeError, "X could not be converted"),
+    ("X-none", None, C0, TypeError, "X must be a real numeric array"),
+    ("X-overflow64", X0 * 1e160, C0, ValueError, "X has values up to .* rescale the data"),
+    ("C-overflow64", X0, C0 * 1e160, ValueError, "C has values up to .* rescale the data"),
+    (
+        "X-overflow32",
+        (X0 * 1e20).astype(np.float32),
+        C0,
+        ValueError,
+        "X has values up to .* overflow float32",
+    ),
+    # C follows X's dtype: C at 1e20 overflows when X is float32.
+    ("C-overflow32", X0.astype(np.float32), C0 * 1e20, ValueError, "C has values up to"),
+]
+
+
+@pytest.mark.parametrize("fname", list(XC_FUNCS))
+@pytest.mark.parametrize(
+    ("Xb", "Cb", "exc", "match"), [p[1:] for p in XC_BAD], ids=[p[0] for p in XC_BAD]
+)
+def test_bad_X_or_C(fname, Xb, Cb, exc, match):
+    kinds = KINDS if fname in SIGMA_FUNCS else ("softmax",)
+    for kind in kinds:
+        _raises_same(_all_backends(fname, Xb, Cb, SIGMA0, kind, None), exc, match)
+
+
+@pytest.mark.parametrize("fname", SIGMA_FUNCS)
+@pytest.mark.parametrize("kind", ["softmax", "entmax15"])
+@pytest.mark.parametrize(
+    ("sigma", "exc", "match"),
+    [
+        (np.nan, ValueError, "sigma must be finite and > 0"),
+        (np.inf, ValueError, "sigma must be finite and > 0"),
+        (-np.inf, ValueError, "sigma must be finite and > 0"),
+        (0.0, ValueError, "sigma must be finite and > 0"),
+        (-0.0, ValueError, "sigma must be finite and > 0"),
+        (-1.0, ValueError, "sigma must be finite and > 0"),
+        (np.float32(-1e-30), ValueError, "sigma must be finite and > 0"),
+        (1e160, ValueError, "sigma is too large"),
+        (None, ValueError, "sigma is required"),
+        ("1.0", TypeError, "sigma must be a real number"),
+        (1 + 0j, TypeError, "sigma must be a real number"),
+        (True, TypeError, "sigma must be a real number"),
+        (np.array([1.0]), TypeError, "sigma must be a real number"),
+        (np.complex128(1.0), TypeError, "sigma must be a real number"),
+    ],
+    ids=repr,
+)
+def test_bad_sigma(fname, kind, sigma, exc, match):
+    _raises_same(_all_backends(fname, X0, C0, sigma, kind, None), exc, match)
+
+
+@pytest.mark.parametrize("fname", SIGMA_FUNCS)
+@pytest.mark.parametrize("kind", ["softmax", "entmax15"])
+@_backend_params()
+def test_sigma_as_numpy_scalar_or_0d_array_or_int(fname, kind, backend):
+    """Any real scalar works: it equals the Python float."""
+    f, api = XC_FUNCS[fname], BACKENDS[backend]
+    expected = f(api, X0, C0, 2.0, kind, None)
+    for s in (np.float32(2.0), np.float64(2.0), np.array(2.0), 2, np.int16(2)):
+        _assert_identical(f(api, X0, C0, s, kind, None), expected, f"{fname} sigma={s!r}")
+
+
+@pytest.mark.parametrize("fname", SIGMA_FUNCS)
+@_backend_params()
+def test_sigma_ignored_for_hard(fname, backend):
+    f, api = XC_FUNCS[fname], BACKENDS[backend]
+    expected = f(api, X0, C0, None, "hard", None)
+    for s in (1.0, -1.0, 0.0, np.nan):
+        _assert_identical(f(api, X0, C0, s, "hard", None), expected, f"{fname} hard sigma={s}")
+
+
+def _weights_with(value):
+    w = W0.copy()
+    w[3] = value
+    return w
+
+
+WEIGHT_BAD = [
+    ("nan", _weights_with(np.nan), ValueError, "sample_weight contains NaN or infinity"),
+    ("inf", _weights_with(np.inf), ValueError, "sample_weight contains NaN or infinity"),
+    ("negative", _weights_with(-1e-300), ValueError, "sample_weight must be non-negative"),
+    ("all-zero", np.zeros(9), ValueError, "sample_weight must have a positive sum"),
+    ("sum-overflows", np.full(9, 1e308), ValueError, "sample_weight must have a finite sum"),
+    ("too-short", W0[:8], ValueError, "sample_weight has 8 entries but X has 9 rows"),
+    ("too-long", np.ones(10), ValueError, "sample_weight has 10 entries but X has 9 rows"),
+    ("2d", W0[:, None], ValueError, "sample_weight must be 1-dimensional"),
+    ("scalar", 1.0, ValueError, "sample_weight must be 1-dimensional"),
+    ("object", W0.astype(object), TypeError, "sample_weight must be a real numeric array"),
+    ("complex", W0.astype(complex), TypeError, "sample_weight must be a real numeric array"),
+]
+
+
+@pytest.mark.parametrize("fname", [*WEIGHT_FUNCS, "critical_sigma"])
+@pytest.mark.parametrize(
+    ("w", "exc", "match"), [p[1:] for p in WEIGHT_BAD], ids=[p[0] for p in WEIGHT_BAD]
+)
+def test_bad_sample_weight(fname, w, exc, match):
+    if fname == "critical_sigma":
+        calls = [
+            lambda api=api: api.critical_sigma(X0, sample_weight=w) for api in BACKENDS.values()
+        ]
+        _raises_same(calls, exc, match)
+        return
+    for kind in KINDS:
+        _raises_same(_all_backends(fname, X0, C0, SIGMA0, kind, w), exc, match)
+
+
+@pytest.mark.parametrize(
+    ("Xb", "exc", "match"),
+    [
+        (NAN_X, ValueError, "X contains NaN"),
+        (X0[0], ValueError, "X must be 2-dimensional"),
+        (np.empty((0, 3)), ValueError, "X must not be empty"),
+        (np.empty((4, 0)), ValueError, "X must not be empty"),
+        (X0.astype(object), TypeError, "X must be a real numeric array"),
+        (X0 * 1e160, ValueError, "X has values up to"),
+    ],
+)
+def test_bad_critical_sigma(Xb, exc, match):
+    calls = [lambda api=api: api.critical_sigma(Xb) for api in BACKENDS.values()]
+    _raises_same(calls, exc, match)
+
+
+@pytest.mark.parametrize(
+    ("Z", "exc", "match"),
+    [
+        (np.array([[0.0, np.nan]]), ValueError, "Z contains NaN or infinity"),
+        (np.array([[0.0, -np.inf]]), ValueError, "Z contains NaN or infinity"),
+        (np.zeros(3), ValueError, "Z must be 2-dimensional"),
+        (np.zeros((2, 2, 2)), ValueError, "Z must be 2-dimensional"),
+        (np.empty((0, 3)), ValueError, "Z must not be empty"),
+        (np.empty((3, 0)), ValueError, "Z must not be empty"),
+        (np.zeros((2, 2), dtype=object), TypeError, "Z must be a real numeric array"),
+        (np.zeros((2, 2), dtype=np.complex64), TypeError, "Z must be a real numeric array"),
+    ],
+    ids=repr,
+)
+def test_bad_entmax15_scores(Z, exc, match):
+    calls = [lambda api=api: api.entmax15(Z) for api in BACKENDS.values()]
+    _raises_same(calls, exc, match)
+
+
+@pytest.mark.parametrize("fname", SIGMA_FUNCS)
+@pytest.mark.parametrize("kind", ["soft", "Hard", None, 1, "entmax"])
+def test_bad_kind(fname, kind):
+    _raises_same(_all_backends(fname, X0, C0, SIGMA0, kind, None), ValueError, "kind must be")
+
+
+@pytest.mark.parametrize("fname", list(XC_FUNCS))
+@pytest.mark.parametrize("n_threads", [0, -1, 1.5, "2", True, np.float64(2.0)], ids=repr)
+def test_bad_n_threads(fname, n_threads):
+    f = XC_FUNCS[fname]
+    calls = [
+        lambda api=api: f(api_with_threads(api, n_threads), X0, C0, SIGMA0, "softmax", None)
+        for api in BACKENDS.values()
+    ]
+    _raises_same(calls, (TypeError, ValueError), "n_threads")
+
+
+class api_with_threads:  # noqa: N801 - a tiny adapter used like a module
+    """Forwards every call to `api` with n_threads set."""
+
+    def __init__(self, api, n_threads):
+        self._api, self._n = api, n_threads
+
+    def __getattr__(self, name):
+        f = getattr(self._api, name)
+        return lambda *a, **kw: f(*a, n_threads=self._n, **kw)
+
+
+def test_margins_need_two_centroids():
+    calls = [lambda api=api: api.margins(X0, C0[:1]) for api in BACKENDS.values()]
+    _raises_same(calls, ValueError, "at least 2 centroids")
+
+
+# ---------------------------------------------------------------------------------------
+# Conversions: lossless ones give the float64 result, layouts give the contiguous result
+# ---------------------------------------------------------------------------------------
+
+XI = np.array([[0, 1], [2, 3], [4, 4], [9, 1], [3, 7], [8, 8]], dtype=np.int64)
+CI = np.array([[1, 1], [8, 2], [4, 6]], dtype=np.int64)
+WI = np.array([1, 2, 1, 3, 1, 2], dtype=np.int64)
+
+
+def _call_all(api, X, C, w=None, s=1.3):
+    """Every function of (X, C) in every kind, plus critical_sigma."""
+    out = []
+    for fname, f in XC_FUNCS.items():
+        for kind in KINDS if fname in SIGMA_FUNCS else ("softmax",):
+            out.append((f"{fname}-{kind}", f(api, X, C, s, kind, w)))
+    out.append(("critical_sigma", api.critical_sigma(X, sample_weight=w)))
+    return out
+
+
+def _assert_all_identical(got, expected):
+    for (name, a), (_, b) in zip(got, expected):
+        _assert_identical(a, b, name)
+
+
+@_backend_params()
+@pytest.mark.parametrize(
+    "conv",
+    [
+        lambda a: a.astype(np.int32),
+        lambda a: a.astype(np.uint8),
+        lambda a: a.astype(np.uint64),
+        lambda a: a.astype(np.int16),
+        lambda a: a.astype(np.float16),
+        lambda a: a.tolist(),
+        lambda a: a.astype(">f8"),
+        lambda a: a.astype(">i4"),
+    ],
+    ids=["int32", "uint8", "uint64", "int16", "float16", "list", "float64-bigendian", "int32-be"],
+)
+def test_lossless_conversions_equal_float64(backend, conv):
+    api = BACKENDS[backend]
+    expected = _call_all(api, XI.astype(np.float64), CI.astype(np.float64), WI.astype(np.float64))
+    _assert_all_identical(_call_all(api, conv(XI), conv(CI), conv(WI)), expected)
+
+
+@_backend_params()
+def test_bool_arrays_convert(backend):
+    api = BACKENDS[backend]
+    Xb = XI > 3
+    Cb = CI > 3
+    Wb = np.array([True, False, True, True, False, True])
+    expected = _call_all(api, Xb.astype(np.float64), Cb.astype(np.float64), Wb.astype(np.float64))
+    _assert_all_identical(_call_all(api, Xb, Cb, Wb), expected)
+
+
+@_backend_params()
+def test_dtypes_of_outputs(backend):
+    """float32 stays float32 (C is cast to X's dtype), float64 and converted types give float64."""
+    api = BACKENDS[backend]
+    for Xd, Cd, expected in [
+        (np.float32, np.float64, np.float32),
+        (np.float32, np.int64, np.float32),
+        (">f4", np.float32, np.float32),
+        (np.float64, np.float32, np.float64),
+        (np.int64, np.float32, np.float64),
+        (np.float16, np.float16, np.float64),
+    ]:
+        D = api.sq_distances(XI.astype(Xd), CI.astype(Cd))
+        assert D.dtype == expected, (Xd, Cd, D.dtype)
+        step = api.centroid_step(XI.astype(Xd), CI.astype(Cd), 1.0)
+        assert step.centroids.dtype == expected
+        assert step.cluster_weights.dtype == np.float64
+        assert step.empty.dtype == np.bool_
+        labels, mind = api.assign(XI.astype(Xd), CI.astype(Cd))
+        assert labels.dtype == np.int64 and mind.dtype == expected
+
+
+def _layouts(a):
+    """The same values as `a` in layouts that are not C-contiguous (or not writeable)."""
+    big = np.zeros((a.shape[0] * 2, a.shape[1] * 3), dtype=a.dtype)
+    big[::2, ::3] = a
+    rev = np.ascontiguousarray(a[::-1, ::-1])[::-1, ::-1]
+    ro = a.copy()
+    ro.flags.writeable = False
+    return {
+        "strided": big[::2, ::3],
+        "fortran": np.asfortranarray(a),
+        "negative-strides": rev,
+        "read-only": ro,
+        "transposed-view": np.ascontiguousarray(a.T).T,
+    }
+
+
+@_backend_params()
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "layout", ["strided", "fortran", "negative-strides", "read-only", "transposed-view"]
+)
+def test_layouts_give_the_contiguous_result(backend, dtype, layout):
+    api = BACKENDS[backend]
+    X, C = XI.astype(dtype) / 3, CI.astype(dtype) / 3
+    w = WI.astype(np.float64)
+    wl = np.zeros(2 * len(w))
+    wl[::2] = w
+    expected = _call_all(api, X, C, w)
+    Xl, Cl = _layouts(X)[layout], _layouts(C)[layout]
+    assert not (Xl.flags.c_contiguous and Xl.flags.writeable)
+    _assert_all_identical(_call_all(api, Xl, Cl, wl[::2]), expected)
+    if dtype == np.float64:  # Z through entmax15
+        Z = -api.sq_distances(X, C)
+        _assert_identical(api.entmax15(_layouts(Z)[layout]), api.entmax15(Z), "entmax15")
+
+
+@_backend_params()
+def test_read_only_inputs_are_not_modified(backend):
+    api = BACKENDS[backend]
+    X, C, w = XI.astype(float), CI.astype(float), WI.astype(float)
+    for a in (X, C, w):
+        a.flags.writeable = False
+    before = [X.copy(), C.copy(), w.copy()]
+    _call_all(api, X, C, w)
+    for a, b in zip((X, C, w), before):
+        np.testing.assert_array_equal(a, b)
+
+
+@_backend_params()
+def test_broadcast_zero_stride_inputs(backend):
+    """A view with stride 0 (np.broadcast_to) works and equals its materialized copy."""
+    api = BACKENDS[backend]
+    X = np.broadcast_to(np.array([1.0, 2.0]), (5, 2))
+    C = np.array([[0.0, 0.0], [1.0, 2.5]])
+    _assert_all_identical(_call_all(api, X, C), _call_all(api, X.copy(), C))
+
+
+def test_no_copy_when_already_valid():
+    for dtype in (np.float32, np.float64):
+        a = np.ones((4, 3), dtype=dtype)
+        assert _validation.check_data(a) is a
+        assert _validation.check_centroids(a, a) is a
+        Z = np.zeros((4, 3), dtype=dtype)
+        assert _validation.check_scores(Z) is Z
+    w = np.ones(4)
+    assert _validation.check_sample_weight(w, 4) is w
+
+
+def test_validated_arrays_are_c_contiguous_and_canonical():
+    """The binding dispatches on dtype identity: byte-swapped input must come out canonical."""
+    for src, expected in [(">f4", np.float32), (">f8", np.float64), ("<f4", np.float32)]:
+        a = _validation.check_data(np.ones((3, 2), dtype=src))
+        assert a.dtype is np.dtype(expected) and a.flags.c_contiguous
+
+
+# ---------------------------------------------------------------------------------------
+# Degenerate but valid problems: documented results, computed by hand
+# ---------------------------------------------------------------------------------------
+
+
+@_backend_params()
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_k_greater_than_n_leaves_clusters_empty(backend, dtype):
+    """k > n is a valid step: points pick their nearest centroids, the others are empty."""
+    api = BACKENDS[backend]
+    X = np.array([[0.0], [10.0]], dtype=dtype)
+    C = np.array([[0.0], [1.0], [9.0], [10.0], [20.0]], dtype=dtype)
+    step = api.centroid_step(X, C, kind="hard")
+    np.testing.assert_array_equal(step.empty, [False, True, True, False, True])
+    np.testing.assert_array_equal(step.cluster_weights, [1, 0, 0, 1, 0])
+    np.testing.assert_array_equal(step.centroids, C)  # the occupied ones are already at the mean
+    assert step.distortion == 0.0 and step.objective == 0.0
+    assert step.min_margin == 1.0  # both points: next centroid at distance 1
+    labels, mind = api.assign(X, C)
+    np.testing.assert_array_equal(labels, [0, 3])
+    # entmax15 at small sigma: one-hot, identical to hard (Delta = 1 >= 4 sigma^2).
+    step_e = api.centroid_step(X, C, 0.1, kind="entmax15")
+    np.testing.assert_array_equal(step_e.empty, step.empty)
+    # softmax at a moderate sigma: every cluster gets some mass, none empty, N sums to W = 2.
+    step_s = api.centroid_step(X, C, 3.0, kind="softmax")
+    assert not step_s.empty.any()
+    assert abs(step_s.cluster_weights.sum() - 2.0) < 1e-6
+    r = api.responsibilities(X, C, 3.0, kind="softmax")
+    assert r.shape == (2, 5)
+
+
+@_backend_params()
+def test_k_equal_n(backend):
+    api = BACKENDS[backend]
+    X = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
+    C = X.copy()
+    labels, mind = api.assign(X, C)
+    np.testing.assert_array_equal(labels, [0, 1, 2])
+    np.testing.assert_array_equal(mind, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(api.margins(X, C), [9.0, 9.0, 16.0])
+    step = api.centroid_step(X, C, kind="hard")
+    np.testing.assert_array_equal(step.centroids, X)
+    assert not step.empty.any() and step.objective == 0.0 and step.min_margin == 9.0
+    # entmax15 below the exact-recovery threshold sqrt(Delta_min)/2 = 1.5 equals hard.
+    np.testing.assert_array_equal(api.responsibilities(X, C, 1.4, kind="entmax15"), np.eye(3))
+
+
+@_backend_params()
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_all_points_identical(backend, dtype):
+    """All D_ij = 0: Delta_min = 0, soft maps share equally, hard picks centroid 0."""
+    api = BACKENDS[backend]
+    k, n, sigma = 3, 5, 0.5
+    X = np.full((n, 2), 7.0, dtype=dtype)
+    C = X[:k].copy()
+    w = np.arange(1.0, n + 1)
+    W = w.sum()
+    np.testing.assert_array_equal(api.margins(X, C), np.zeros(n))
+    labels, _ = api.assign(X, C)
+    np.testing.assert_array_equal(labels, np.zeros(n))
+    for kind in ("softmax", "entmax15"):
+        r = api.responsibilities(X, C, sigma, kind=kind)
+        np.testing.assert_allclose(r, np.full((n, k), 1 / 3), rtol=1e-6)
+    T = 2 * sigma**2
+    F = api.objective(X, C, sigma, kind="softmax", sample_weight=w)
+    np.testing.assert_allclose(F, -T * W * np.log(k), rtol=1e-6)  # J - F attains its bound
+    G = api.objective(X, C, sigma, kind="entmax15", sample_weight=w)
+    np.testing.assert_allclose(G, -T * W * (4 / 3) * (1 - k**-0.5), rtol=1e-6)
+    step = api.centroid_step(X, C, kind="hard", sample_weight=w)
+    np.testing.assert_array_equal(step.empty, [False, True, True])
+    np.testing.assert_array_equal(step.centroids, C)
+    assert step.min_margin == 0.0 and step.distortion == 0.0
+    for kind in ("softmax", "entmax15"):
+        step = api.centroid_step(X, C, sigma, kind=kind, sample_weight=w)
+        np.testing.assert_allclose(step.cluster_weights, np.full(k, W / k), rtol=1e-6)
+        np.testing.assert_array_equal(step.centroids, C)
+        assert step.min_margin == 0.0
+    gX, gC = api.gradients(X, C, sigma, kind="softmax")
+    # Zero up to the rounding of sum_j r_ij c_j (r = 1/3 is inexact): |x| = 7 sets the scale.
+    np.testing.assert_allclose(gX, 0.0, atol=1e-5 * 7)
+    np.testing.assert_allclose(gC, 0.0, atol=1e-5 * 7 * n)
+    assert api.critical_sigma(X, sample_weight=w) == 0.0
+
+
+@_backend_params()
+def test_duplicate_centroids_share_and_hard_ties_go_to_smallest_index(backend):
+    api = BACKENDS[backend]
+    X = np.array([[0.0, 0.0], [0.5, 0.0], [10.0, 0.0], [9.0, 1.0]])
+    C = np.array([[0.0, 0.0], [0.0, 0.0], [10.0, 0.0]])
+    labels, _ = api.assign(X, C)
+    np.testing.assert_array_equal(labels, [0, 0, 2, 2])
+    np.testing.assert_array_equal(api.margins(X, C)[:2], [0.0, 0.0])
+    for kind in ("softmax", "entmax15"):
+        r = api.responsibilities(X, C, 0.05, kind=kind)
+        np.testing.assert_array_equal(r[:, 0], r[:, 1])  # identical columns, exactly
+        np.testing.assert_allclose(r[:2, :2], 0.5, rtol=1e-12)
+    step = api.centroid_step(X, C, kind="hard")
+    np.testing.assert_array_equal(step.empty, [False, True, False])
+    np.testing.assert_array_equal(step.centroids, [[0.25, 0.0], [0.0, 0.0], [9.5, 0.5]])
+    assert step.min_margin == 0.0
+
+
+@_backend_params()
+def test_single_centroid(backend):
+    api = BACKENDS[backend]
+    X = np.array([[0.0], [2.0], [4.0]])
+    C = np.array([[1.0]])
+    for kind in ("softmax", "entmax15"):
+        np.testing.assert_array_equal(api.responsibilities(X, C, 0.3, kind=kind), np.ones((3, 1)))
+        # log k = 0 and H(one-hot) = 0: every objective equals J = 1 + 1 + 9.
+        assert api.objective(X, C, 0.3, kind=kind) == pytest.approx(11.0, rel=1e-12)
+    step = api.centroid_step(X, C, kind="hard")
+    assert step.min_margin == float("inf")
+    np.testing.assert_array_equal(step.centroids, [[2.0]])
+
+
+@_backend_params()
+def test_zero_weights_exclude_points(backend):
+    """w_i = 0 removes point i: same step as dropping it (margins only over w_i > 0)."""
+    api = BACKENDS[backend]
+    X = np.array([[0.0], [1.0], [5.0], [100.0]])
+    C = np.array([[0.0], [6.0]])
+    w = np.array([1.0, 1.0, 1.0, 0.0])
+    for kind, s in (("hard", None), ("softmax", 1.0), ("entmax15", 1.0)):
+        a = api.centroid_step(X, C, s, kind=kind, sample_weight=w)
+        b = api.centroid_step(X[:3], C, s, kind=kind)
+        np.testing.assert_allclose(a.centroids, b.centroids, rtol=1e-12)
+        assert a.objective == pytest.approx(b.objective, rel=1e-12)
+        assert a.min_margin == pytest.approx(b.min_margin, rel=1e-12)
+    assert api.critical_sigma(X, sample_weight=w) == pytest.approx(
+        api.critical_sigma(X[:3]), rel=1e-12
+    )
+
+
+@_backend_params()
+def test_n_equals_one_and_d_equals_one(backend):
+    api = BACKENDS[backend]
+    X = np.array([[3.0]])
+    C = np.array([[1.0], [4.0]])
+    np.testing.assert_array_equal(api.sq_distances(X, C), [[4.0, 1.0]])
+    np.testing.assert_array_equal(api.margins(X, C), [3.0])
+    step = api.centroid_step(X, C, kind="hard")
+    np.testing.assert_array_equal(step.empty, [True, False])
+    np.testing.assert_array_equal(step.centroids, [[1.0], [3.0]])
+    assert api.critical_sigma(X) == 0.0
+
+
+@_backend_params()
+def test_entmax15_extreme_finite_scores(backend):
+    """Scores spanning the float64 range: the top entry alone gets everything, no overflow."""
+    api = BACKENDS[backend]
+    Z = np.array([[1e300, -1e300, 0.0], [-1e308, -1e308, -1e308], [1.0, 1.0, -5.0]])
+    r = api.entmax15(Z)
+    assert np.isfinite(r).all()
+    np.testing.assert_array_equal(r[0], [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(r[1], [1 / 3] * 3, rtol=1e-12)
+    np.testing.assert_allclose(r[2], [0.5, 0.5, 0.0], rtol=1e-12)

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "softkmeans/config.hpp"
@@ -107,10 +108,16 @@ Problem<T> make_problem(index_t n, index_t d, index_t k, std::uint64_t seed = 12
     const double* c = centres.data() + pick_blob(rng) * d;
     for (index_t l = 0; l < d; ++l) p.X[static_cast<size_t>(i * d + l)] = static_cast<T>(c[l] + gauss(rng));
   }
+  // Distinct rows (a partial Fisher-Yates shuffle) when k <= n: equal centroids
+  // would make every margin-based temperature zero.
   p.C.resize(static_cast<size_t>(k * d));
-  std::uniform_int_distribution<index_t> pick_row(0, n - 1);
+  std::vector<index_t> order(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   for (index_t j = 0; j < k; ++j) {
-    const index_t i = pick_row(rng);
+    const index_t jj = j % n;
+    std::uniform_int_distribution<index_t> pick(jj, n - 1);
+    std::swap(order[static_cast<size_t>(jj)], order[static_cast<size_t>(pick(rng))]);
+    const index_t i = order[static_cast<size_t>(jj)];
     for (index_t l = 0; l < d; ++l)
       p.C[static_cast<size_t>(j * d + l)] = p.X[static_cast<size_t>(i * d + l)];
   }

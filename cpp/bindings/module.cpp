@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 #include <omp.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -67,6 +68,194 @@ py::tuple assign_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   return py::make_tuple(labels, mind);
 }
 
+template <typename T>
+carray<T> as_vector(const py::array& a, const char* name, index_t n) {
+  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style))
+    throw py::type_error(std::string(name) + " must be a C-contiguous array of dtype " +
+                         py::str(py::dtype::of<T>()).cast<std::string>());
+  if (a.ndim() != 1 || a.shape(0) != n)
+    throw py::value_error(std::string(name) + " must be 1-dimensional with " +
+                          std::to_string(n) + " entries");
+  return py::reinterpret_borrow<carray<T>>(a);
+}
+
+softkmeans::Kind parse_kind(const std::string& kind) {
+  if (kind == "hard") return softkmeans::Kind::hard;
+  if (kind == "softmax") return softkmeans::Kind::softmax;
+  if (kind == "entmax15") return softkmeans::Kind::entmax15;
+  throw py::value_error("kind must be 'hard', 'softmax' or 'entmax15'");
+}
+
+double check_sigma(double sigma, softkmeans::Kind kind) {
+  if (kind == softkmeans::Kind::hard) return 1.0;  // unused
+  if (!(sigma > 0.0) || !std::isfinite(sigma))
+    throw py::value_error("sigma must be finite and > 0");
+  return sigma;
+}
+
+template <typename T>
+py::array margins_t(const py::array& Xa, const py::array& Ca, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  auto C = as_matrix<T>(Ca, "C");
+  check_pair(X, C);
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  carray<T> out(n);
+  {
+    py::gil_scoped_release release;
+    softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
+  }
+  return out;
+}
+
+template <typename T>
+py::array entmax15_t(const py::array& Za, int n_threads) {
+  auto Z = as_matrix<T>(Za, "Z");
+  const index_t n = Z.shape(0), k = Z.shape(1);
+  if (n < 1 || k < 1) throw py::value_error("Z must be non-empty");
+  carray<T> R({n, k});
+  {
+    py::gil_scoped_release release;
+    softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
+  }
+  return R;
+}
+
+template <typename T>
+py::array responsibilities_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
+                             double sigma, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  auto C = as_matrix<T>(Ca, "C");
+  check_pair(X, C);
+  const auto kind = parse_kind(kind_s);
+  sigma = check_sigma(sigma, kind);
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  carray<T> R({n, k});
+  {
+    py::gil_scoped_release release;
+    softkmeans::responsibilities<T>(X.data(), n, d, C.data(), k, kind, sigma, R.mutable_data(),
+                                    n_threads);
+  }
+  return R;
+}
+
+template <typename T>
+double objective_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
+                   double sigma, const py::array& wa, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  auto C = as_matrix<T>(Ca, "C");
+  check_pair(X, C);
+  const auto kind = parse_kind(kind_s);
+  sigma = check_sigma(sigma, kind);
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  double obj, J;
+  {
+    py::gil_scoped_release release;
+    softkmeans::objective<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(), &obj, &J,
+                             n_threads);
+  }
+  return obj;
+}
+
+template <typename T>
+py::tuple centroid_step_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
+                          double sigma, const py::array& wa, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  auto C = as_matrix<T>(Ca, "C");
+  check_pair(X, C);
+  const auto kind = parse_kind(kind_s);
+  sigma = check_sigma(sigma, kind);
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  carray<T> new_C({k, d});
+  carray<double> N(k);
+  py::array_t<bool> empty(k);
+  double obj, J, mm;
+  {
+    py::gil_scoped_release release;
+    softkmeans::centroid_step<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
+                                 new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
+                                 reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
+                                 n_threads);
+  }
+  return py::make_tuple(new_C, N, obj, J, mm, empty);
+}
+
+template <typename T>
+py::tuple gradients_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
+                      double sigma, const py::array& wa, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  auto C = as_matrix<T>(Ca, "C");
+  check_pair(X, C);
+  const auto kind = parse_kind(kind_s);
+  sigma = check_sigma(sigma, kind);
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  carray<T> gX({n, d});
+  carray<T> gC({k, d});
+  {
+    py::gil_scoped_release release;
+    softkmeans::gradients<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
+                             gX.mutable_data(), gC.mutable_data(), n_threads);
+  }
+  return py::make_tuple(gX, gC);
+}
+
+template <typename T>
+py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  const index_t n = X.shape(0), d = X.shape(1);
+  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  carray<double> mean(d);
+  carray<double> cov({d, d});
+  {
+    py::gil_scoped_release release;
+    softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
+                                       cov.mutable_data(), n_threads);
+  }
+  return py::make_tuple(mean, cov);
+}
+
+template <typename T>
+py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::array& cla,
+                           const py::array& ca, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  const index_t n = X.shape(0), d = X.shape(1);
+  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  auto closest = as_vector<double>(cla, "closest", n);
+  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
+  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  const index_t L = cand.shape(0);
+  if (L < 1) throw py::value_error("cand_idx must not be empty");
+  for (index_t a = 0; a < L; ++a)
+    if (cand.data()[a] < 0 || cand.data()[a] >= n)
+      throw py::index_error("cand_idx out of range");
+  carray<double> pot(L);
+  {
+    py::gil_scoped_release release;
+    softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
+                                                 cand.data(), L, pot.mutable_data(), n_threads);
+  }
+  return pot;
+}
+
+template <typename T>
+void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int n_threads) {
+  auto X = as_matrix<T>(Xa, "X");
+  const index_t n = X.shape(0), d = X.shape(1);
+  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
+  auto closest = as_vector<double>(cla, "closest", n);
+  if (!closest.writeable()) throw py::value_error("closest must be writeable");
+  if (center < 0 || center >= n) throw py::index_error("center_idx out of range");
+  {
+    py::gil_scoped_release release;
+    softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
+                                           n_threads);
+  }
+}
+
 bool is_float32(const py::array& a) { return a.dtype().is(py::dtype::of<float>()); }
 
 }  // namespace
@@ -88,6 +277,80 @@ PYBIND11_MODULE(_core, m) {
                              : assign_t<double>(X, C, n_threads);
       },
       py::arg("X"), py::arg("C"), py::arg("n_threads") = 0);
+
+  m.def(
+      "margins",
+      [](const py::array& X, const py::array& C, int n_threads) {
+        return is_float32(X) ? margins_t<float>(X, C, n_threads) : margins_t<double>(X, C, n_threads);
+      },
+      py::arg("X"), py::arg("C"), py::arg("n_threads") = 0);
+  m.def(
+      "entmax15",
+      [](const py::array& Z, int n_threads) {
+        return is_float32(Z) ? entmax15_t<float>(Z, n_threads) : entmax15_t<double>(Z, n_threads);
+      },
+      py::arg("Z"), py::arg("n_threads") = 0);
+  m.def(
+      "responsibilities",
+      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
+         int n_threads) {
+        return is_float32(X) ? responsibilities_t<float>(X, C, kind, sigma, n_threads)
+                             : responsibilities_t<double>(X, C, kind, sigma, n_threads);
+      },
+      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("n_threads") = 0);
+  m.def(
+      "objective",
+      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
+         const py::array& w, int n_threads) {
+        return is_float32(X) ? objective_t<float>(X, C, kind, sigma, w, n_threads)
+                             : objective_t<double>(X, C, kind, sigma, w, n_threads);
+      },
+      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
+      py::arg("n_threads") = 0);
+  m.def(
+      "centroid_step",
+      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
+         const py::array& w, int n_threads) {
+        return is_float32(X) ? centroid_step_t<float>(X, C, kind, sigma, w, n_threads)
+                             : centroid_step_t<double>(X, C, kind, sigma, w, n_threads);
+      },
+      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
+      py::arg("n_threads") = 0,
+      "(centroids, cluster_weights, objective, distortion, min_margin, empty)");
+  m.def(
+      "gradients",
+      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
+         const py::array& w, int n_threads) {
+        return is_float32(X) ? gradients_t<float>(X, C, kind, sigma, w, n_threads)
+                             : gradients_t<double>(X, C, kind, sigma, w, n_threads);
+      },
+      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
+      py::arg("n_threads") = 0);
+  m.def(
+      "weighted_covariance",
+      [](const py::array& X, const py::array& w, int n_threads) {
+        return is_float32(X) ? weighted_covariance_t<float>(X, w, n_threads)
+                             : weighted_covariance_t<double>(X, w, n_threads);
+      },
+      py::arg("X"), py::arg("sample_weight"), py::arg("n_threads") = 0, "(mean (d,), cov (d, d))");
+  m.def(
+      "kmeanspp_candidate_potentials",
+      [](const py::array& X, const py::array& w, const py::array& closest,
+         const py::array& cand_idx, int n_threads) {
+        return is_float32(X) ? kpp_potentials_t<float>(X, w, closest, cand_idx, n_threads)
+                             : kpp_potentials_t<double>(X, w, closest, cand_idx, n_threads);
+      },
+      py::arg("X"), py::arg("sample_weight"), py::arg("closest"), py::arg("cand_idx"),
+      py::arg("n_threads") = 0,
+      "potentials (L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2)");
+  m.def(
+      "kmeanspp_update_closest",
+      [](const py::array& X, py::array& closest, std::int64_t center_idx, int n_threads) {
+        if (is_float32(X)) kpp_update_t<float>(X, closest, center_idx, n_threads);
+        else kpp_update_t<double>(X, closest, center_idx, n_threads);
+      },
+      py::arg("X"), py::arg("closest"), py::arg("center_idx"), py::arg("n_threads") = 0,
+      "in place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2)");
 
   m.def("available_simd_levels", [] {
     py::list out;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
 #include "kernel_table.hpp"
 #include "softkmeans/kernels.hpp"
@@ -120,12 +121,103 @@ void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_
   active_kernels<T>().assign(X, n, d, C, k, labels, min_sq_dist, resolve_threads(n_threads));
 }
 
-template void sq_distances<float>(const float*, index_t, index_t, const float*, index_t, float*, int);
-template void sq_distances<double>(const double*, index_t, index_t, const double*, index_t, double*,
-                                   int);
-template void assign<float>(const float*, index_t, index_t, const float*, index_t, std::int64_t*,
-                            float*, int);
-template void assign<double>(const double*, index_t, index_t, const double*, index_t,
-                             std::int64_t*, double*, int);
+template <typename T>
+void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, int n_threads) {
+  active_kernels<T>().margins(X, n, d, C, k, out, resolve_threads(n_threads));
+}
+
+template <typename T>
+void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
+  active_kernels<T>().entmax15(Z, n, k, R, resolve_threads(n_threads));
+}
+
+template <typename T>
+void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                      double sigma, T* R, int n_threads) {
+  active_kernels<T>().responsibilities(X, n, d, C, k, kind, sigma, R, resolve_threads(n_threads));
+}
+
+template <typename T>
+void objective(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+               const double* w, double* objective, double* distortion, int n_threads) {
+  double mm;
+  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, nullptr, nullptr, nullptr, objective,
+                            distortion, &mm, resolve_threads(n_threads));
+}
+
+template <typename T>
+void centroid_step(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                   double sigma, const double* w, T* new_C, double* N, double* objective,
+                   double* distortion, double* min_margin, std::uint8_t* empty, int n_threads) {
+  std::vector<double> S(static_cast<std::size_t>(k * d));
+  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, nullptr, N, S.data(), objective,
+                            distortion, min_margin, resolve_threads(n_threads));
+  for (index_t j = 0; j < k; ++j) {
+    empty[j] = N[j] == 0.0;
+    for (index_t l = 0; l < d; ++l)
+      new_C[j * d + l] = empty[j] ? C[j * d + l] : static_cast<T>(S[j * d + l] / N[j]);
+  }
+}
+
+template <typename T>
+void gradients(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+               const double* w, T* grad_X, T* grad_C, int n_threads) {
+  std::vector<double> N(static_cast<std::size_t>(k)), S(static_cast<std::size_t>(k * d));
+  double obj, J, mm;
+  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, grad_X, N.data(), S.data(), &obj, &J,
+                            &mm, resolve_threads(n_threads));
+  for (index_t j = 0; j < k; ++j)
+    for (index_t l = 0; l < d; ++l)
+      grad_C[j * d + l] =
+          static_cast<T>(2.0 * (N[j] * static_cast<double>(C[j * d + l]) - S[j * d + l]));
+}
+
+template <typename T>
+void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
+                         double* cov, int n_threads) {
+  active_kernels<T>().weighted_covariance(X, n, d, w, mean, cov, resolve_threads(n_threads));
+}
+
+template <typename T>
+void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
+                                   const double* closest, const std::int64_t* cand, index_t L,
+                                   double* potentials, int n_threads) {
+  active_kernels<T>().kmeanspp_candidate_potentials(X, n, d, w, closest, cand, L, potentials,
+                                                    resolve_threads(n_threads));
+}
+
+template <typename T>
+void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t center,
+                             double* closest, int n_threads) {
+  active_kernels<T>().kmeanspp_update_closest(X, n, d, center, closest,
+                                              resolve_threads(n_threads));
+}
+
+#define SOFTKMEANS_INSTANTIATE(T)                                                              \
+  template void sq_distances<T>(const T*, index_t, index_t, const T*, index_t, T*, int);      \
+  template void assign<T>(const T*, index_t, index_t, const T*, index_t, std::int64_t*, T*,   \
+                          int);                                                                \
+  template void margins<T>(const T*, index_t, index_t, const T*, index_t, T*, int);           \
+  template void entmax15<T>(const T*, index_t, index_t, T*, int);                              \
+  template void responsibilities<T>(const T*, index_t, index_t, const T*, index_t, Kind,      \
+                                    double, T*, int);                                          \
+  template void objective<T>(const T*, index_t, index_t, const T*, index_t, Kind, double,     \
+                             const double*, double*, double*, int);                            \
+  template void centroid_step<T>(const T*, index_t, index_t, const T*, index_t, Kind, double, \
+                                 const double*, T*, double*, double*, double*, double*,        \
+                                 std::uint8_t*, int);                                          \
+  template void gradients<T>(const T*, index_t, index_t, const T*, index_t, Kind, double,     \
+                             const double*, T*, T*, int);                                      \
+  template void weighted_covariance<T>(const T*, index_t, index_t, const double*, double*,    \
+                                       double*, int);                                          \
+  template void kmeanspp_candidate_potentials<T>(const T*, index_t, index_t, const double*,   \
+                                                 const double*, const std::int64_t*, index_t, \
+                                                 double*, int);                                \
+  template void kmeanspp_update_closest<T>(const T*, index_t, index_t, std::int64_t, double*, \
+                                           int);
+
+SOFTKMEANS_INSTANTIATE(float)
+SOFTKMEANS_INSTANTIATE(double)
+#undef SOFTKMEANS_INSTANTIATE
 
 }  // namespace softkmeans

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "softkmeans/config.hpp"
+#include "softkmeans/kernels.hpp"
 
 namespace softkmeans {
 
@@ -12,6 +13,20 @@ template <typename T>
 struct KernelTable {
   void (*sq_distances)(const T*, index_t, index_t, const T*, index_t, T*, int) = nullptr;
   void (*assign)(const T*, index_t, index_t, const T*, index_t, std::int64_t*, T*, int) = nullptr;
+  void (*margins)(const T*, index_t, index_t, const T*, index_t, T*, int) = nullptr;
+  void (*entmax15)(const T*, index_t, index_t, T*, int) = nullptr;
+  void (*responsibilities)(const T*, index_t, index_t, const T*, index_t, Kind, double, T*,
+                           int) = nullptr;
+  // The fused pass: X, n, d, C, k, kind, sigma, w, grad_X?, N?, S?, obj, J, min_margin.
+  void (*stats)(const T*, index_t, index_t, const T*, index_t, Kind, double, const double*, T*,
+                double*, double*, double*, double*, double*, int) = nullptr;
+  void (*weighted_covariance)(const T*, index_t, index_t, const double*, double*, double*,
+                              int) = nullptr;
+  void (*kmeanspp_candidate_potentials)(const T*, index_t, index_t, const double*,
+                                        const double*, const std::int64_t*, index_t, double*,
+                                        int) = nullptr;
+  void (*kmeanspp_update_closest)(const T*, index_t, index_t, std::int64_t, double*,
+                                  int) = nullptr;
 };
 
 void fill_kernel_tables_scalar(KernelTable<float>* f, KernelTable<double>* d);

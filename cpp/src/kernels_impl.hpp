@@ -1,74 +1,841 @@
 // Kernel bodies, compiled once per instruction set. Each including translation
-// unit defines SOFTKMEANS_ISA (scalar, avx2, avx512) and its own compiler
-// flags; the namespace keeps the per-ISA instantiations distinct (ODR).
+// unit defines SOFTKMEANS_ISA (scalar, avx2, avx512), SOFTKMEANS_VEC_BYTES (the
+// vector width it targets) and SOFTKMEANS_MR (rows of the register-blocked
+// micro-kernel), plus its own compiler flags; the namespace keeps the per-ISA
+// instantiations distinct (ODR).
+//
+// Vectors are GCC/Clang vector extensions of SOFTKMEANS_VEC_BYTES bytes: the
+// same source becomes SSE2 (scalar level: the portable baseline and the
+// oracle), AVX2+FMA or AVX-512 code by the flags of the including unit.
 #pragma once
 
 #ifndef SOFTKMEANS_ISA
 #error "define SOFTKMEANS_ISA before including kernels_impl.hpp"
 #endif
+#ifndef SOFTKMEANS_VEC_BYTES
+#error "define SOFTKMEANS_VEC_BYTES before including kernels_impl.hpp"
+#endif
+#ifndef SOFTKMEANS_MR
+#error "define SOFTKMEANS_MR before including kernels_impl.hpp"
+#endif
 
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "softkmeans/config.hpp"
+#include "softkmeans/kernels.hpp"
 
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
-// Accumulation type: float data is summed in double so that D keeps full
-// float precision even for points far from the origin.
+// ---------------------------------------------------------------------------
+// Vectors
+// ---------------------------------------------------------------------------
+
+typedef float vf __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef double vd __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef std::int32_t vi32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef std::int64_t vi64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef float vf_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(4), may_alias));
+typedef double vd_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(8), may_alias));
+
 template <typename T>
-struct Acc {
-  using type = double;
+struct VT;
+template <>
+struct VT<float> {
+  using v = vf;
+  using u = vf_u;
+  static constexpr index_t W = SOFTKMEANS_VEC_BYTES / 4;
+};
+template <>
+struct VT<double> {
+  using v = vd;
+  using u = vd_u;
+  static constexpr index_t W = SOFTKMEANS_VEC_BYTES / 8;
 };
 
 template <typename T>
-inline typename Acc<T>::type sq_dist_row(const T* x, const T* c, index_t d) {
-  using A = typename Acc<T>::type;
-  A s = 0;
-  for (index_t l = 0; l < d; ++l) {
-    const A diff = static_cast<A>(x[l]) - static_cast<A>(c[l]);
-    s += diff * diff;
+inline typename VT<T>::v vload(const T* p) {
+  return *reinterpret_cast<const typename VT<T>::u*>(p);
+}
+template <typename T>
+inline void vstore(T* p, typename VT<T>::v x) {
+  *reinterpret_cast<typename VT<T>::u*>(p) = x;
+}
+template <typename T>
+inline typename VT<T>::v vset(T x) {
+  return typename VT<T>::v{} + x;
+}
+template <typename V>
+inline V vmin(V a, V b) {
+  return a < b ? a : b;
+}
+template <typename V>
+inline V vmax(V a, V b) {
+  return a > b ? a : b;
+}
+
+constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
+
+// exp(x) for x <= 0 (the max-shifted scores), vectorized. Range reduction
+// x = n ln2 + r, |r| <= ln2/2, Taylor polynomial (degree 7 for float, 13 for
+// double: truncation below half an ulp), scaling by 2^n through the exponent
+// bits. NOTE: results below the smallest normal number (x < -87 float, -708
+// double) are flushed to exactly 0 instead of denormals: they are < 1e-37
+// (float) / 1e-307 (double) of the row's largest entry, and exact zeros let
+// the accumulation skip them.
+inline vf vexp(vf x) {
+  const vf lo = vset<float>(-87.0f);
+  const vf xc = vmax(x, lo);
+  const vf t = xc * 1.44269504088896341f;
+  const vf nf = (t + 12582912.0f) - 12582912.0f;  // round to nearest
+  vf r = xc - nf * 0.693145751953125f;
+  r = r - nf * 1.42860682030941723212e-6f;
+  vf p = vset<float>(1.0f / 5040.0f);
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const vi32 ni = __builtin_convertvector(nf, vi32);
+  const vi32 bits = (ni + 127) << 23;
+  const vf scale = reinterpret_cast<const vf&>(bits);
+  const vf res = p * scale;
+  return x < lo ? vf{} : res;
+}
+
+inline vd vexp(vd x) {
+  const vd lo = vset<double>(-708.0);
+  const vd xc = vmax(x, lo);
+  const vd t = xc * 1.4426950408889634074;
+  const vd nf = (t + 6755399441055744.0) - 6755399441055744.0;  // round to nearest
+  vd r = xc - nf * 6.93145751953125e-1;
+  r = r - nf * 1.42860682030941723212e-6;
+  vd p = vset<double>(1.0 / 6227020800.0);
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const vi64 ni = __builtin_convertvector(nf, vi64);
+  const vi64 bits = (ni + 1023) << 52;
+  const vd scale = reinterpret_cast<const vd&>(bits);
+  const vd res = p * scale;
+  return x < lo ? vd{} : res;
+}
+
+// ---------------------------------------------------------------------------
+// Distance engine: centroids prepared once per call, distance blocks per row
+// block.
+// ---------------------------------------------------------------------------
+
+template <typename T>
+struct Workspace {
+  std::vector<T> xb;    // (mb_pad, d) shifted rows (micro-kernel path)
+  std::vector<T> xn;    // (mb_pad,) their squared norms
+  std::vector<T> dbuf;  // (mb_pad, kp) the distance block, then responsibilities
+  std::vector<T> st;    // (k, d) per-tile float partial of S (stats kernels)
+  std::vector<std::int64_t> cidx;  // (k,) entmax15 candidates
+  std::vector<double> cval;        // (k,) their values
+};
+
+template <typename T>
+struct Engine {
+  using V = typename VT<T>::v;
+  static constexpr index_t W = VT<T>::W;
+  static constexpr index_t NR = 2 * W;
+  static constexpr index_t MR = SOFTKMEANS_MR;
+
+  index_t d = 0, k = 0, kp = 0, mb = 0;
+  bool small = false;
+  std::vector<T> shift;  // (d,)
+  std::vector<T> cp;     // micro-kernel path: (kp / NR) panels of (d, NR)
+  std::vector<T> cn;     // (kp,) ||c_j - s||^2, +inf in the padding
+  std::vector<T> ct;     // direct path: (d, kp) transposed centroids
+
+  Engine(const T* C, index_t k_, index_t d_) : d(d_), k(k_) {
+    small = d <= kSmallDim;
+    kp = round_up(k, small ? W : NR);
+    const index_t by_bytes = kDistBlockBytes / (kp * static_cast<index_t>(sizeof(T)));
+    mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
+    if (small) {
+      ct.assign(d * kp, T(0));
+      for (index_t j = 0; j < k; ++j)
+        for (index_t l = 0; l < d; ++l) ct[l * kp + j] = C[j * d + l];
+      return;
+    }
+    // The shift: the mean of C rounded to a multiple of a power of two no
+    // larger than the centroids' spread. Distances are invariant under it;
+    // it removes the cancellation of the norm expansion far from the origin
+    // (points at 100 with spread 0.1), and on integer data with spread >= 1 it
+    // is an integer, so integer-valued distances stay exact.
+    std::vector<double> mu(d, 0.0);
+    for (index_t j = 0; j < k; ++j)
+      for (index_t l = 0; l < d; ++l) mu[l] += static_cast<double>(C[j * d + l]);
+    for (index_t l = 0; l < d; ++l) mu[l] /= static_cast<double>(k);
+    double spread = 0.0;
+    for (index_t j = 0; j < k; ++j)
+      for (index_t l = 0; l < d; ++l)
+        spread = std::max(spread, std::fabs(static_cast<double>(C[j * d + l]) - mu[l]));
+    shift.assign(d, T(0));
+    for (index_t l = 0; l < d; ++l) {
+      if (spread > 0.0) {
+        const double q = std::ldexp(1.0, std::ilogb(spread));
+        shift[l] = static_cast<T>(std::nearbyint(mu[l] / q) * q);
+      } else {
+        shift[l] = C[l];  // all centroids equal: shift by them exactly
+      }
+    }
+    cp.assign((kp / NR) * d * NR, T(0));
+    cn.assign(kp, std::numeric_limits<T>::infinity());
+    for (index_t j = 0; j < k; ++j) {
+      const index_t p = j / NR, jj = j % NR;
+      double nrm = 0.0;
+      for (index_t l = 0; l < d; ++l) {
+        const T c = C[j * d + l] - shift[l];
+        cp[(p * d + l) * NR + jj] = c;
+        nrm += static_cast<double>(c) * static_cast<double>(c);
+      }
+      cn[j] = static_cast<T>(nrm);
+    }
   }
-  return s;
+
+  index_t mb_pad() const { return round_up(mb, MR); }
+
+  void init(Workspace<T>& ws) const {
+    ws.dbuf.assign(mb_pad() * kp, T(0));
+    if (!small) {
+      ws.xb.assign(mb_pad() * d, T(0));
+      ws.xn.assign(mb_pad(), T(0));
+    }
+  }
+
+  // dbuf [out] (rows, kp) with row stride kp: D of rows X[0..rows), +inf in
+  // the padding columns k..kp.
+  void distances(const T* X, index_t rows, Workspace<T>& ws) const {
+    T* out = ws.dbuf.data();
+    if (small) {
+      switch (d) {
+        case 1: direct<1>(X, rows, out); break;
+        case 2: direct<2>(X, rows, out); break;
+        case 3: direct<3>(X, rows, out); break;
+        default: direct<4>(X, rows, out); break;
+      }
+      if (kp > k)
+        for (index_t r = 0; r < rows; ++r)
+          for (index_t j = k; j < kp; ++j) out[r * kp + j] = std::numeric_limits<T>::infinity();
+      return;
+    }
+    T* xb = ws.xb.data();
+    T* xn = ws.xn.data();
+    const index_t rows_pad = round_up(rows, MR);
+    for (index_t r = 0; r < rows; ++r) {
+      T nrm = 0;
+      for (index_t l = 0; l < d; ++l) {
+        const T v = X[r * d + l] - shift[l];
+        xb[r * d + l] = v;
+        nrm += v * v;
+      }
+      xn[r] = nrm;
+    }
+    for (index_t r = rows; r < rows_pad; ++r) {
+      for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
+      xn[r] = T(0);
+    }
+    for (index_t p = 0; p < kp / NR; ++p)
+      for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
+        micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
+              out + r0 * kp + p * NR);
+  }
+
+  // Direct differences, vectorized over centroids with broadcasts of x.
+  template <int D>
+  void direct(const T* X, index_t rows, T* out) const {
+    for (index_t r = 0; r < rows; ++r) {
+      V xs[D];
+      for (int l = 0; l < D; ++l) xs[l] = vset<T>(X[r * D + l]);
+      T* o = out + r * kp;
+      for (index_t j = 0; j < kp; j += W) {
+        V s = V{};
+        for (int l = 0; l < D; ++l) {
+          const V df = xs[l] - vload(ct.data() + l * kp + j);
+          s += df * df;
+        }
+        vstore(o + j, s);
+      }
+    }
+  }
+
+  // The register-blocked micro-kernel: MR rows x NR centroids of x.c
+  // accumulated over d in MR x 2 vector registers, then
+  // D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0, stored with row stride kp.
+  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const {
+    V a0[MR], a1[MR];
+#pragma GCC unroll 16
+    for (index_t r = 0; r < MR; ++r) a0[r] = a1[r] = V{};
+    for (index_t l = 0; l < d; ++l) {
+      const V c0 = vload(cpan + l * NR);
+      const V c1 = vload(cpan + l * NR + W);
+#pragma GCC unroll 16
+      for (index_t r = 0; r < MR; ++r) {
+        const V xv = vset<T>(xb[r * d + l]);
+        a0[r] += xv * c0;
+        a1[r] += xv * c1;
+      }
+    }
+    const V cn0 = vload(cnp), cn1 = vload(cnp + W);
+#pragma GCC unroll 16
+    for (index_t r = 0; r < MR; ++r) {
+      const V x = vset<T>(xn[r]);
+      V d0 = (x + cn0) - (a0[r] + a0[r]);
+      V d1 = (x + cn1) - (a1[r] + a1[r]);
+      d0 = vmax(d0, V{});
+      d1 = vmax(d1, V{});
+      vstore(out + r * kp, d0);
+      vstore(out + r * kp + W, d1);
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Row reductions
+// ---------------------------------------------------------------------------
+
+template <typename T>
+struct RowMin {
+  T m1, m2;
+  index_t a;
+};
+
+// The two smallest entries of a row (padding +inf) and the first argmin:
+// per-lane running min and second min, then a merge of the lanes.
+template <typename T>
+inline RowMin<T> row_min2(const T* row, index_t kp) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  const T inf = std::numeric_limits<T>::infinity();
+  V v1 = vset<T>(inf), v2 = vset<T>(inf);
+  for (index_t j = 0; j < kp; j += W) {
+    const V x = vload(row + j);
+    v2 = vmin(v2, vmax(v1, x));
+    v1 = vmin(v1, x);
+  }
+  T m1 = inf, m2 = inf;
+  for (index_t q = 0; q < W; ++q) {
+    const T a = v1[q], b = v2[q];
+    if (a < m1) {
+      m2 = std::min(m1, b);
+      m1 = a;
+    } else {
+      m2 = std::min(m2, a);
+    }
+  }
+  index_t a = 0;
+  while (row[a] != m1) ++a;
+  return {m1, m2, a};
+}
+
+// Softmax of the row from its distances: row_j <- exp(-(D_j - m1) / (2 sigma^2))
+// (the log-sum-exp shift by the row max, written on the gap so the nearest
+// centroid gets exp(0) = 1 exactly and exact ties share). Returns sum_j e_j
+// (>= 1). With normalize, row_j <- e_j / sum.
+template <typename T>
+inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  const V vm = vset<T>(m1), vi = vset<T>(inv_t);
+  V acc = V{};
+  for (index_t j = 0; j < kp; j += W) {
+    const V g = vload(row + j) - vm;
+    const V s = g > V{} ? -(g * vi) : V{};  // no 0 * inf
+    const V e = vexp(s);
+    vstore(row + j, e);
+    acc += e;
+  }
+  double sum = 0.0;
+  for (index_t q = 0; q < W; ++q) sum += static_cast<double>(acc[q]);
+  if (normalize) {
+    const V sc = vset<T>(static_cast<T>(1.0 / sum));
+    for (index_t j = 0; j < kp; j += W) vstore(row + j, vload(row + j) * sc);
+  }
+  return sum;
+}
+
+// entmax15 threshold by SPEC.md's sort-based algorithm on candidates
+// u (count,) in (-1, 0] (halved, max-shifted scores; the max is 0): sorts
+// them descending (with their indices), returns tau. Running sums in double;
+// values in (-1, 0] keep Q_s - M_s^2 well conditioned.
+inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+  // Insertion sort for the usual handful of candidates, Shell sort (in place,
+  // no allocation inside the parallel region) for many.
+  index_t gap = 1;
+  while (gap < count / 3) gap = 3 * gap + 1;
+  for (; gap >= 1; gap /= 3) {
+    for (index_t a = gap; a < count; ++a) {
+      const double v = u[a];
+      const std::int64_t iv = idx[a];
+      index_t b = a;
+      for (; b >= gap && u[b - gap] < v; b -= gap) {
+        u[b] = u[b - gap];
+        idx[b] = idx[b - gap];
+      }
+      u[b] = v;
+      idx[b] = iv;
+    }
+  }
+  double s1 = 0.0, s2 = 0.0, tau = u[0] - 1.0;
+  for (index_t s = 1; s <= count; ++s) {
+    const double v = u[s - 1];
+    s1 += v;
+    s2 += v * v;
+    const double ds = static_cast<double>(s);
+    const double M = s1 / ds, Q = s2 / ds;
+    const double delta = (1.0 - ds * (Q - M * M)) / ds;
+    const double tau_s = M - std::sqrt(std::max(delta, 0.0));
+    if (tau_s <= v) tau = tau_s;
+  }
+  return tau;
+}
+
+// entmax15 responsibilities of a distance row: candidates are the j with
+// D_j - m1 < 4 sigma^2 (u_j = -(D_j - m1) / (4 sigma^2) > -1); cval/cidx
+// [out] get the support's r values and indices, returns its size.
+// extra [out]: sum_j r_j (D_j - m1) - 2 sigma^2 H(r), the Tsallis objective
+// minus m1 (one-hot rows give exactly 0).
+template <typename T>
+inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double* cval,
+                          std::int64_t* cidx, double* extra) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  const double thr = 4.0 * sigma2;
+  const double inv4 = 1.0 / thr;
+  const V vthr = vset<T>(static_cast<T>(std::min<double>(thr, std::numeric_limits<T>::max())));
+  const V vm = vset<T>(m1);
+  index_t count = 0;
+  for (index_t j = 0; j < kp; j += W) {
+    const V g = vload(row + j) - vm;
+    const auto m = g <= vthr;  // a superset; exact test below in double
+    bool any = false;
+    for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
+    if (!any) continue;
+    for (index_t q = 0; q < W; ++q) {
+      const double gap = static_cast<double>(row[j + q]) - static_cast<double>(m1);
+      if (gap < thr) {
+        cval[count] = -gap * inv4;
+        cidx[count] = j + q;
+        ++count;
+      }
+    }
+  }
+  const double tau = entmax_tau(cval, cidx, count);
+  index_t supp = 0;
+  double lin = 0.0, p15 = 0.0;
+  for (index_t a = 0; a < count; ++a) {
+    const double t = cval[a] - tau;
+    if (t <= 0.0) break;  // sorted descending
+    const double r = t * t;
+    const double gap = -cval[a] * thr;
+    lin += r * gap;
+    p15 += r * t;  // r^(3/2) = t^3
+    cval[supp] = r;
+    cidx[supp] = cidx[a];
+    ++supp;
+  }
+  *extra = lin - 2.0 * sigma2 * (4.0 / 3.0) * (1.0 - p15);
+  return supp;
+}
+
+// ---------------------------------------------------------------------------
+// The parallel driver: tiles of kRowTile rows grouped into n_chunks chunks
+// (independent of the thread count), chunks processed in parallel, the tiles
+// of a chunk in order, row blocks of engine.mb rows within a tile.
+// ---------------------------------------------------------------------------
+
+inline index_t n_tiles_of(index_t n) { return (n + kRowTile - 1) / kRowTile; }
+
+template <typename T, typename BlockFn, typename TileEndFn>
+void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks, int nt,
+           std::vector<Workspace<T>>& wss, BlockFn block_fn, TileEndFn tile_end) {
+  const index_t n_tiles = n_tiles_of(n);
+  const index_t d = E.d;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (index_t c = 0; c < n_chunks; ++c) {
+    Workspace<T>& ws = wss[omp_get_thread_num()];
+    const index_t t0 = c * n_tiles / n_chunks, t1 = (c + 1) * n_tiles / n_chunks;
+    for (index_t t = t0; t < t1; ++t) {
+      const index_t i_end = std::min(n, (t + 1) * kRowTile);
+      for (index_t i0 = t * kRowTile; i0 < i_end; i0 += E.mb) {
+        const index_t rows = std::min(E.mb, i_end - i0);
+        E.distances(X + i0 * d, rows, ws);
+        block_fn(c, ws, i0, rows);
+      }
+      tile_end(c, ws);
+    }
+  }
 }
 
 template <typename T>
-void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int n_threads) {
-  const index_t n_tiles = (n + kRowTile - 1) / kRowTile;
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-  for (index_t t = 0; t < n_tiles; ++t) {
-    const index_t i_end = std::min(n, (t + 1) * kRowTile);
-    for (index_t i = t * kRowTile; i < i_end; ++i) {
-      for (index_t j = 0; j < k; ++j) D[i * k + j] = static_cast<T>(sq_dist_row(X + i * d, C + j * d, d));
-    }
-  }
+std::vector<Workspace<T>> make_workspaces(const Engine<T>& E, int nt) {
+  std::vector<Workspace<T>> wss(nt);
+  for (auto& ws : wss) E.init(ws);
+  return wss;
+}
+
+inline auto no_tile_end = [](index_t, auto&) {};
+
+// ---------------------------------------------------------------------------
+// API kernels
+// ---------------------------------------------------------------------------
+
+template <typename T>
+void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int nt) {
+  const Engine<T> E(C, k, d);
+  auto wss = make_workspaces(E, nt);
+  drive(E, X, n, n_tiles_of(n), nt, wss,
+        [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          for (index_t r = 0; r < rows; ++r)
+            std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.kp, k * sizeof(T));
+        },
+        no_tile_end);
 }
 
 template <typename T>
 void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
-            T* min_sq_dist, int n_threads) {
-  using A = typename Acc<T>::type;
-  const index_t n_tiles = (n + kRowTile - 1) / kRowTile;
-#pragma omp parallel for schedule(static) num_threads(n_threads)
-  for (index_t t = 0; t < n_tiles; ++t) {
-    const index_t i_end = std::min(n, (t + 1) * kRowTile);
-    for (index_t i = t * kRowTile; i < i_end; ++i) {
-      A best = std::numeric_limits<A>::infinity();
-      index_t best_j = 0;
-      for (index_t j = 0; j < k; ++j) {
-        const A dij = sq_dist_row(X + i * d, C + j * d, d);
-        if (dij < best) {  // strict: ties keep the smallest j
-          best = dij;
-          best_j = j;
+            T* min_sq_dist, int nt) {
+  const Engine<T> E(C, k, d);
+  auto wss = make_workspaces(E, nt);
+  drive(E, X, n, n_tiles_of(n), nt, wss,
+        [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          for (index_t r = 0; r < rows; ++r) {
+            const RowMin<T> m = row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            labels[i0 + r] = m.a;
+            min_sq_dist[i0 + r] = m.m1;
+          }
+        },
+        no_tile_end);
+}
+
+template <typename T>
+void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, int nt) {
+  const Engine<T> E(C, k, d);
+  auto wss = make_workspaces(E, nt);
+  drive(E, X, n, n_tiles_of(n), nt, wss,
+        [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          for (index_t r = 0; r < rows; ++r) {
+            const RowMin<T> m = row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            out[i0 + r] = m.m2 - m.m1;
+          }
+        },
+        no_tile_end);
+}
+
+template <typename T>
+void entmax15(const T* Z, index_t n, index_t k, T* R, int nt) {
+  std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
+  std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (index_t i = 0; i < n; ++i) {
+    const int th = omp_get_thread_num();
+    double* cval = cv[th].data();
+    std::int64_t* cidx = ci[th].data();
+    const T* z = Z + i * k;
+    T* o = R + i * k;
+    double half_max = -std::numeric_limits<double>::infinity();
+    for (index_t j = 0; j < k; ++j) half_max = std::max(half_max, static_cast<double>(z[j]) / 2.0);
+    // u = z/2 - max(z)/2: halved before the subtraction, so it cannot overflow.
+    index_t count = 0;
+    for (index_t j = 0; j < k; ++j) {
+      const double u = static_cast<double>(z[j]) / 2.0 - half_max;
+      o[j] = T(0);
+      if (u > -1.0) {
+        cval[count] = u;
+        cidx[count] = j;
+        ++count;
+      }
+    }
+    const double tau = entmax_tau(cval, cidx, count);
+    for (index_t a = 0; a < count; ++a) {
+      const double t = cval[a] - tau;
+      if (t <= 0.0) break;
+      o[cidx[a]] = static_cast<T>(t * t);
+    }
+  }
+}
+
+template <typename T>
+void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                      double sigma, T* R, int nt) {
+  const Engine<T> E(C, k, d);
+  auto wss = make_workspaces(E, nt);
+  for (auto& ws : wss) {
+    ws.cval.assign(E.kp, 0.0);
+    ws.cidx.assign(E.kp, 0);
+  }
+  const double sigma2 = sigma * sigma;
+  const T inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  drive(E, X, n, n_tiles_of(n), nt, wss,
+        [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          for (index_t r = 0; r < rows; ++r) {
+            T* row = ws.dbuf.data() + r * E.kp;
+            T* o = R + (i0 + r) * k;
+            const RowMin<T> m = row_min2(row, E.kp);
+            if (kind == Kind::hard) {
+              std::fill(o, o + k, T(0));
+              o[m.a] = T(1);
+            } else if (kind == Kind::softmax) {
+              softmax_row(row, E.kp, m.m1, inv_t, true);
+              std::memcpy(o, row, k * sizeof(T));
+            } else {
+              double extra;
+              const index_t s = entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(),
+                                           ws.cidx.data(), &extra);
+              std::fill(o, o + k, T(0));
+              for (index_t a = 0; a < s; ++a) o[ws.cidx[a]] = static_cast<T>(ws.cval[a]);
+            }
+          }
+        },
+        no_tile_end);
+}
+
+// Statistics of one chunk: N (k), S (k, d), objective, J, min margin.
+struct ChunkStats {
+  std::vector<double> N, S;
+  double obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
+};
+
+inline index_t stats_chunks(index_t n, index_t k, index_t d) {
+  const index_t per = (k * d + k) * 8 + 64;
+  const index_t cap = std::max<index_t>(4, std::min<index_t>(kMaxChunks, kChunkStatsBytes / per));
+  return std::min(n_tiles_of(n), cap);
+}
+
+// The fused pass behind objective, centroid_step and gradients.
+// grad_X [out, nullable] (n, d); N [out, nullable] (k,) and S [out, nullable]
+// (k, d) (both or neither; S of the original, unshifted x); obj, J, mm [out].
+template <typename T>
+void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+           const double* w, T* grad_X, double* N, double* S, double* obj, double* J, double* mm,
+           int nt) {
+  const Engine<T> E(C, k, d);
+  const bool need_s = (S != nullptr) || (grad_X != nullptr);
+  const index_t n_chunks = stats_chunks(n, k, d);
+  std::vector<ChunkStats> cs(n_chunks);
+  for (auto& c : cs) {
+    if (need_s) {
+      c.N.assign(k, 0.0);
+      c.S.assign(k * d, 0.0);
+    }
+  }
+  auto wss = make_workspaces(E, nt);
+  for (auto& ws : wss) {
+    ws.cval.assign(E.kp, 0.0);
+    ws.cidx.assign(E.kp, 0);
+    if (need_s) ws.st.assign(k * d, T(0));
+  }
+  std::vector<double> C64;
+  if (grad_X) C64.assign(C, C + k * d);
+  const double sigma2 = sigma * sigma;
+  const T inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  const double two_s2 = 2.0 * sigma2;
+
+  auto block = [&](index_t c, Workspace<T>& ws, index_t i0, index_t rows) {
+    ChunkStats& st = cs[c];
+    T* stile = need_s ? ws.st.data() : nullptr;
+    double* Nc = need_s ? st.N.data() : nullptr;
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t i = i0 + r;
+      const double wi = w[i];
+      const T* x = X + i * d;
+      T* row = ws.dbuf.data() + r * E.kp;
+      const RowMin<T> m = row_min2(row, E.kp);
+      const double m1 = static_cast<double>(m.m1);
+      double oi = m1;
+      if (wi > 0.0) st.mm = std::min(st.mm, static_cast<double>(m.m2 - m.m1));
+      index_t supp = 0;
+      if (kind == Kind::softmax) {
+        const double sum = softmax_row(row, E.kp, m.m1, inv_t, need_s);
+        oi = m1 - two_s2 * std::log(sum);
+      } else if (kind == Kind::entmax15) {
+        double extra;
+        supp = entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+        oi = m1 + extra;
+      }
+      st.obj += wi * oi;
+      st.J += wi * m1;
+      if (!need_s || wi == 0.0) {
+        if (grad_X)
+          for (index_t l = 0; l < d; ++l) grad_X[i * d + l] = T(0);
+        continue;
+      }
+      // Accumulate N (double) and S (float tile partial for float data).
+      auto axpy = [&](index_t j, double wr) {
+        Nc[j] += wr;
+        const T a = static_cast<T>(wr);
+        T* s = stile + j * d;
+#pragma omp simd
+        for (index_t l = 0; l < d; ++l) s[l] += a * x[l];
+      };
+      if (kind == Kind::hard) {
+        axpy(m.a, wi);
+      } else if (kind == Kind::softmax) {
+        for (index_t j = 0; j < k; ++j)
+          if (row[j] != T(0)) axpy(j, wi * static_cast<double>(row[j]));
+      } else {
+        for (index_t a = 0; a < supp; ++a) axpy(ws.cidx[a], wi * ws.cval[a]);
+      }
+      if (grad_X) {
+        // 2 w_i (x_i - sum_j r_ij c_j), in double.
+        T* g = grad_X + i * d;
+        for (index_t l = 0; l < d; ++l) {
+          double mix = 0.0;
+          if (kind == Kind::hard) {
+            mix = C64[m.a * d + l];
+          } else if (kind == Kind::softmax) {
+            for (index_t j = 0; j < k; ++j)
+              if (row[j] != T(0)) mix += static_cast<double>(row[j]) * C64[j * d + l];
+          } else {
+            for (index_t a = 0; a < supp; ++a) mix += ws.cval[a] * C64[ws.cidx[a] * d + l];
+          }
+          g[l] = static_cast<T>(2.0 * wi * (static_cast<double>(x[l]) - mix));
         }
       }
-      labels[i] = best_j;
-      min_sq_dist[i] = static_cast<T>(best);
     }
+  };
+  auto tile_end = [&](index_t c, Workspace<T>& ws) {
+    if (!need_s) return;
+    double* Sc = cs[c].S.data();
+    T* stile = ws.st.data();
+    for (index_t q = 0; q < k * d; ++q) {
+      Sc[q] += static_cast<double>(stile[q]);
+      stile[q] = T(0);
+    }
+  };
+  drive(E, X, n, n_chunks, nt, wss, block, tile_end);
+
+  // Fixed-order merge of the chunk partials.
+  double o = 0.0, jj = 0.0, mmin = std::numeric_limits<double>::infinity();
+  if (N) std::fill(N, N + k, 0.0);
+  if (S) std::fill(S, S + k * d, 0.0);
+  for (const ChunkStats& c : cs) {
+    o += c.obj;
+    jj += c.J;
+    mmin = std::min(mmin, c.mm);
+    if (N)
+      for (index_t j = 0; j < k; ++j) N[j] += c.N[j];
+    if (S)
+      for (index_t q = 0; q < k * d; ++q) S[q] += c.S[q];
+  }
+  *obj = o;
+  *J = jj;
+  *mm = (k >= 2) ? mmin : std::numeric_limits<double>::infinity();
+}
+
+template <typename T>
+void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
+                         double* cov, int nt) {
+  const index_t n_tiles = n_tiles_of(n);
+  const index_t n_chunks = std::min<index_t>(
+      n_tiles, std::max<index_t>(4, std::min<index_t>(kMaxChunks, kChunkStatsBytes / (8 * d * d + 64))));
+  std::vector<double> part(n_chunks * (d + 1), 0.0);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (index_t c = 0; c < n_chunks; ++c) {
+    double* p = part.data() + c * (d + 1);
+    const index_t i0 = c * n_tiles / n_chunks * kRowTile;
+    const index_t i1 = std::min(n, (c + 1) * n_tiles / n_chunks * kRowTile);
+    for (index_t i = i0; i < i1; ++i) {
+      p[d] += w[i];
+      for (index_t l = 0; l < d; ++l) p[l] += w[i] * static_cast<double>(X[i * d + l]);
+    }
+  }
+  double W = 0.0;
+  std::vector<double> sx(d, 0.0);
+  for (index_t c = 0; c < n_chunks; ++c) {
+    W += part[c * (d + 1) + d];
+    for (index_t l = 0; l < d; ++l) sx[l] += part[c * (d + 1) + l];
+  }
+  for (index_t l = 0; l < d; ++l) mean[l] = sx[l] / W;
+  std::vector<double> cp(n_chunks * d * d, 0.0);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (index_t c = 0; c < n_chunks; ++c) {
+    double* p = cp.data() + c * d * d;
+    std::vector<double> xc(d);
+    const index_t i0 = c * n_tiles / n_chunks * kRowTile;
+    const index_t i1 = std::min(n, (c + 1) * n_tiles / n_chunks * kRowTile);
+    for (index_t i = i0; i < i1; ++i) {
+      if (w[i] == 0.0) continue;
+      for (index_t l = 0; l < d; ++l) xc[l] = static_cast<double>(X[i * d + l]) - mean[l];
+      for (index_t a = 0; a < d; ++a) {
+        const double wa = w[i] * xc[a];
+        for (index_t b = a; b < d; ++b) p[a * d + b] += wa * xc[b];
+      }
+    }
+  }
+  std::fill(cov, cov + d * d, 0.0);
+  for (index_t c = 0; c < n_chunks; ++c)
+    for (index_t q = 0; q < d * d; ++q) cov[q] += cp[c * d * d + q];
+  for (index_t a = 0; a < d; ++a)
+    for (index_t b = a; b < d; ++b) {
+      cov[a * d + b] /= W;
+      cov[b * d + a] = cov[a * d + b];
+    }
+}
+
+template <typename T>
+void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
+                                   const double* closest, const std::int64_t* cand, index_t L,
+                                   double* potentials, int nt) {
+  std::vector<T> Cc(L * d);
+  for (index_t a = 0; a < L; ++a)
+    std::memcpy(Cc.data() + a * d, X + cand[a] * d, d * sizeof(T));
+  const Engine<T> E(Cc.data(), L, d);
+  const index_t n_chunks = std::min(n_tiles_of(n), kMaxChunks);
+  std::vector<double> part(n_chunks * L, 0.0);
+  auto wss = make_workspaces(E, nt);
+  drive(E, X, n, n_chunks, nt, wss,
+        [&](index_t c, Workspace<T>& ws, index_t i0, index_t rows) {
+          double* p = part.data() + c * L;
+          for (index_t r = 0; r < rows; ++r) {
+            const double wi = w[i0 + r], cl = closest[i0 + r];
+            const T* row = ws.dbuf.data() + r * E.kp;
+            for (index_t a = 0; a < L; ++a)
+              p[a] += wi * std::min(cl, static_cast<double>(row[a]));
+          }
+        },
+        no_tile_end);
+  std::fill(potentials, potentials + L, 0.0);
+  for (index_t c = 0; c < n_chunks; ++c)
+    for (index_t a = 0; a < L; ++a) potentials[a] += part[c * L + a];
+}
+
+template <typename T>
+void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t center,
+                             double* closest, int nt) {
+  std::vector<double> c(d);
+  for (index_t l = 0; l < d; ++l) c[l] = static_cast<double>(X[center * d + l]);
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (index_t i = 0; i < n; ++i) {
+    double s = 0.0;
+    for (index_t l = 0; l < d; ++l) {
+      const double df = static_cast<double>(X[i * d + l]) - c[l];
+      s += df * df;
+    }
+    closest[i] = std::min(closest[i], s);
   }
 }
 

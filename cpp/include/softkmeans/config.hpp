@@ -12,9 +12,24 @@ using index_t = std::int64_t;
 #define SOFTKMEANS_ROW_TILE 256
 #endif
 
-// Rows of X processed together. Row tiles are also the unit of parallel work
-// and of deterministic reduction: partial results are formed per tile and
-// merged in tile order, so they never depend on the thread count.
+// Rows of X processed together. Row tiles are also the unit of deterministic
+// reduction: float partial sums are formed per tile and folded into double
+// totals, tiles are grouped into chunks independently of the thread count, and
+// chunk partials are merged in chunk order, so no result depends on the
+// thread count.
 inline constexpr index_t kRowTile = SOFTKMEANS_ROW_TILE;
+
+// Bytes of the per-thread distance block (rows x padded k) that a row block's
+// reduction consumes while it is still in L1/L2.
+inline constexpr index_t kDistBlockBytes = 96 * 1024;
+
+// Dimensions up to this use the direct-difference distance path (vectorized
+// over centroids); above it, the ||x||^2 + ||c||^2 - 2 x.c micro-kernel.
+inline constexpr index_t kSmallDim = 4;
+
+// Upper bound on the number of chunks (units of parallel work holding their own
+// double statistics) and on the bytes those statistics may take in total.
+inline constexpr index_t kMaxChunks = 64;
+inline constexpr index_t kChunkStatsBytes = 32 * 1024 * 1024;
 
 }  // namespace softkmeans

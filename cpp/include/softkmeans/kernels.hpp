@@ -2,9 +2,16 @@
 //
 // Conventions: T is float or double; X [in] (n, d), C [in] (k, d) row-major
 // and contiguous; outputs are allocated by the caller. n_threads <= 0 means
-// the OpenMP default (honours OMP_NUM_THREADS). Results never depend on the
-// thread count. Callers validate inputs (finite values, n, k, d >= 1); kernels
-// do not throw.
+// the OpenMP default (omp_get_max_threads() at the call, so OMP_NUM_THREADS and
+// threadpoolctl limits apply). Results never depend on the thread count
+// (bitwise). Callers validate inputs (finite values, n, k, d >= 1, sigma > 0
+// for the soft kinds, weights >= 0 with a positive sum); kernels do not throw.
+//
+// Numerics: distances are ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s) with a
+// shift s near the centroids (d > kSmallDim), or direct differences (d <=
+// kSmallDim), in the precision of T, clamped at 0. Weights, N, S, objectives
+// are accumulated in double (float data: per-row-tile float sums of w r x are
+// folded into double totals).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +19,9 @@
 #include "softkmeans/config.hpp"
 
 namespace softkmeans {
+
+// The assignment maps of SPEC.md.
+enum class Kind : int { hard = 0, softmax = 1, entmax15 = 2 };
 
 // D [out] (n, k): D_ij = ||x_i - c_j||^2, never negative.
 template <typename T>
@@ -22,6 +32,63 @@ void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
 template <typename T>
 void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
             T* min_sq_dist, int n_threads);
+
+// margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
+// distances (inf when k == 1).
+template <typename T>
+void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* margins, int n_threads);
+
+// Z [in] (n, k) scores; R [out] (n, k) row-wise entmax15(Z), exact zeros off
+// the support. Candidate-filtered sort-based threshold computed in double.
+template <typename T>
+void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads);
+
+// R [out] (n, k): responsibilities of `kind` at width sigma (ignored for hard).
+template <typename T>
+void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                      double sigma, T* R, int n_threads);
+
+// w [in] (n,) sample weights.
+// objective [out]: J, F_sigma or G_sigma of `kind` at C; distortion [out]: J.
+template <typename T>
+void objective(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+               const double* w, double* objective, double* distortion, int n_threads);
+
+// One fused pass over X (no (n, k) array).
+// new_C [out] (k, d): S_j / N_j, or c_j when N_j == 0.  N [out] (k,).
+// objective, distortion, min_margin [out] scalars (min_margin over w_i > 0,
+// inf when k == 1).  empty [out] (k,): 1 where N_j == 0.
+template <typename T>
+void centroid_step(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                   double sigma, const double* w, T* new_C, double* N, double* objective,
+                   double* distortion, double* min_margin, std::uint8_t* empty, int n_threads);
+
+// grad_X [out] (n, d): 2 w_i (x_i - sum_j r_ij c_j).
+// grad_C [out] (k, d): 2 (N_j c_j - S_j).
+template <typename T>
+void gradients(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+               const double* w, T* grad_X, T* grad_C, int n_threads);
+
+// mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the weighted
+// population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
+template <typename T>
+void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
+                         double* cov, int n_threads);
+
+// Greedy k-means++ (as scikit-learn's _kmeans_plusplus), one fused pass:
+// cand [in] (L,) row indices of X (0 <= cand < n); closest [in] (n,) current
+// squared distance of each point to its nearest chosen center;
+// potentials [out] (L,): sum_i w_i min(closest_i, ||x_i - x_cand_l||^2).
+template <typename T>
+void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
+                                   const double* closest, const std::int64_t* cand, index_t L,
+                                   double* potentials, int n_threads);
+
+// closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2), the distance
+// computed by direct differences in double.
+template <typename T>
+void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t center,
+                             double* closest, int n_threads);
 
 // The number of threads a parallel region started with n_threads uses.
 int resolve_threads(int n_threads);

@@ -7,6 +7,8 @@
 //   bytes = s (n d + k d + n) + 8 n   X and C read, min distances and int64
 //                              labels written;
 //   rows  = n.
+// margins: Delta_i = D_i(2) - D_i(1), the same pass keeping the two smallest.
+//   flops = 2 n k d; bytes = s (n d + k d + n); rows = n.
 // Shapes: the (d, k) table at about 1 GFLOP per call, plus an n sweep
 // at (d, k) = (16, 64).
 #include <cstdint>
@@ -37,6 +39,20 @@ void bm_assign(benchmark::State& state, const Shape& s, int n_threads) {
   skbench::set_counters(state, 2.0 * n * k * d, sizeof(T) * (n * d + k * d + n) + 8.0 * n, n);
 }
 
+template <typename T>
+void bm_margins(benchmark::State& state, const Shape& s, int n_threads) {
+  const auto& p = skbench::cached_problem<T>(s.n, s.d, s.k);
+  std::vector<T> out(static_cast<size_t>(s.n));
+  for (auto _ : state) {
+    softkmeans::margins<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, out.data(), n_threads);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double n = static_cast<double>(s.n), d = static_cast<double>(s.d),
+               k = static_cast<double>(s.k);
+  skbench::set_counters(state, 2.0 * n * k * d, sizeof(T) * (n * d + k * d + n), n);
+}
+
 std::vector<Shape> shapes() {
   std::vector<Shape> out;
   const bool tiny = skbench::sizes() == skbench::Sizes::tiny;
@@ -52,6 +68,8 @@ void register_all() {
   for (const Shape& s : shapes()) {
     skbench::register_sweep(skbench::shape_name("assign", "f32", s), s, bm_assign<float>);
     skbench::register_sweep(skbench::shape_name("assign", "f64", s), s, bm_assign<double>);
+    skbench::register_sweep(skbench::shape_name("margins", "f32", s), s, bm_margins<float>);
+    skbench::register_sweep(skbench::shape_name("margins", "f64", s), s, bm_margins<double>);
   }
 }
 

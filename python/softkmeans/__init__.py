@@ -23,11 +23,16 @@ from ._api import (
     sq_distances,
 )
 from ._build_info import build_info
+from ._seeding import kmeans_plusplus
 from ._types import StepResult
+from .annealing import AnnealingSchedule
+from .estimator import SoftKMeans
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnnealingSchedule",
+    "SoftKMeans",
     "StepResult",
     "assign",
     "build_info",
@@ -35,6 +40,7 @@ __all__ = [
     "critical_sigma",
     "entmax15",
     "gradients",
+    "kmeans_plusplus",
     "margins",
     "native_functions",
     "objective",

@@ -1,0 +1,149 @@
+"""Greedy k-means++ seeding (Arthur & Vassilvitskii 2007; greedy variant as in scikit-learn).
+
+For each new centre, ``n_local_trials`` candidates are drawn with probability proportional
+to w_i D(x_i)^2 (D = distance to the nearest centre chosen so far) and the candidate that
+lowers the potential sum_i w_i D(x_i)^2 the most is kept. The default number of trials is
+``2 + int(log(k))``, scikit-learn's choice, and the random draws are made in the same order
+as ``sklearn.cluster.kmeans_plusplus`` (one ``choice`` for the first centre, then one
+``uniform(size=n_local_trials)`` per centre), so with the same ``RandomState`` both pick the
+same points except where rounding separates two candidates.
+
+The distance work runs in the native core: ``softkmeans.sq_distances`` from the candidates
+to all points, or the fused kernels ``_core.kmeanspp_candidate_potentials`` /
+``_core.kmeanspp_update_closest`` when the build has them.
+
+Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
+draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
+zero increment is never hit).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _api
+from . import _validation as v
+
+__all__ = ["kmeans_plusplus"]
+
+
+def _check_random_state(seed):
+    """None, int or RandomState -> RandomState (scikit-learn's convention, without sklearn)."""
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, (numbers.Integral, np.integer)) and not isinstance(seed, bool):
+        return np.random.RandomState(int(seed))
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"random_state must be None, an int or a numpy RandomState; got {seed!r}")
+
+
+def _check_n_clusters(n_clusters, n_samples):
+    if isinstance(n_clusters, (bool, np.bool_)) or not isinstance(
+        n_clusters, (numbers.Integral, np.integer)
+    ):
+        raise TypeError(f"n_clusters must be an int; got {type(n_clusters).__name__}")
+    n_clusters = int(n_clusters)
+    if n_clusters < 1:
+        raise ValueError(f"n_clusters must be >= 1; got {n_clusters}")
+    if n_samples < n_clusters:
+        raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
+    return n_clusters
+
+
+def _native_kernels():
+    """The fused k-means++ kernels of the native core, or None when this build lacks them."""
+    core = getattr(_api, "_core", None)
+    pots = getattr(core, "kmeanspp_candidate_potentials", None)
+    upd = getattr(core, "kmeanspp_update_closest", None)
+    if pots is None or upd is None:
+        return None
+    return pots, upd
+
+
+def _draw(cum, rand_vals, positive_idx):
+    """Indices i with cum[i-1] <= r < cum[i] (first strictly larger cumulative value).
+
+    Draws at or beyond the total (rounding) go to the last point with a positive increment.
+    """
+    ids = np.searchsorted(cum, rand_vals, side="right")
+    last = positive_idx[-1] if positive_idx.size else cum.size - 1
+    return np.minimum(ids, last)
+
+
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+    """Choose ``n_clusters`` initial centroids among the rows of X by greedy k-means++.
+
+    Parameters
+    ----------
+    X : array (n, d), float32 or float64 (other real dtypes are converted to float64).
+    n_clusters : int, 1 <= n_clusters <= n.
+    sample_weight : None or array (n,) of weights >= 0; the draws are proportional to
+        w_i D_i^2, and zero-weight points are never chosen.
+    random_state : None, int or numpy.random.RandomState.
+    n_local_trials : None (``2 + int(log(n_clusters))``) or a positive int.
+
+    Returns
+    -------
+    centers : (n_clusters, d) array, dtype of X (rows of X).
+    indices : (n_clusters,) int64 array, ``X[indices] == centers``.
+    """
+    return _kmeans_plusplus(
+        X,
+        n_clusters,
+        sample_weight=sample_weight,
+        random_state=random_state,
+        n_local_trials=n_local_trials,
+    )
+
+
+def _kmeans_plusplus(
+    X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None, n_threads=None
+):
+    """`kmeans_plusplus` with the native core's thread count (None: OpenMP default)."""
+    X = v.check_data(X)
+    n, d = X.shape
+    n_clusters = _check_n_clusters(n_clusters, n)
+    w = v.check_sample_weight(sample_weight, n)
+    rng = _check_random_state(random_state)
+    if n_local_trials is None:
+        n_local_trials = 2 + int(np.log(n_clusters))
+    elif isinstance(n_local_trials, (bool, np.bool_)) or not isinstance(
+        n_local_trials, (numbers.Integral, np.integer)
+    ):
+        raise TypeError(f"n_local_trials must be None or a positive int; got {n_local_trials!r}")
+    elif n_local_trials < 1:
+        raise ValueError(f"n_local_trials must be >= 1; got {n_local_trials}")
+    n_local_trials = int(n_local_trials)
+
+    positive = np.flatnonzero(w > 0)
+    centers = np.empty((n_clusters, d), dtype=X.dtype)
+    indices = np.full(n_clusters, -1, dtype=np.int64)
+
+    first = int(rng.choice(n, p=w / w.sum()))
+    centers[0] = X[first]
+    indices[0] = first
+    # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
+    closest = _api.sq_distances(X, X[first : first + 1], n_threads=n_threads)[:, 0].astype(
+        np.float64
+    )
+    current_pot = float(closest @ w)
+
+    for c in range(1, n_clusters):
+        rand_vals = rng.uniform(size=n_local_trials) * current_pot
+        if current_pot > 0.0:
+            cand = _draw(np.cumsum(w * closest), rand_vals, np.flatnonzero(w * closest > 0))
+        else:
+            # Every point coincides with a chosen centre: any positive-weight point will do.
+            cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
+        D = _api.sq_distances(X, X[cand], n_threads=n_threads).astype(np.float64)  # (n, trials)
+        np.minimum(D, closest[:, None], out=D)
+        pots = w @ D  # (trials,)
+        best = int(np.argmin(pots))
+        current_pot = float(pots[best])
+        closest = D[:, best].copy()
+        centers[c] = X[cand[best]]
+        indices[c] = cand[best]
+    return centers, indices

@@ -1,0 +1,345 @@
+"""The ``softkmeans`` command line (also ``python -m softkmeans``).
+
+    softkmeans cluster [DATA] [-k K] [--assignment hard|softmax|entmax15|all] [--sigma S]
+                       [--anneal [key=value,...]] [--out DIR] ...
+    softkmeans info
+
+DATA is .npy, .csv/.txt (numeric columns; an optional header row) or .parquet (needs
+pyarrow); without DATA the built-in Iris data set is clustered. A user error (missing
+file, wrong shape, k > n, a non-numeric column, a bad option) prints one line on stderr
+and exits with status 1 (2 for command-line syntax); no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+KINDS = ("hard", "softmax", "entmax15")
+
+
+class UserError(Exception):
+    """An error in what the user asked for: reported as one line, no traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, status 2 (argparse's convention)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _load_text(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        text = f.read()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise UserError(f"{path}: no data rows")
+    first = lines[0]
+    delimiter = next((d for d in (",", ";", "\t") if d in first), None)
+    if delimiter is None:
+        rows = [ln.split() for ln in lines]
+    else:
+        rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delimiter)]
+
+    def numeric(cell):
+        try:
+            float(cell)
+            return True
+        except ValueError:
+            return False
+
+    header = None
+    if not all(numeric(c) for c in rows[0]):
+        header, rows = rows[0], rows[1:]
+    if not rows:
+        raise UserError(f"{path}: no data rows after the header")
+    width = len(rows[0])
+    for i, r in enumerate(rows):
+        if len(r) != width:
+            line = i + 1 + (header is not None)
+            raise UserError(f"{path}: row {line} has {len(r)} columns, expected {width}")
+    for j in range(width):
+        for i, r in enumerate(rows):
+            if not numeric(r[j]):
+                name = header[j] if header is not None and j < len(header) else f"#{j + 1}"
+                raise UserError(f"{path}: column {name} is not numeric (row {i + 1}: {r[j]!r})")
+    return np.array([[float(c) for c in r] for r in rows], dtype=np.float64)
+
+
+def _load_parquet(path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UserError(f"{path}: reading .parquet needs pyarrow (pip install pyarrow)") from None
+    table = pq.read_table(path)
+    cols = []
+    for name in table.column_names:
+        arr = table.column(name).to_numpy()
+        if arr.dtype.kind not in "biuf":
+            raise UserError(f"{path}: column {name} is not numeric (dtype {arr.dtype})")
+        cols.append(arr.astype(np.float64))
+    if not cols:
+        raise UserError(f"{path}: no columns")
+    return np.column_stack(cols)
+
+
+def load_data(path):
+    """(X, description) from DATA, or the built-in Iris data set when path is None."""
+    if path is None:
+        from .datasets import load_iris
+
+        X, _, _ = load_iris()
+        return X, "built-in Iris (Fisher 1936, public domain), 150 x 4"
+    if not os.path.exists(path):
+        raise UserError(f"DATA file not found: {path}")
+    if os.path.isdir(path):
+        raise UserError(f"DATA is a directory, not a file: {path}")
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext == ".npy":
+            X = np.load(path, allow_pickle=False)
+        elif ext in (".csv", ".txt", ".tsv"):
+            X = _load_text(path)
+        elif ext == ".parquet":
+            X = _load_parquet(path)
+        else:
+            raise UserError(f"{path}: unknown format {ext!r} (use .npy, .csv, .txt or .parquet)")
+    except UserError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    if X.ndim != 2:
+        raise UserError(f"{path}: data must be a 2-D table (n, d); got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise UserError(f"{path}: data must be numeric; got dtype {X.dtype}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise UserError(f"{path}: data is empty (shape {X.shape})")
+    if not np.isfinite(X).all():
+        raise UserError(f"{path}: data contains NaN or infinity")
+    return X, f"{path}, {X.shape[0]} x {X.shape[1]}"
+
+
+def _parse_anneal(text):
+    if text is None:
+        return None
+    if text in ("", "default", "true", "yes"):
+        return True
+    spec = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--anneal expects key=value pairs; got {item!r}")
+        key = key.strip()
+        value = value.strip()
+        if key in ("kind",):
+            spec[key] = value
+        elif key == "finish":
+            spec[key] = value.lower() in ("1", "true", "yes")
+        elif key == "steps":
+            try:
+                spec[key] = int(value)
+            except ValueError:
+                raise UserError(f"--anneal steps must be an integer; got {value!r}") from None
+        else:
+            try:
+                spec[key] = float(value)
+            except ValueError:
+                raise UserError(f"--anneal {key} must be a number; got {value!r}") from None
+    return spec
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def _table(rows):
+    head = ("assignment", "J", "objective", "iters", "time [s]", "min margin", "exact Lloyd")
+    body = [
+        (
+            r["assignment"],
+            f"{r['J']:.6g}",
+            f"{r['objective']:.6g}",
+            str(r["n_iter"]),
+            f"{r['time_s']:.3f}",
+            f"{r['min_margin']:.4g}",
+            "yes" if r["exact_lloyd"] else "no",
+        )
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*b) for b in body]
+    return "\n".join(lines)
+
+
+def _write_csv(path, array, fmt):
+    np.savetxt(path, array, delimiter=",", fmt=fmt)
+
+
+def cmd_cluster(args):
+    from .estimator import SoftKMeans
+
+    X, description = load_data(args.data)
+    kinds = KINDS if args.assignment == "all" else (args.assignment,)
+    anneal = _parse_anneal(args.anneal)
+    if args.k < 1:
+        raise UserError(f"-k must be >= 1; got {args.k}")
+    if args.k > X.shape[0]:
+        raise UserError(f"-k {args.k} is larger than the number of points ({X.shape[0]})")
+    rows, models = [], {}
+    for kind in kinds:
+        model = SoftKMeans(
+            args.k,
+            assignment=kind,
+            sigma=args.sigma,
+            anneal=anneal,
+            n_init=args.n_init,
+            max_iter=args.max_iter,
+            tol=args.tol,
+            random_state=args.random_state,
+            n_threads=args.threads,
+            verbose=args.verbose,
+        )
+        t0 = time.perf_counter()
+        model.fit(X)
+        elapsed = time.perf_counter() - t0
+        models[kind] = model
+        rows.append(
+            {
+                "assignment": kind,
+                "J": model.inertia_,
+                "objective": model.objective_,
+                "sigma": model.sigma_,
+                "n_iter": int(model.n_iter_),
+                "time_s": elapsed,
+                "min_margin": model.min_margin_,
+                "exact_lloyd": bool(model.exact_lloyd_),
+                "critical_sigma": model.critical_sigma_,
+                "phase_transitions": model.history_["transitions"],
+            }
+        )
+    print(f"data: {description}; k = {args.k}")
+    print(_table(rows))
+    if args.out is not None:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+            for kind, model in models.items():
+                _write_csv(
+                    os.path.join(args.out, f"centroids_{kind}.csv"),
+                    model.cluster_centers_,
+                    "%.17g",
+                )
+                _write_csv(os.path.join(args.out, f"labels_{kind}.csv"), model.labels_, "%d")
+            summary = {
+                "data": description,
+                "n_samples": int(X.shape[0]),
+                "n_features": int(X.shape[1]),
+                "k": args.k,
+                "results": [
+                    {
+                        key: (None if isinstance(val, float) and not np.isfinite(val) else val)
+                        for key, val in r.items()
+                    }
+                    for r in rows
+                ],
+            }
+            with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
+                json.dump(summary, f, indent=2)
+        except OSError as exc:
+            raise UserError(f"cannot write to {args.out}: {exc}") from None
+        print(f"wrote centroids_*.csv, labels_*.csv and summary.json to {args.out}")
+    return 0
+
+
+def cmd_info(args):
+    from . import __version__, native_functions
+    from ._build_info import build_info
+
+    info = build_info()
+    print(f"softkmeans {__version__}")
+    for key, value in info.items():
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(str(v) for v in value)
+        print(f"  {key}: {value}")
+    print(f"  native functions: {', '.join(native_functions())}")
+    return 0
+
+
+def build_parser():
+    parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
+    sub = parser.add_subparsers(dest="command", metavar="{cluster,info}")
+    sub.required = True
+    c = sub.add_parser(
+        "cluster",
+        help="cluster a data file (or the built-in Iris data) and print a summary table",
+    )
+    c.error = parser.error
+    c.add_argument(
+        "data",
+        nargs="?",
+        default=None,
+        metavar="DATA",
+        help=".npy, .csv/.txt or .parquet; default: the built-in Iris data set",
+    )
+    c.add_argument("-k", "--n-clusters", dest="k", type=int, default=3, help="clusters (3)")
+    c.add_argument(
+        "--assignment",
+        choices=(*KINDS, "all"),
+        default="all",
+        help="assignment map, or all three side by side (default)",
+    )
+    c.add_argument(
+        "--sigma",
+        type=float,
+        default=None,
+        help="RBF width (T = 2 sigma^2); default 0.1 x critical sigma",
+    )
+    c.add_argument(
+        "--anneal",
+        nargs="?",
+        const="default",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="deterministic annealing (start, stop, cooling, steps, perturbation)",
+    )
+    c.add_argument("--n-init", type=int, default=1)
+    c.add_argument("--max-iter", type=int, default=300)
+    c.add_argument("--tol", type=float, default=1e-4)
+    c.add_argument("--random-state", type=int, default=0)
+    c.add_argument("--threads", type=int, default=None)
+    c.add_argument(
+        "--out", default=None, metavar="DIR", help="write centroids, labels and summary.json here"
+    )
+    c.add_argument("-v", "--verbose", action="count", default=0)
+    c.set_defaults(func=cmd_cluster)
+    i = sub.add_parser("info", help="print how the native core was built")
+    i.error = parser.error
+    i.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv=None):
+    """Entry point; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"softkmeans: error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"softkmeans: error: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

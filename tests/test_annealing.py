@@ -1,0 +1,109 @@
+"""Deterministic annealing: the first split at the critical width, an exact Lloyd finish."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import softkmeans
+from softkmeans import AnnealingSchedule, SoftKMeans
+from softkmeans.annealing import check_schedule
+
+
+def _elongated(seed=0, n=400):
+    # Leading eigenvalue 9, next 1: a clear leading direction.
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 3)) * np.array([3.0, 1.0, 0.5])
+
+
+def test_first_split_happens_at_the_critical_sigma():
+    X = _elongated()
+    crit = softkmeans.critical_sigma(X)
+    assert crit == pytest.approx(3.0, rel=0.1)  # the construction, not our output
+    m = SoftKMeans(2, anneal={"cooling": 0.95}, random_state=0).fit(X)
+    first = m.history_["transitions"][0]
+    assert first["n_before"] == 1 and first["n_after"] >= 2
+    assert abs(first["sigma"] - crit) <= 0.1 * crit
+    # Nothing split above the critical width.
+    sig = m.history_["sigma"][: first["iteration"]]
+    assert sig.min() <= crit
+
+
+def test_no_split_when_stopping_above_the_critical_sigma():
+    X = _elongated(1)
+    crit = softkmeans.critical_sigma(X)
+    sched = AnnealingSchedule(start=1.5 * crit, stop=1.1 * crit, cooling=0.9, finish=False)
+    m = SoftKMeans(3, anneal=sched, random_state=0).fit(X)
+    assert m.history_["transitions"] == []
+    spread = np.ptp(m.cluster_centers_, axis=0).max()
+    assert spread < 1e-3 * crit
+
+
+@pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
+def test_annealing_ends_at_a_lloyd_fixed_point(kind):
+    X = _blobs()
+    m = SoftKMeans(4, assignment=kind, anneal={"cooling": 0.8}, random_state=0).fit(X)
+    assert m.exact_lloyd_
+    step = softkmeans.reference.centroid_step(X, m.cluster_centers_, kind="hard")
+    np.testing.assert_allclose(step.centroids, m.cluster_centers_, rtol=1e-12, atol=1e-12)
+    last = m.history_["sigma"][-1]
+    assert last <= np.sqrt(m.min_margin_) / 2
+    assert m.history_["kind"][-1] == "entmax15"
+    assert len(m.history_["sigma"]) == m.n_iter_
+
+
+def _blobs():
+    rng = np.random.default_rng(5)
+    centres = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [6.0, 6.0]])
+    return (centres[:, None, :] + 0.7 * rng.normal(size=(4, 50, 2))).reshape(-1, 2)
+
+
+def test_transitions_are_recorded_in_cooling_order():
+    m = SoftKMeans(4, anneal={"cooling": 0.85}, random_state=0).fit(_blobs())
+    tr = m.history_["transitions"]
+    assert tr, "four separated blobs must split"
+    sig = [t["sigma"] for t in tr]
+    assert sig == sorted(sig, reverse=True)
+    assert all(t["n_after"] > t["n_before"] for t in tr)
+    assert tr[-1]["n_after"] == 4
+
+
+def test_verbose_prints_one_line_per_temperature(capsys):
+    sched = {"cooling": 0.5, "steps": 20}
+    m = SoftKMeans(2, anneal=sched, random_state=0, verbose=1).fit(_blobs())
+    lines = capsys.readouterr().out.strip().splitlines()
+    n_widths = len(
+        set(s for s, k in zip(m.history_["sigma"], m.history_["kind"]) if k == "softmax")
+    )
+    assert len(lines) == n_widths + 1  # one per width and one for the Lloyd finish
+    assert all("sigma=" in ln for ln in lines)
+
+
+def test_schedule_from_dict_true_and_object():
+    assert check_schedule(None) is None and check_schedule(False) is None
+    assert check_schedule(True) == AnnealingSchedule()
+    assert check_schedule({"cooling": 0.5}).cooling == 0.5
+    s = AnnealingSchedule(start=2.0, stop=0.5)
+    assert check_schedule(s) is s
+    assert s.resolve(10.0) == (2.0, 0.5)
+    assert AnnealingSchedule().resolve(10.0) == (12.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("spec", "exc", "match"),
+    [
+        ({"cooling": 1.0}, ValueError, "cooling"),
+        ({"cooling": 0.0}, ValueError, "cooling"),
+        ({"steps": 0}, ValueError, "steps"),
+        ({"steps": 1.5}, TypeError, "steps"),
+        ({"start": -1.0}, ValueError, "start"),
+        ({"start": 1.0, "stop": 2.0}, ValueError, "stop"),
+        ({"kind": "hard"}, ValueError, "kind"),
+        ({"perturbation": 2.0}, ValueError, "perturbation"),
+        ({"bogus": 1}, ValueError, "unknown anneal keys"),
+        ("fast", TypeError, "anneal"),
+    ],
+)
+def test_bad_schedules(spec, exc, match):
+    with pytest.raises(exc, match=match):
+        check_schedule(spec)

@@ -1,0 +1,111 @@
+"""softkmeans.kmeans_plusplus: greedy k-means++ like scikit-learn's, weights respected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
+from sklearn.datasets import load_digits, make_blobs
+
+import softkmeans
+from softkmeans import kmeans_plusplus
+
+
+def _potential(X, C, w=None):
+    w = np.ones(X.shape[0]) if w is None else w
+    return float(w @ softkmeans.reference.assign(X, C)[1].astype(np.float64))
+
+
+def test_returns_rows_of_X_and_their_indices():
+    X, _ = make_blobs(200, n_features=3, centers=5, random_state=0)
+    centers, idx = kmeans_plusplus(X, 5, random_state=0)
+    assert centers.shape == (5, 3) and idx.shape == (5,) and idx.dtype == np.int64
+    np.testing.assert_array_equal(X[idx], centers)
+    assert np.unique(idx).size == 5
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_is_kept(dtype):
+    X = np.random.default_rng(0).normal(size=(50, 2)).astype(dtype)
+    centers, _ = kmeans_plusplus(X, 4, random_state=0)
+    assert centers.dtype == dtype
+
+
+def test_same_draws_as_scikit_learn():
+    # Same RandomState, same order of draws: the same points (no near-ties on digits).
+    X = load_digits().data
+    for seed in range(3):
+        _, ours = kmeans_plusplus(X, 10, random_state=seed)
+        _, theirs = sk_kmeans_plusplus(X, 10, random_state=seed)
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_quality_within_two_percent_of_scikit_learn():
+    # Mean potential after seeding over seeds, on data where the draws will diverge
+    # (different n_local_trials streams are not compared point by point).
+    X, _ = make_blobs(3000, n_features=8, centers=40, cluster_std=2.0, random_state=1)
+    ours = np.mean([_potential(X, kmeans_plusplus(X, 40, random_state=s)[0]) for s in range(8)])
+    theirs = np.mean(
+        [_potential(X, sk_kmeans_plusplus(X, 40, random_state=100 + s)[0]) for s in range(8)]
+    )
+    assert ours <= 1.02 * theirs
+
+
+def test_greedy_beats_single_trial_on_average():
+    X, _ = make_blobs(1000, n_features=2, centers=30, random_state=2)
+    greedy = np.mean([_potential(X, kmeans_plusplus(X, 30, random_state=s)[0]) for s in range(6)])
+    plain = np.mean(
+        [
+            _potential(X, kmeans_plusplus(X, 30, random_state=s, n_local_trials=1)[0])
+            for s in range(6)
+        ]
+    )
+    assert greedy < plain
+
+
+def test_zero_weight_points_are_never_chosen():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    w = np.zeros(300)
+    w[::3] = rng.integers(1, 4, size=100)
+    # Make the zero-weight points the most attractive ones if weights were ignored.
+    X[w == 0] *= 50
+    for seed in range(10):
+        _, idx = kmeans_plusplus(X, 20, sample_weight=w, random_state=seed)
+        assert (w[idx] > 0).all()
+
+
+def test_integer_weights_equal_repeated_rows():
+    # The draws search the cumulative sums; a repeated row occupies the same interval
+    # as one row with the summed weight, so the same points are chosen.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 3))
+    w = rng.integers(1, 4, size=40)
+    Xr = np.repeat(X, w, axis=0)
+    for seed in range(5):
+        c1, _ = kmeans_plusplus(X, 6, sample_weight=w.astype(float), random_state=seed)
+        c2, _ = kmeans_plusplus(Xr, 6, random_state=seed)
+        np.testing.assert_allclose(c1, c2)
+
+
+def test_all_points_identical_does_not_fail():
+    X = np.ones((10, 2))
+    centers, idx = kmeans_plusplus(X, 3, random_state=0)
+    np.testing.assert_array_equal(centers, np.ones((3, 2)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(n_clusters=0), ValueError, "n_clusters must be >= 1"),
+        (dict(n_clusters=11), ValueError, "n_samples=10 should be >= n_clusters=11"),
+        (dict(n_clusters=2.0), TypeError, "n_clusters must be an int"),
+        (dict(n_clusters=2, n_local_trials=0), ValueError, "n_local_trials"),
+        (dict(n_clusters=2, sample_weight=-np.ones(10)), ValueError, "non-negative"),
+        (dict(n_clusters=2, random_state="x"), ValueError, "random_state"),
+    ],
+)
+def test_bad_arguments(kwargs, exc, match):
+    X = np.arange(20.0).reshape(10, 2)
+    with pytest.raises(exc, match=match):
+        kmeans_plusplus(X, **kwargs)

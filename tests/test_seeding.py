@@ -109,3 +109,16 @@ def test_bad_arguments(kwargs, exc, match):
     X = np.arange(20.0).reshape(10, 2)
     with pytest.raises(exc, match=match):
         kmeans_plusplus(X, **kwargs)
+
+
+def test_fused_native_kernels_equal_the_numpy_path(monkeypatch):
+    from softkmeans import _seeding
+
+    if _seeding._native_kernels() is None:
+        pytest.skip("this build has no fused k-means++ kernels")
+    X, _ = make_blobs(500, n_features=4, centers=10, random_state=3)
+    w = np.random.default_rng(0).uniform(0.1, 2.0, size=500)
+    fused = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
+    monkeypatch.setattr(_seeding, "_native_kernels", lambda: None)
+    plain = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
+    np.testing.assert_array_equal(fused, plain)

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from . import _api
+from . import _api, _core
 from . import _validation as v
 
 __all__ = ["kmeans_plusplus"]
@@ -55,22 +55,23 @@ def _check_n_clusters(n_clusters, n_samples):
 
 def _native_kernels():
     """The fused k-means++ kernels of the native core, or None when this build lacks them."""
-    core = getattr(_api, "_core", None)
-    pots = getattr(core, "kmeanspp_candidate_potentials", None)
-    upd = getattr(core, "kmeanspp_update_closest", None)
+    pots = getattr(_core, "kmeanspp_candidate_potentials", None)
+    upd = getattr(_core, "kmeanspp_update_closest", None)
     if pots is None or upd is None:
         return None
     return pots, upd
 
 
-def _draw(cum, rand_vals, positive_idx):
+def _draw(weighted, cum, rand_vals):
     """Indices i with cum[i-1] <= r < cum[i] (first strictly larger cumulative value).
 
     Draws at or beyond the total (rounding) go to the last point with a positive increment.
     """
     ids = np.searchsorted(cum, rand_vals, side="right")
-    last = positive_idx[-1] if positive_idx.size else cum.size - 1
-    return np.minimum(ids, last)
+    if ids.max() >= cum.size:
+        positive = np.flatnonzero(weighted > 0)
+        ids = np.minimum(ids, positive[-1] if positive.size else cum.size - 1)
+    return ids
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
@@ -119,31 +120,45 @@ def _kmeans_plusplus(
     n_local_trials = int(n_local_trials)
 
     positive = np.flatnonzero(w > 0)
+    unit_weights = sample_weight is None
     centers = np.empty((n_clusters, d), dtype=X.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
     first = int(rng.choice(n, p=w / w.sum()))
     centers[0] = X[first]
     indices[0] = first
+    threads = v.check_n_threads(n_threads)
+    fused = _native_kernels()
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
-    closest = _api.sq_distances(X, X[first : first + 1], n_threads=n_threads)[:, 0].astype(
-        np.float64
-    )
+    if fused is not None:
+        potentials, update_closest = fused
+        closest = np.full(n, np.inf)
+        update_closest(X, closest, first, threads)
+    else:
+        closest = _api.sq_distances(X, X[first : first + 1], n_threads=n_threads)[:, 0]
+        closest = closest.astype(np.float64)
     current_pot = float(closest @ w)
 
     for c in range(1, n_clusters):
         rand_vals = rng.uniform(size=n_local_trials) * current_pot
         if current_pot > 0.0:
-            cand = _draw(np.cumsum(w * closest), rand_vals, np.flatnonzero(w * closest > 0))
+            weighted = closest if unit_weights else w * closest
+            cand = _draw(weighted, np.cumsum(weighted), rand_vals)
         else:
             # Every point coincides with a chosen centre: any positive-weight point will do.
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
-        D = _api.sq_distances(X, X[cand], n_threads=n_threads).astype(np.float64)  # (n, trials)
-        np.minimum(D, closest[:, None], out=D)
-        pots = w @ D  # (trials,)
-        best = int(np.argmin(pots))
+        cand = np.ascontiguousarray(cand, dtype=np.int64)
+        if fused is not None:
+            pots = potentials(X, w, closest, cand, threads)
+            best = int(np.argmin(pots))
+            update_closest(X, closest, int(cand[best]), threads)
+        else:
+            D = _api.sq_distances(X, X[cand], n_threads=n_threads).astype(np.float64)
+            np.minimum(D, closest[:, None], out=D)
+            pots = w @ D  # (trials,)
+            best = int(np.argmin(pots))
+            closest = D[:, best].copy()
         current_pot = float(pots[best])
-        closest = D[:, best].copy()
         centers[c] = X[cand[best]]
         indices[c] = cand[best]
     return centers, indices

@@ -3,22 +3,32 @@
 Temperature convention (as everywhere in softkmeans): we speak of the RBF width sigma; the
 temperature is T = 2 sigma^2 and the scores are z_ij = -D_ij / (2 sigma^2).
 
+This is *mass-constrained* DA: each distinct centroid j carries a mass p_j (its share of
+the weight) and the responsibilities are r_ij ~ p_j exp(-D_ij / (2 sigma^2)), so a
+centroid's pull does not depend on how many copies of it exist. The engine's kernels have
+no per-centroid prior, so the masses enter through one extra coordinate: x'_i = (x_i, 0),
+c'_j = (c_j, b_j) with b_j^2 = 2 sigma^2 log(p_max / p_j), which gives
+D'_ij = D_ij - 2 sigma^2 log p_j + const and hence exactly those responsibilities from the
+native ``centroid_step``.
+
 The driver
 
-1. starts with every centroid at the weighted mean mu, at ``start`` (default
-   1.2 x critical_sigma, above the critical width sqrt(lambda_max) where all-at-mu is a
-   strict local minimizer of F_sigma, SPEC.md "Critical temperature");
-2. at each width perturbs the centroids by Gaussian noise of size
-   ``perturbation x critical_sigma`` (so that they *can* split), then runs softmax
-   centroid steps until they settle (see `_settled`); cools geometrically,
-   sigma <- ``cooling`` x sigma, down to ``stop`` (default 0.05 x critical_sigma);
-3. counts the distinct centroids after each width; a width at which the count grows is a
-   phase transition and is recorded (sigma, iteration, count before and after);
-4. finishes exactly at Lloyd: coincident centroids are separated (the copies move to the
-   points farthest from their centroid, as an empty cluster would), then entmax15 steps
-   run at sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), half the exact-recovery
-   threshold sqrt(Delta_min) / 2, until the centroids stop moving. Below that threshold an
-   entmax15 step *is* Lloyd's step, so the result is a K-Means fixed point.
+1. starts with one centroid at the weighted mean mu (mass 1), at ``start`` (default
+   1.2 x critical_sigma, above the critical width sqrt(lambda_max) where the mean is a
+   strict local minimizer, SPEC.md "Critical temperature");
+2. cools geometrically, sigma <- ``cooling`` x sigma, down to ``stop`` (default
+   0.05 x critical_sigma). At each width, while there are fewer than k centroids, each
+   centroid j whose own critical width has been crossed -- sigma^2 < lambda_max of its
+   posterior covariance sum_i w_i r_ij (x_i - c_j)(x_i - c_j)^T / N_j, computed by
+   ``softkmeans.critical_sigma(X, sample_weight=w * r_j)`` -- is split into two copies
+   perturbed by +-``perturbation`` x its own width in a random direction (largest
+   critical widths first). Each split is a phase transition, recorded (sigma, iteration,
+   count before and after). Then centroid steps run until the shift is <= tol;
+3. finishes exactly at Lloyd: if fewer than k centroids exist at ``stop``, the missing ones
+   are placed on the points farthest from their centroid; then entmax15 steps run at
+   sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), half the exact-recovery threshold
+   sqrt(Delta_min) / 2, until the centroids stop moving. Below that threshold an entmax15
+   step *is* Lloyd's step, so the result is a K-Means fixed point.
 """
 
 from __future__ import annotations
@@ -43,8 +53,8 @@ class AnnealingSchedule:
                   transition, where all centroids sit at the mean).
     stop:         last annealing sigma; None -> 0.05 x critical_sigma.
     cooling:      geometric factor in (0, 1): sigma <- cooling x sigma.
-    steps:        most centroid steps per width (a width ends earlier once settled).
-    perturbation: noise added at each width, relative to critical_sigma.
+    steps:        most centroid steps per width (a width ends once the shift <= tol).
+    perturbation: size of the split of a centroid, relative to its own critical width.
     kind:         assignment map during annealing: "softmax" (classical DA, Shannon
                   entropy) or "entmax15".
     finish:       True: end with entmax15 below the exact-recovery threshold, i.e. Lloyd
@@ -54,8 +64,8 @@ class AnnealingSchedule:
     start: float | None = None
     stop: float | None = None
     cooling: float = 0.9
-    steps: int = 200
-    perturbation: float = 1e-3
+    steps: int = 100
+    perturbation: float = 1e-2
     kind: str = "softmax"
     finish: bool = True
 
@@ -122,38 +132,44 @@ def check_schedule(anneal) -> AnnealingSchedule | None:
     )
 
 
-def count_distinct(C, threshold: float) -> int:
-    """Number of groups of centroids, single linkage at squared distance <= threshold^2."""
-    k = C.shape[0]
-    if k <= 1:
-        return k
-    D = _api.sq_distances(C, C).astype(np.float64)
-    close = D <= threshold * threshold
-    group = -np.ones(k, dtype=np.int64)
-    n_groups = 0
-    for j in range(k):
-        if group[j] >= 0:
+def _augment(X):
+    """(n, d + 1) copy of X with a zero last column (the prior coordinate)."""
+    Xa = np.zeros((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
+    Xa[:, :-1] = X
+    return Xa
+
+
+def _with_priors(C, p, sigma, dtype):
+    """(m, d + 1) centroids whose last coordinate b_j^2 = 2 sigma^2 log(p_max / p_j)."""
+    logp = np.log(np.maximum(p, 1e-300))
+    b = np.sqrt(2.0 * sigma * sigma * (logp.max() - logp))
+    return np.hstack([C, b[:, None]]).astype(dtype)
+
+
+def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
+    """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
+    R = _api.responsibilities(
+        Xa, _with_priors(C, p, sigma, X.dtype), sigma, kind=kind, n_threads=n_threads
+    )
+    m = C.shape[0]
+    if m > 1:
+        G = _api.sq_distances(C, C).astype(np.float64)
+        G[np.arange(m), np.arange(m)] = np.inf
+        nearest = G.min(axis=1)
+    else:
+        nearest = np.full(1, np.inf)
+    out = []
+    for j in range(m):
+        u = w * R[:, j].astype(np.float64)
+        if not u.sum() > 0:
             continue
-        stack = [j]
-        group[j] = n_groups
-        while stack:
-            a = stack.pop()
-            for b in np.flatnonzero(close[a] & (group < 0)):
-                group[b] = n_groups
-                stack.append(b)
-        n_groups += 1
-    return n_groups
-
-
-def _settled(shift, settle_tol):
-    """A width is done once one step moves the centroids by at most ``settle_tol``.
-
-    ``settle_tol`` is far below the perturbation (1% of it, squared), not just ``tol``:
-    just below a critical width the split grows geometrically from the perturbation's
-    size, by a factor close to 1 per step, so a shift of the order of the perturbation
-    means the centroids are still moving apart, not that they have settled.
-    """
-    return shift <= settle_tol
+        lam = _api.critical_sigma(X, sample_weight=u) ** 2
+        # A fresh twin pair is still one cluster: neither half may split again until
+        # they are resolved, i.e. apart by half the cluster's width or more.
+        if sigma * sigma < lam and nearest[j] >= 0.25 * lam:
+            out.append((lam, j))
+    out.sort(reverse=True)
+    return out
 
 
 def run_annealing(
@@ -174,51 +190,63 @@ def run_annealing(
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd, n_iter).
 
     history: a `softkmeans.estimator._History` that records each step and transition.
-    relocate(C_old, step) -> centroids: the estimator's empty-cluster policy.
-    report(sigma, step, shift, n_distinct, elapsed): called once per width (verbose).
+    relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
+    report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.
     """
     start, stop = schedule.resolve(critical_sigma)
-    scale = critical_sigma if critical_sigma > 0 else 1.0
-    mu = (w @ X.astype(np.float64)) / w.sum()
-    C = np.tile(mu, (n_clusters, 1)).astype(X.dtype)
-    noise = schedule.perturbation * scale / math.sqrt(X.shape[1])
-    settle_tol = min(tol, (1e-2 * schedule.perturbation * scale) ** 2) if noise > 0 else tol
-    # Coincident: closer than 10x the perturbation. Distinct (for counting splits): also
-    # farther apart than sigma / 4, i.e. resolved at the current width.
-    merge = 10.0 * max(schedule.perturbation, 1e-6) * scale
-    n_distinct = 1
+    d = X.shape[1]
+    Xa = _augment(X)
+    W = float(w.sum())
+    C = ((w @ X.astype(np.float64)) / W)[None, :]
+    p = np.ones(1)
     sigma = start
     t0 = time.perf_counter()
     n_iter = 0
     while True:
-        if noise > 0 and n_clusters > 1:
-            C = (C + rng.normal(scale=noise, size=C.shape)).astype(X.dtype)
+        if C.shape[0] < n_clusters:
+            cands = _split_candidates(X, Xa, w, C, p, sigma, schedule.kind, n_threads)
+            room = n_clusters - C.shape[0]
+            if cands[:room]:
+                before = C.shape[0]
+                newC, newp = [], []
+                for lam, j in cands[:room]:
+                    u = rng.normal(size=d)
+                    u *= schedule.perturbation * math.sqrt(lam) / np.linalg.norm(u)
+                    newC.append(C[j] - u)
+                    C[j] = C[j] + u
+                    p[j] /= 2.0
+                    newp.append(p[j])
+                C = np.vstack([C, np.array(newC)])
+                p = np.concatenate([p, newp])
+                history.transition(sigma, n_iter, before, C.shape[0])
         shift = 0.0
         step = None
-        for _ in range(schedule.steps):
+        for t in range(schedule.steps):
+            Ca = _with_priors(C, p, sigma, X.dtype)
             step = _api.centroid_step(
-                X, C, sigma, kind=schedule.kind, sample_weight=w, n_threads=n_threads
+                Xa, Ca, sigma, kind=schedule.kind, sample_weight=w, n_threads=n_threads
             )
-            C_new = step.centroids
-            if step.empty.any():
-                C_new = relocate(C, step)
-            shift = float(((C_new.astype(np.float64) - C) ** 2).sum())
+            C_new = step.centroids[:, :d].astype(np.float64)
+            N = step.cluster_weights
+            # A centroid that lost all its mass keeps its place (and its tiny mass).
+            C_new[step.empty] = C[step.empty]
+            shift = float(((C_new - C) ** 2).sum())
             n_iter += 1
             history.record(sigma, step.objective, step.distortion, shift, schedule.kind)
             C = C_new
-            if _settled(shift, settle_tol):
+            p = np.maximum(N / W, 1e-300)
+            if t >= 1 and shift <= tol:
                 break
-        new_distinct = count_distinct(C, max(merge, sigma / 4.0))
-        if new_distinct > n_distinct:
-            history.transition(sigma, n_iter, n_distinct, new_distinct)
-        n_distinct = new_distinct
         if report is not None:
-            report(sigma, step, shift, n_distinct, time.perf_counter() - t0)
+            report(sigma, step, shift, C.shape[0], time.perf_counter() - t0)
         if sigma <= stop:
             break
         sigma = max(sigma * schedule.cooling, stop)
 
+    C = C.astype(X.dtype)
+    if C.shape[0] < n_clusters:
+        C = _add_farthest(X, w, C, n_clusters, n_threads)
     exact = False
     if schedule.finish:
         C, sigma, exact, n_fin = finish_exact(
@@ -226,7 +254,6 @@ def run_annealing(
             w,
             C,
             sigma,
-            merge=merge,
             max_iter=max_iter,
             n_threads=n_threads,
             history=history,
@@ -238,27 +265,19 @@ def run_annealing(
     return C, sigma, exact, n_iter
 
 
-def _separate_duplicates(X, w, C, merge, n_threads):
-    """Move all but one of each group of coincident centroids to far-away points."""
-    k = C.shape[0]
-    D = _api.sq_distances(C, C).astype(np.float64)
-    dup = np.zeros(k, dtype=bool)
-    for j in range(k):
-        if not dup[j]:
-            later = np.flatnonzero(D[j, j + 1 :] <= merge * merge) + j + 1
-            dup[later] = True
-    if not dup.any():
-        return C
-    C = C.copy()
-    keep = np.flatnonzero(~dup)
-    _, dist = _api.assign(X, C[keep], n_threads=n_threads)
+def _add_farthest(X, w, C, k, n_threads):
+    """Add centroids, one at a time, at the positive-weight point farthest from all."""
+    C = [c for c in C]
+    _, dist = _api.assign(X, np.array(C, dtype=X.dtype), n_threads=n_threads)
     dist = dist.astype(np.float64) * (w > 0)
-    far = np.argsort(-dist, kind="stable")[: int(dup.sum())]
-    C[np.flatnonzero(dup)] = X[far]
-    return C
+    while len(C) < k:
+        i = int(np.argmax(dist))
+        C.append(X[i].copy())
+        dist = np.minimum(dist, ((X - X[i]) ** 2).sum(axis=1) * (w > 0))
+    return np.array(C, dtype=X.dtype)
 
 
-def finish_exact(X, w, C, sigma, *, merge, max_iter, n_threads, history, relocate):
+def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
     Returns (centroids, last sigma, exact_lloyd of the last step, iterations).
@@ -268,7 +287,6 @@ def finish_exact(X, w, C, sigma, *, merge, max_iter, n_threads, history, relocat
         step = _api.centroid_step(X, C, kind="hard", sample_weight=w, n_threads=n_threads)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard")
         return step.centroids, sigma, True, 1
-    C = _separate_duplicates(X, w, C, merge, n_threads)
     positive = w > 0
     exact = False
     n_iter = 0

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "softkmeans/config.hpp"
@@ -51,12 +52,14 @@ template <>
 struct VT<float> {
   using v = vf;
   using u = vf_u;
+  using i = vi32;
   static constexpr index_t W = SOFTKMEANS_VEC_BYTES / 4;
 };
 template <>
 struct VT<double> {
   using v = vd;
   using u = vd_u;
+  using i = vi64;
   static constexpr index_t W = SOFTKMEANS_VEC_BYTES / 8;
 };
 
@@ -141,6 +144,57 @@ inline vd vexp(vd x) {
 }
 
 // ---------------------------------------------------------------------------
+// Running two smallest values and first argmin, per lane.
+// ---------------------------------------------------------------------------
+
+template <typename T>
+struct RowMin {
+  T m1, m2;
+  index_t a;
+};
+
+template <typename T>
+struct Min2 {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  static constexpr index_t W = VT<T>::W;
+  V v1, v2;
+  VI i1, idx;
+  Min2() {
+    v1 = v2 = vset<T>(std::numeric_limits<T>::infinity());
+    i1 = VI{};
+    for (index_t q = 0; q < W; ++q) idx[q] = q;
+  }
+  // The next W entries (columns idx .. idx + W).
+  inline void push(V x) {
+    const VI lt = x < v1;  // strict: a lane keeps its first minimum
+    v2 = vmin(v2, vmax(v1, x));
+    i1 = lt ? idx : i1;
+    v1 = vmin(v1, x);
+    idx += static_cast<typename std::remove_reference<decltype(idx[0])>::type>(W);
+  }
+  // Merges the lanes: the smallest index among lanes holding the minimum.
+  inline RowMin<T> finish() const {
+    const T inf = std::numeric_limits<T>::infinity();
+    T m1 = inf, m2 = inf;
+    index_t a = std::numeric_limits<index_t>::max();
+    for (index_t q = 0; q < W; ++q) {
+      const T x = v1[q], y = v2[q];
+      if (x < m1) {
+        m2 = std::min(m1, y);
+        m1 = x;
+        a = i1[q];
+      } else {
+        m2 = std::min(m2, x);
+        if (x == m1) a = std::min<index_t>(a, i1[q]);
+      }
+    }
+    if (a == std::numeric_limits<index_t>::max()) a = 0;
+    return {m1, m2, a};
+  }
+};
+
+// ---------------------------------------------------------------------------
 // Distance engine: centroids prepared once per call, distance blocks per row
 // block.
 // ---------------------------------------------------------------------------
@@ -150,7 +204,9 @@ struct Workspace {
   std::vector<T> xb;    // (mb_pad, d) shifted rows (micro-kernel path)
   std::vector<T> xn;    // (mb_pad,) their squared norms
   std::vector<T> dbuf;  // (mb_pad, kp) the distance block, then responsibilities
-  std::vector<T> st;    // (k, d) per-tile float partial of S (stats kernels)
+  std::vector<T> st;    // per-tile float partial of S: (k, d), or (dp, kp) transposed
+  std::vector<T> xt;    // (dp, mb_pad) weighted rows, transposed (softmax accumulation)
+  std::vector<double> nt;  // (k,) per-tile partial of N (hard, entmax15)
   std::vector<std::int64_t> cidx;  // (k,) entmax15 candidates
   std::vector<double> cval;        // (k,) their values
 };
@@ -168,6 +224,7 @@ struct Engine {
   std::vector<T> cp;     // micro-kernel path: (kp / NR) panels of (d, NR)
   std::vector<T> cn;     // (kp,) ||c_j - s||^2, +inf in the padding
   std::vector<T> ct;     // direct path: (d, kp) transposed centroids
+  std::vector<T> cpad;   // direct path: (kp,) 0, then +inf in the padding
 
   Engine(const T* C, index_t k_, index_t d_) : d(d_), k(k_) {
     small = d <= kSmallDim;
@@ -178,6 +235,8 @@ struct Engine {
       ct.assign(d * kp, T(0));
       for (index_t j = 0; j < k; ++j)
         for (index_t l = 0; l < d; ++l) ct[l * kp + j] = C[j * d + l];
+      cpad.assign(kp, T(0));
+      for (index_t j = k; j < kp; ++j) cpad[j] = std::numeric_limits<T>::infinity();
       return;
     }
     // The shift: the mean of C rounded to a multiple of a power of two no
@@ -237,9 +296,6 @@ struct Engine {
         case 3: direct<3>(X, rows, out); break;
         default: direct<4>(X, rows, out); break;
       }
-      if (kp > k)
-        for (index_t r = 0; r < rows; ++r)
-          for (index_t j = k; j < kp; ++j) out[r * kp + j] = std::numeric_limits<T>::infinity();
       return;
     }
     T* xb = ws.xb.data();
@@ -277,8 +333,35 @@ struct Engine {
           const V df = xs[l] - vload(ct.data() + l * kp + j);
           s += df * df;
         }
-        vstore(o + j, s);
+        vstore(o + j, s + vload(cpad.data() + j));
       }
+    }
+  }
+
+  // Direct path fused with the reduction: the two smallest distances of row x
+  // and the first argmin, in registers (no distance row is stored).
+  template <int D>
+  RowMin<T> direct_min2(const T* x) const {
+    V xs[D];
+    for (int l = 0; l < D; ++l) xs[l] = vset<T>(x[l]);
+    Min2<T> m;
+    for (index_t j = 0; j < kp; j += W) {
+      V s = vload(cpad.data() + j);
+      for (int l = 0; l < D; ++l) {
+        const V df = xs[l] - vload(ct.data() + l * kp + j);
+        s += df * df;
+      }
+      m.push(s);
+    }
+    return m.finish();
+  }
+
+  RowMin<T> min2_of_row(const T* x) const {
+    switch (d) {
+      case 1: return direct_min2<1>(x);
+      case 2: return direct_min2<2>(x);
+      case 3: return direct_min2<3>(x);
+      default: return direct_min2<4>(x);
     }
   }
 
@@ -317,38 +400,13 @@ struct Engine {
 // Row reductions
 // ---------------------------------------------------------------------------
 
-template <typename T>
-struct RowMin {
-  T m1, m2;
-  index_t a;
-};
-
-// The two smallest entries of a row (padding +inf) and the first argmin:
-// per-lane running min and second min, then a merge of the lanes.
+// The two smallest entries of a row (padding +inf) and the first argmin.
 template <typename T>
 inline RowMin<T> row_min2(const T* row, index_t kp) {
-  using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
-  const T inf = std::numeric_limits<T>::infinity();
-  V v1 = vset<T>(inf), v2 = vset<T>(inf);
-  for (index_t j = 0; j < kp; j += W) {
-    const V x = vload(row + j);
-    v2 = vmin(v2, vmax(v1, x));
-    v1 = vmin(v1, x);
-  }
-  T m1 = inf, m2 = inf;
-  for (index_t q = 0; q < W; ++q) {
-    const T a = v1[q], b = v2[q];
-    if (a < m1) {
-      m2 = std::min(m1, b);
-      m1 = a;
-    } else {
-      m2 = std::min(m2, a);
-    }
-  }
-  index_t a = 0;
-  while (row[a] != m1) ++a;
-  return {m1, m2, a};
+  Min2<T> m;
+  for (index_t j = 0; j < kp; j += W) m.push(vload(row + j));
+  return m.finish();
 }
 
 // Softmax of the row from its distances: row_j <- exp(-(D_j - m1) / (2 sigma^2))
@@ -469,9 +527,12 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
 
 inline index_t n_tiles_of(index_t n) { return (n + kRowTile - 1) / kRowTile; }
 
+// With need_dbuf false the block function gets no distance block (it reduces
+// rows itself, e.g. by Engine::min2_of_row).
 template <typename T, typename BlockFn, typename TileEndFn>
 void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks, int nt,
-           std::vector<Workspace<T>>& wss, BlockFn block_fn, TileEndFn tile_end) {
+           std::vector<Workspace<T>>& wss, BlockFn block_fn, TileEndFn tile_end,
+           bool need_dbuf = true) {
   const index_t n_tiles = n_tiles_of(n);
   const index_t d = E.d;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
@@ -482,7 +543,7 @@ void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks, int nt,
       const index_t i_end = std::min(n, (t + 1) * kRowTile);
       for (index_t i0 = t * kRowTile; i0 < i_end; i0 += E.mb) {
         const index_t rows = std::min(E.mb, i_end - i0);
-        E.distances(X + i0 * d, rows, ws);
+        if (need_dbuf) E.distances(X + i0 * d, rows, ws);
         block_fn(c, ws, i0, rows);
       }
       tile_end(c, ws);
@@ -523,12 +584,13 @@ void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_
   drive(E, X, n, n_tiles_of(n), nt, wss,
         [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
           for (index_t r = 0; r < rows; ++r) {
-            const RowMin<T> m = row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            const RowMin<T> m = E.small ? E.min2_of_row(X + (i0 + r) * d)
+                                        : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
             labels[i0 + r] = m.a;
             min_sq_dist[i0 + r] = m.m1;
           }
         },
-        no_tile_end);
+        no_tile_end, !E.small);
 }
 
 template <typename T>
@@ -538,11 +600,12 @@ void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, in
   drive(E, X, n, n_tiles_of(n), nt, wss,
         [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
           for (index_t r = 0; r < rows; ++r) {
-            const RowMin<T> m = row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            const RowMin<T> m = E.small ? E.min2_of_row(X + (i0 + r) * d)
+                                        : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
             out[i0 + r] = m.m2 - m.m1;
           }
         },
-        no_tile_end);
+        no_tile_end, !E.small);
 }
 
 template <typename T>
@@ -628,12 +691,49 @@ inline index_t stats_chunks(index_t n, index_t k, index_t d) {
 // The fused pass behind objective, centroid_step and gradients.
 // grad_X [out, nullable] (n, d); N [out, nullable] (k,) and S [out, nullable]
 // (k, d) (both or neither; S of the original, unshifted x); obj, J, mm [out].
+// S^T += A R for one row block: A [in] (dp, rows) with row stride lda (the
+// weighted rows w_r x_r^T, transposed, and w as row d), R [in] (rows, kp) the
+// responsibilities with row stride kp, St [in,out] (dp, kp). The reduction
+// runs over the block's rows in 8 x 1 vector registers (the softmax
+// accumulation, dense: a second register-blocked product).
+template <typename T>
+inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
+                            index_t kp, T* St) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  constexpr index_t MB = 8;
+  for (index_t l0 = 0; l0 < dp; l0 += MB) {
+    for (index_t j = 0; j < kp; j += W) {
+      V acc[MB];
+#pragma GCC unroll 8
+      for (index_t q = 0; q < MB; ++q) acc[q] = V{};
+      for (index_t r = 0; r < rows; ++r) {
+        const V rv = vload(R + r * kp + j);
+#pragma GCC unroll 8
+        for (index_t q = 0; q < MB; ++q) acc[q] += vset<T>(A[(l0 + q) * lda + r]) * rv;
+      }
+#pragma GCC unroll 8
+      for (index_t q = 0; q < MB; ++q) vstore(St + (l0 + q) * kp + j, vload(St + (l0 + q) * kp + j) + acc[q]);
+    }
+  }
+}
+
+// The fused pass behind objective, centroid_step and gradients.
+// grad_X [out, nullable] (n, d); N [out, nullable] (k,) and S [out, nullable]
+// (k, d) (both or neither; S of the original, unshifted x); obj, J, mm [out].
 template <typename T>
 void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
            const double* w, T* grad_X, double* N, double* S, double* obj, double* J, double* mm,
            int nt) {
   const Engine<T> E(C, k, d);
+  const index_t kp = E.kp;
   const bool need_s = (S != nullptr) || (grad_X != nullptr);
+  // Softmax rows are dense: S and N are accumulated by the blocked product
+  // accumulate_rt_x into a transposed tile partial (dp, kp), row d holding N.
+  const bool dense = need_s && kind == Kind::softmax;
+  const index_t dp = round_up(d + 1, 8);
+  // Hard on the direct path never stores a distance row.
+  const bool fused = E.small && kind == Kind::hard;
   const index_t n_chunks = stats_chunks(n, k, d);
   std::vector<ChunkStats> cs(n_chunks);
   for (auto& c : cs) {
@@ -644,60 +744,69 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
   }
   auto wss = make_workspaces(E, nt);
   for (auto& ws : wss) {
-    ws.cval.assign(E.kp, 0.0);
-    ws.cidx.assign(E.kp, 0);
-    if (need_s) ws.st.assign(k * d, T(0));
+    ws.cval.assign(kp, 0.0);
+    ws.cidx.assign(kp, 0);
+    if (dense) {
+      ws.st.assign(dp * kp, T(0));
+      ws.xt.assign(dp * E.mb_pad(), T(0));
+    } else if (need_s) {
+      ws.st.assign(k * d, T(0));
+      ws.nt.assign(k, 0.0);
+    }
   }
   std::vector<double> C64;
   if (grad_X) C64.assign(C, C + k * d);
   const double sigma2 = sigma * sigma;
-  const T inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  const T inv_t =
+      static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
   const double two_s2 = 2.0 * sigma2;
 
   auto block = [&](index_t c, Workspace<T>& ws, index_t i0, index_t rows) {
     ChunkStats& st = cs[c];
     T* stile = need_s ? ws.st.data() : nullptr;
-    double* Nc = need_s ? st.N.data() : nullptr;
+    double* Nt = ws.nt.data();
+    const index_t lda = E.mb_pad();
     for (index_t r = 0; r < rows; ++r) {
       const index_t i = i0 + r;
       const double wi = w[i];
       const T* x = X + i * d;
-      T* row = ws.dbuf.data() + r * E.kp;
-      const RowMin<T> m = row_min2(row, E.kp);
+      T* row = fused ? nullptr : ws.dbuf.data() + r * kp;
+      const RowMin<T> m = fused ? E.min2_of_row(x) : row_min2(row, kp);
       const double m1 = static_cast<double>(m.m1);
       double oi = m1;
       if (wi > 0.0) st.mm = std::min(st.mm, static_cast<double>(m.m2 - m.m1));
       index_t supp = 0;
       if (kind == Kind::softmax) {
-        const double sum = softmax_row(row, E.kp, m.m1, inv_t, need_s);
+        const double sum = softmax_row(row, kp, m.m1, inv_t, need_s);
         oi = m1 - two_s2 * std::log(sum);
       } else if (kind == Kind::entmax15) {
         double extra;
-        supp = entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+        supp = entmax_row(row, kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
         oi = m1 + extra;
       }
       st.obj += wi * oi;
       st.J += wi * m1;
-      if (!need_s || wi == 0.0) {
-        if (grad_X)
-          for (index_t l = 0; l < d; ++l) grad_X[i * d + l] = T(0);
-        continue;
-      }
-      // Accumulate N (double) and S (float tile partial for float data).
-      auto axpy = [&](index_t j, double wr) {
-        Nc[j] += wr;
-        const T a = static_cast<T>(wr);
-        T* s = stile + j * d;
-#pragma omp simd
-        for (index_t l = 0; l < d; ++l) s[l] += a * x[l];
-      };
-      if (kind == Kind::hard) {
-        axpy(m.a, wi);
-      } else if (kind == Kind::softmax) {
-        for (index_t j = 0; j < k; ++j)
-          if (row[j] != T(0)) axpy(j, wi * static_cast<double>(row[j]));
+      if (!need_s) continue;
+      if (dense) {
+        T* xt = ws.xt.data();
+        const T wt = static_cast<T>(wi);
+        for (index_t l = 0; l < d; ++l) xt[l * lda + r] = wt * x[l];
+        xt[d * lda + r] = wt;
       } else {
-        for (index_t a = 0; a < supp; ++a) axpy(ws.cidx[a], wi * ws.cval[a]);
+        auto axpy = [&](index_t j, double wr) {
+          Nt[j] += wr;
+          const T a = static_cast<T>(wr);
+          T* sj = stile + j * d;
+#pragma omp simd
+          for (index_t l = 0; l < d; ++l) sj[l] += a * x[l];
+        };
+        if (wi != 0.0) {
+          if (kind == Kind::hard) {
+            axpy(m.a, wi);
+          } else {
+            for (index_t a = 0; a < supp; ++a) axpy(ws.cidx[a], wi * ws.cval[a]);
+          }
+        }
       }
       if (grad_X) {
         // 2 w_i (x_i - sum_j r_ij c_j), in double.
@@ -716,17 +825,31 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
         }
       }
     }
+    if (dense) accumulate_rt_x(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
   };
+  // Per-tile float partials folded into the chunk's double totals.
   auto tile_end = [&](index_t c, Workspace<T>& ws) {
     if (!need_s) return;
     double* Sc = cs[c].S.data();
+    double* Nc = cs[c].N.data();
     T* stile = ws.st.data();
-    for (index_t q = 0; q < k * d; ++q) {
-      Sc[q] += static_cast<double>(stile[q]);
-      stile[q] = T(0);
+    if (dense) {
+      for (index_t l = 0; l < d; ++l)
+        for (index_t j = 0; j < k; ++j) Sc[j * d + l] += static_cast<double>(stile[l * kp + j]);
+      for (index_t j = 0; j < k; ++j) Nc[j] += static_cast<double>(stile[d * kp + j]);
+      std::fill(ws.st.begin(), ws.st.end(), T(0));
+    } else {
+      for (index_t q = 0; q < k * d; ++q) {
+        Sc[q] += static_cast<double>(stile[q]);
+        stile[q] = T(0);
+      }
+      for (index_t j = 0; j < k; ++j) {
+        Nc[j] += ws.nt[j];
+        ws.nt[j] = 0.0;
+      }
     }
   };
-  drive(E, X, n, n_chunks, nt, wss, block, tile_end);
+  drive(E, X, n, n_chunks, nt, wss, block, tile_end, !fused);
 
   // Fixed-order merge of the chunk partials.
   double o = 0.0, jj = 0.0, mmin = std::numeric_limits<double>::infinity();
@@ -751,7 +874,7 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
                          double* cov, int nt) {
   const index_t n_tiles = n_tiles_of(n);
   const index_t n_chunks = std::min<index_t>(
-      n_tiles, std::max<index_t>(4, std::min<index_t>(kMaxChunks, kChunkStatsBytes / (8 * d * d + 64))));
+      n_tiles, std::max<index_t>(4, std::min<index_t>(kMaxChunks, kChunkStatsBytes / (8 * (d + 8) * (d + 8) + 64))));
   std::vector<double> part(n_chunks * (d + 1), 0.0);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (index_t c = 0; c < n_chunks; ++c) {
@@ -770,25 +893,36 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
     for (index_t l = 0; l < d; ++l) sx[l] += part[c * (d + 1) + l];
   }
   for (index_t l = 0; l < d; ++l) mean[l] = sx[l] / W;
-  std::vector<double> cp(n_chunks * d * d, 0.0);
+  // Second pass: per tile, the centered rows R (rows, dw) and their weighted
+  // transpose A (dp, rows) in double; St += A R by the blocked product.
+  constexpr index_t Wd = VT<double>::W;
+  const index_t dp = round_up(d, 8), dw = round_up(d, Wd);
+  std::vector<double> cp(n_chunks * dp * dw, 0.0);
+  std::vector<std::vector<double>> As(nt, std::vector<double>(dp * kRowTile, 0.0));
+  std::vector<std::vector<double>> Rs(nt, std::vector<double>(kRowTile * dw, 0.0));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (index_t c = 0; c < n_chunks; ++c) {
-    double* p = cp.data() + c * d * d;
-    std::vector<double> xc(d);
-    const index_t i0 = c * n_tiles / n_chunks * kRowTile;
-    const index_t i1 = std::min(n, (c + 1) * n_tiles / n_chunks * kRowTile);
-    for (index_t i = i0; i < i1; ++i) {
-      if (w[i] == 0.0) continue;
-      for (index_t l = 0; l < d; ++l) xc[l] = static_cast<double>(X[i * d + l]) - mean[l];
-      for (index_t a = 0; a < d; ++a) {
-        const double wa = w[i] * xc[a];
-        for (index_t b = a; b < d; ++b) p[a * d + b] += wa * xc[b];
+    double* A = As[omp_get_thread_num()].data();
+    double* R = Rs[omp_get_thread_num()].data();
+    double* p = cp.data() + c * dp * dw;
+    const index_t t0 = c * n_tiles / n_chunks, t1 = (c + 1) * n_tiles / n_chunks;
+    for (index_t t = t0; t < t1; ++t) {
+      const index_t i0 = t * kRowTile, rows = std::min(n, (t + 1) * kRowTile) - i0;
+      for (index_t r = 0; r < rows; ++r) {
+        const double wi = w[i0 + r];
+        for (index_t l = 0; l < d; ++l) {
+          const double v = static_cast<double>(X[(i0 + r) * d + l]) - mean[l];
+          R[r * dw + l] = v;
+          A[l * kRowTile + r] = wi * v;
+        }
       }
+      accumulate_rt_x(A, kRowTile, dp, R, rows, dw, p);
     }
   }
   std::fill(cov, cov + d * d, 0.0);
   for (index_t c = 0; c < n_chunks; ++c)
-    for (index_t q = 0; q < d * d; ++q) cov[q] += cp[c * d * d + q];
+    for (index_t a = 0; a < d; ++a)
+      for (index_t b = a; b < d; ++b) cov[a * d + b] += cp[(c * dp + a) * dw + b];
   for (index_t a = 0; a < d; ++a)
     for (index_t b = a; b < d; ++b) {
       cov[a * d + b] /= W;

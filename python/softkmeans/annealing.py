@@ -285,7 +285,7 @@ def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
     k = C.shape[0]
     if k < 2:
         step = _api.centroid_step(X, C, kind="hard", sample_weight=w, n_threads=n_threads)
-        history.record(0.0, step.objective, step.distortion, 0.0, "hard")
+        history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
         return step.centroids, sigma, True, 1
     positive = w > 0
     exact = False
@@ -310,7 +310,7 @@ def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
             C_new = relocate(C, step)
         shift = float(((C_new.astype(np.float64) - C) ** 2).sum())
         n_iter += 1
-        history.record(sigma, step.objective, step.distortion, shift, kind)
+        history.record(sigma, step.objective, step.distortion, shift, kind, step.min_margin)
         C = C_new
         if shift == 0.0:
             break

@@ -60,13 +60,15 @@ class _History:
 
     def __init__(self):
         self.sigma, self.objective, self.J, self.shift, self.kind = [], [], [], [], []
+        self.min_margin = []
         self.transitions = []
 
     @property
     def n_iter(self):
         return len(self.sigma)
 
-    def record(self, sigma, objective, J, shift, kind):
+    def record(self, sigma, objective, J, shift, kind, min_margin=float("nan")):
+        self.min_margin.append(float(min_margin))
         self.sigma.append(float(sigma))
         self.objective.append(float(objective))
         self.J.append(float(J))
@@ -89,6 +91,7 @@ class _History:
             "objective": np.asarray(self.objective, dtype=np.float64),
             "J": np.asarray(self.J, dtype=np.float64),
             "shift": np.asarray(self.shift, dtype=np.float64),
+            "min_margin": np.asarray(self.min_margin, dtype=np.float64),
             "kind": list(self.kind),
             "transitions": list(self.transitions),
         }
@@ -237,7 +240,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     exact_lloyd_ : bool, True when the result is exactly Lloyd: always for "hard"; for
         entmax15 (and after annealing) when sigma_ <= sqrt(min_margin_)/2; never for softmax
         without annealing
-    history_ : dict of per-iteration arrays "sigma", "objective", "J", "shift", a list
+    history_ : dict of per-iteration arrays "sigma", "objective", "J", "shift",
+        "min_margin" (Delta_min at the step's input; nan while annealing), a list
         "kind" and "transitions" (phase transitions when annealing: sigma, iteration,
         n_before, n_after distinct centroids)
     n_features_in_, feature_names_in_ (when X has string column names)
@@ -381,7 +385,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
             if step.empty.any():
                 C_new = relocate(C, step)
             shift = float(((C_new.astype(np.float64) - C) ** 2).sum())
-            history.record(sigma, step.objective, step.distortion, shift, kind)
+            history.record(sigma, step.objective, step.distortion, shift, kind, step.min_margin)
             progress.line(
                 _format_line(
                     f"iter {i:4d}",
@@ -510,11 +514,15 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         elif kind == "softmax" and schedule is None:
             self.exact_lloyd_ = False
         else:
-            last_sigma = history.sigma[-1] if history.n_iter else self.sigma_
-            last_kind = history.kind[-1] if history.n_iter else kind
+            # The last step was Lloyd's: a hard step, or entmax15 at or below
+            # sqrt(Delta_min) / 2 with Delta_min at that step's own input centroids.
+            last_kind = history.kind[-1]
             self.exact_lloyd_ = bool(
                 last_kind == "hard"
-                or (last_kind == "entmax15" and last_sigma <= math.sqrt(self.min_margin_) / 2)
+                or (
+                    last_kind == "entmax15"
+                    and history.sigma[-1] <= math.sqrt(history.min_margin[-1]) / 2
+                )
             )
         n_found = np.unique(labels[w > 0]).size
         if n_found < k:

@@ -13,20 +13,33 @@ Timing rules: every comparison runs its contenders alternately (interleaved) for
 torch.set_num_threads). softkmeans steps are timed at ``softkmeans._core`` (validation
 is done once, as an estimator's loop does); scikit-learn and faiss per-iteration
 times are (t(max_iter = M) - t(max_iter = 1)) / (M - 1), which removes their setup.
+
+The peers (scikit-learn, faiss, the PyTorch and careful-NumPy steps, the `entmax`
+package) and the ceilings (NumPy GEMM rate, copy bandwidth) live in ``bench/peers.py``;
+a missing optional peer is skipped with a line that says so. Results go to
+``--out`` (default bench/results) as compare.csv and compare.json; the full run also
+runs ``bench/scaling.py`` (time vs n, k, d, threads; CSV/JSON and log-log PNGs there).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
+import json
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-import softkmeans
-from softkmeans import _core
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers as P  # noqa: E402
+import scaling  # noqa: E402
+
+import softkmeans  # noqa: E402
+from softkmeans import _core  # noqa: E402
 
 FULL_SHAPES = [
     (1_000_000, 2, 8),
@@ -84,50 +97,34 @@ def _our_step(X, C, kind, sigma, threads):
     return lambda: _core.centroid_step(X, C, kind, sigma, w, threads)
 
 
-def _per_iteration(fit, iters):
-    """Seconds per iteration of fit(max_iter) from fit(iters) - fit(1); fit returns n_iter."""
-
-    def run():
-        t1 = _time(lambda: fit(1))
-        box = {}
-        tm = _time(lambda: box.setdefault("n", fit(iters)))
-        n_done = box["n"]
-        if n_done > 1:
-            return max(tm - t1, 1e-9) / (n_done - 1)
-        return tm
-
-    return run
-
-
 def compare_sklearn(shapes, dtypes, args):
-    """Hard step vs scikit-learn KMeans(algorithm="lloyd") per iteration."""
-    from sklearn.cluster import KMeans
-    from threadpoolctl import threadpool_limits
-
+    """Hard step vs scikit-learn KMeans(algorithm="lloyd") per iteration (the target), and
+    vs KMeans(algorithm="elkan") (information: no target)."""
+    P.require("sklearn", "threadpoolctl")
     targets = {2: 3.0, 16: 2.0, 64: 1.5, 256: 1.25}
     rows = []
     for n, d, k in shapes:
         for dtype in dtypes:
             X, C = _data(n, d, k, dtype)
-
-            def fit(m, X=X, C=C, k=k):
-                km = KMeans(k, init=C, n_init=1, tol=0.0, max_iter=m, algorithm="lloyd")
-                with threadpool_limits(args.threads):
-                    km.fit(X)
-                return km.n_iter_
-
-            sk = _per_iteration(fit, args.sk_iters)
             ours_f = _our_step(X, C, "hard", 1.0, args.threads)
-            samples_sk, samples_ours = [], []
+            cases = {"ours": ours_f}
+            for algo in ("lloyd", "elkan"):
+                cases[algo] = P.sklearn_kmeans(
+                    X, C, algorithm=algo, n_threads=args.threads, iters=args.sk_iters - 1
+                )
             ours_f()
-            for _ in range(args.repeats):
-                samples_ours.append(_time(ours_f))
-                samples_sk.append(sk())
-            ours, peer = statistics.median(samples_ours), statistics.median(samples_sk)
+            t = P.interleaved(cases, repeats=args.repeats, warmup=0)
+            ours, dt = t["ours"].median, np.dtype(dtype).name
             tgt = targets.get(d, 1.0)
+            lloyd, elkan = t["lloyd"].median, t["elkan"].median
             rows.append(
-                Row("hard vs sklearn lloyd", (n, d, k), np.dtype(dtype).name, ours, peer, "s",
-                    f">= {tgt}x", peer / ours, peer / ours >= tgt)
+                Row("hard vs sklearn lloyd", (n, d, k), dt, ours, lloyd, "s",
+                    f">= {tgt}x", lloyd / ours, lloyd / ours >= tgt)
+            )  # fmt: skip
+            print(_fmt(rows[-1]), flush=True)
+            rows.append(
+                Row("hard vs sklearn elkan", (n, d, k), dt, ours, elkan, "s", "info",
+                    elkan / ours, True)
             )  # fmt: skip
             print(_fmt(rows[-1]), flush=True)
     return rows
@@ -135,27 +132,15 @@ def compare_sklearn(shapes, dtypes, args):
 
 def compare_faiss(shapes, args):
     """Hard step vs faiss.Kmeans per iteration (float32, same init, no subsampling)."""
-    import faiss
-
-    faiss.omp_set_num_threads(args.threads)
+    P.require("faiss")
     rows = []
     for n, d, k in shapes:
         X, C = _data(n, d, k, np.float32)
-
-        def fit(m, X=X, C=C, n=n, d=d, k=k):
-            km = faiss.Kmeans(d, k, niter=m, max_points_per_centroid=n, min_points_per_centroid=1,
-                              seed=0, verbose=False)  # fmt: skip
-            km.train(X, init_centroids=C)
-            return m
-
-        fa = _per_iteration(fit, args.sk_iters)
         ours_f = _our_step(X, C, "hard", 1.0, args.threads)
-        samples_fa, samples_ours = [], []
+        fa = P.faiss_kmeans(X, C, n_threads=args.threads, iters=args.sk_iters - 1)
         ours_f()
-        for _ in range(args.repeats):
-            samples_ours.append(_time(ours_f))
-            samples_fa.append(fa())
-        ours, peer = statistics.median(samples_ours), statistics.median(samples_fa)
+        t = P.interleaved({"ours": ours_f, "faiss": fa}, repeats=args.repeats, warmup=0)
+        ours, peer = t["ours"].median, t["faiss"].median
         rows.append(
             Row("hard vs faiss Kmeans", (n, d, k), "float32", ours, peer, "s", ">= 1x",
                 peer / ours, peer / ours >= 1.0)
@@ -189,71 +174,69 @@ def compare_soft_vs_hard(shapes, dtypes, args):
     return rows
 
 
-def numpy_softmax_step(X, C, sigma, buf):
-    """A careful in-place NumPy float32 softmax step: one (n, k) buffer, BLAS for both
-    products (D = ||x||^2 + ||c||^2 - 2 X C^T, shifted exp, N = 1^T R, S = R^T X)."""
-    xn = np.einsum("ij,ij->i", X, X)
-    cn = np.einsum("ij,ij->i", C, C)
-    np.matmul(X, C.T, out=buf)
-    buf *= -2.0
-    buf += cn
-    buf += xn[:, None]
-    np.maximum(buf, 0.0, out=buf)
-    buf -= buf.min(axis=1, keepdims=True)
-    buf *= np.float32(-1.0 / (2.0 * sigma * sigma))
-    np.exp(buf, out=buf)
-    buf /= buf.sum(axis=1, keepdims=True)
-    N = buf.sum(axis=0, dtype=np.float64)
-    S = buf.T @ X
-    return S / np.maximum(N, 1e-300)[:, None].astype(np.float32)
-
-
 def compare_numpy_softmax(shapes, args):
     """softmax step vs the in-place NumPy float32 implementation (needs an (n, k) buffer)."""
-    from threadpoolctl import threadpool_limits
-
     rows = []
     for n, d, k in shapes:
         X, C = _data(n, d, k, np.float32)
         sigma = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
-        buf = np.empty((n, k), dtype=np.float32)
-
-        def npy(X=X, C=C, sigma=sigma, buf=buf):
-            with threadpool_limits(args.threads):
-                numpy_softmax_step(X, C, sigma, buf)
-
+        npy_step = P.NumpySoftmaxStep(X, k, sigma, n_threads=args.threads)
         ours_f = _our_step(X, C, "softmax", sigma, args.threads)
-        to, tn = interleaved([ours_f, npy], args.repeats)
+        to, tn = interleaved([ours_f, lambda C=C, f=npy_step: f(C)], args.repeats)
         rows.append(Row("softmax vs numpy in-place f32", (n, d, k), "float32", to, tn, "s",
                         ">= 10x", tn / to, tn / to >= 10.0,
-                        f"numpy buffer {buf.nbytes / 1e9:.2f} GB"))  # fmt: skip
+                        f"numpy buffer {npy_step.buffer_bytes / 1e9:.2f} GB"))  # fmt: skip
         print(_fmt(rows[-1]), flush=True)
-        del buf
+        del npy_step
+    return rows
+
+
+def compare_soft_peers(shapes, args):
+    """softmax and entmax15 steps (sigma^2 = lambda_max / 10) vs the NumPy reference and a
+    straightforward PyTorch CPU step (torch.cdist + softmax / entmax.entmax15). Information
+    rows (no target): ratio = peer time / our time."""
+    from softkmeans import reference
+
+    rows = []
+    for n, d, k in shapes:
+        for dtype in (np.float32, np.float64):
+            X, C = _data(n, d, k, dtype)
+            sigma = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
+            dt = np.dtype(dtype).name
+            for kind in ("softmax", "entmax15"):
+                cases = {
+                    "ours": _our_step(X, C, kind, sigma, args.threads),
+                    "numpy reference": lambda X=X, C=C, kind=kind, sigma=sigma: (
+                        reference.centroid_step(X, C, sigma, kind=kind)
+                    ),
+                }
+                try:
+                    cases["torch"] = P.torch_step(X, C, sigma, kind=kind, n_threads=args.threads)
+                except P.PeerUnavailable as exc:
+                    print(f"# {P.skip_message(f'torch {kind} step', exc)}", file=sys.stderr)
+                t = P.interleaved(cases, repeats=args.repeats, warmup=1)
+                ours = t.pop("ours").median
+                for peer_name, tp in t.items():
+                    rows.append(Row(f"{kind} step vs {peer_name}", (n, d, k), dt, ours,
+                                    tp.median, "s", "info", tp.median / ours, True))  # fmt: skip
+                    print(_fmt(rows[-1]), flush=True)
     return rows
 
 
 def compare_entmax(ks, entries, args):
     """entmax15 on an (n, k) float32 score matrix vs the `entmax` package on torch CPU."""
-    try:
-        import torch
-        from entmax import entmax15 as torch_entmax15
-    except ImportError as exc:  # pragma: no cover - optional peers
-        print(f"# entmax comparison skipped: {exc}", file=sys.stderr)
-        return []
-    torch.set_num_threads(args.threads)
+    P.require("torch", "entmax")
     rows = []
     for k in ks:
         n = entries // k
         Z = np.random.default_rng(k).normal(size=(n, k)).astype(np.float32)
-        Zt = torch.from_numpy(Z)
-
-        def peer(Zt=Zt):
-            with torch.no_grad():
-                torch_entmax15(Zt, dim=1)
-
-        to, tp = interleaved([lambda Z=Z: _core.entmax15(Z, args.threads), peer], args.repeats)
+        peer = P.entmax_rows(Z, n_threads=args.threads)
+        softmax = P.torch_softmax_rows(Z, n_threads=args.threads)
+        ours_f = lambda Z=Z: _core.entmax15(Z, args.threads)  # noqa: E731
+        to, tp, ts = interleaved([ours_f, peer, softmax], args.repeats)
         rows.append(Row("entmax15 rows/s vs entmax+torch", (n, 0, k), "float32", n / to, n / tp,
-                        "rows/s", ">= 10x", tp / to, tp / to >= 10.0))  # fmt: skip
+                        "rows/s", ">= 10x", tp / to, tp / to >= 10.0,
+                        f"torch.softmax {n / ts:.3g} rows/s"))  # fmt: skip
         print(_fmt(rows[-1]), flush=True)
     return rows
 
@@ -275,8 +258,9 @@ def compare_gemm(shapes, args):
         ours_f = lambda X=X, C=C: _core.assign(X, C, args.threads)  # noqa: E731
         to, tg = interleaved([ours_f, gemm], args.repeats)
         flops = 2.0 * n * k * d
-        rows.append(Row("distance kernel vs numpy sgemm", (n, d, k), "float32", flops / to / 1e9,
-                        flops / tg / 1e9, "GFLOP/s", ">= 60%", tg / to, tg / to >= 0.6))  # fmt: skip
+        rows.append(Row("distance kernel vs numpy sgemm", (n, d, k), "float32",
+                        flops / to / 1e9, flops / tg / 1e9, "GFLOP/s", ">= 60%", tg / to,
+                        tg / to >= 0.6))  # fmt: skip
         print(_fmt(rows[-1]), flush=True)
         del out
     return rows
@@ -302,8 +286,19 @@ def main(argv=None):
     p.add_argument("--sk-iters", type=int, default=None, help="max_iter for peer fits")
     p.add_argument(
         "--only",
-        default="sklearn,faiss,soft,numpy,entmax,gemm",
-        help="comma-separated subset of: sklearn, faiss, soft, numpy, entmax, gemm",
+        default="sklearn,faiss,soft,peers,numpy,entmax,gemm",
+        help="comma-separated subset of: sklearn, faiss, soft, peers, numpy, entmax, gemm",
+    )
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"),
+        help="folder for CSV/JSON/PNG",
+    )
+    p.add_argument(
+        "--scaling",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also run bench/scaling.py (default: on for the full run, off with --quick)",
     )
     args = p.parse_args(argv)
     scale = 10 if args.quick else 1
@@ -314,24 +309,59 @@ def main(argv=None):
     only = set(args.only.split(","))
     info = softkmeans.build_info()
     print(f"# softkmeans {softkmeans.__version__} {info}  threads={args.threads}")
+    ceilings = P.ceilings(n_threads=args.threads, quick=args.quick)
+    print("# ceilings: " + ", ".join(f"{key}={val:.1f}" for key, val in ceilings.items()))
     print("| comparison | shape | dtype | ours | peer | ratio | target | ok | note |")
+    n_soft = 1_000_000 // scale
+    stages = [
+        ("sklearn", lambda: compare_sklearn(shapes, dtypes, args)),
+        ("faiss", lambda: compare_faiss(shapes, args)),
+        ("soft", lambda: compare_soft_vs_hard(shapes, dtypes, args)),
+        ("peers", lambda: compare_soft_peers([(n_soft, 16, 64)], args)),
+        ("numpy", lambda: compare_numpy_softmax([(n_soft, 16, 64), (n_soft, 16, 256)], args)),
+        ("entmax", lambda: compare_entmax((8, 64, 1024), 10_000_000 // scale, args)),
+        ("gemm", lambda: compare_gemm([s for s in shapes if s[1] >= 64], args)),
+    ]
     rows = []
-    if "sklearn" in only:
-        rows += compare_sklearn(shapes, dtypes, args)
-    if "faiss" in only:
-        rows += compare_faiss(shapes, args)
-    if "soft" in only:
-        rows += compare_soft_vs_hard(shapes, dtypes, args)
-    if "numpy" in only:
-        n = 1_000_000 // scale
-        rows += compare_numpy_softmax([(n, 16, 64), (n, 16, 256)], args)
-    if "entmax" in only:
-        rows += compare_entmax((8, 64, 1024), 10_000_000 // scale, args)
-    if "gemm" in only:
-        rows += compare_gemm([(s[0], s[1], s[2]) for s in shapes if s[1] >= 64], args)
+    for name, stage in stages:
+        if name not in only:
+            continue
+        try:
+            rows += stage()
+        except (P.PeerUnavailable, ImportError) as exc:
+            print(f"# {P.skip_message(name, exc)}", flush=True)
     misses = [r for r in rows if not r.ok]
     print(f"# {len(rows) - len(misses)}/{len(rows)} rows meet their target")
+    for path in write_results(rows, ceilings, info, args):
+        print(f"# wrote {path}")
+    if args.scaling if args.scaling is not None else not args.quick:
+        srows = scaling.run_scaling(quick=args.quick, with_peers=True)
+        for path in scaling.write_results(srows, args.out) + scaling.plot(srows, args.out):
+            print(f"# wrote {path}")
     return rows
+
+
+def write_results(rows, ceilings, info, args):
+    """compare.csv (one line per row) and compare.json (rows, ceilings, build info)."""
+    os.makedirs(args.out, exist_ok=True)
+    records = []
+    for r in rows:
+        rec = dataclasses.asdict(r)
+        rec["n"], rec["d"], rec["k"] = rec.pop("shape")
+        records.append(rec)
+    csv_path = os.path.join(args.out, "compare.csv")
+    json_path = os.path.join(args.out, "compare.json")
+    if records:
+        with open(csv_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(records[0]))
+            writer.writeheader()
+            writer.writerows(records)
+    meta = {"threads": args.threads, "quick": args.quick, "repeats": args.repeats}
+    info = {key: (list(val) if isinstance(val, tuple) else val) for key, val in info.items()}
+    with open(json_path, "w") as f:
+        json.dump({"build_info": info, "run": meta, "ceilings": ceilings, "rows": records}, f,
+                  indent=1)  # fmt: skip
+    return [csv_path, json_path] if records else [json_path]
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ def test_schedule_from_dict_true_and_object():
         ({"cooling": 0.0}, ValueError, "cooling"),
         ({"steps": 0}, ValueError, "steps"),
         ({"steps": 1.5}, TypeError, "steps"),
+        ({"splits": 0}, ValueError, "splits"),
         ({"start": -1.0}, ValueError, "start"),
         ({"start": 1.0, "stop": 2.0}, ValueError, "stop"),
         ({"kind": "hard"}, ValueError, "kind"),
@@ -129,3 +130,18 @@ def test_annealing_beats_kmeans_plusplus_on_a_data_set_with_bad_local_minima():
     J_pp = [SoftKMeans(20, assignment="hard", random_state=s).fit(X).inertia_ for s in seeds]
     assert np.mean(J_da) < 0.97 * np.mean(J_pp)
     assert sum(a <= b * (1 + 1e-9) for a, b in zip(J_da, J_pp)) >= 4
+
+
+def test_priors_through_the_extra_coordinate_are_mass_constrained_responsibilities():
+    # Oracle by hand: r_ij = p_j exp(-D_ij / (2 sigma^2)) / sum_l p_l exp(-D_il / (2 sigma^2)).
+    from softkmeans.annealing import _augment, _with_priors
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 3))
+    C = rng.normal(size=(4, 3))
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    sigma = 0.8
+    R = softkmeans.responsibilities(_augment(X), _with_priors(C, p, sigma, X.dtype), sigma)
+    D = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+    E = p * np.exp(-D / (2 * sigma**2))
+    np.testing.assert_allclose(R, E / E.sum(axis=1, keepdims=True), rtol=1e-10)

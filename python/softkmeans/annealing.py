@@ -22,8 +22,11 @@ The driver
    posterior covariance sum_i w_i r_ij (x_i - c_j)(x_i - c_j)^T / N_j, computed by
    ``softkmeans.critical_sigma(X, sample_weight=w * r_j)`` -- is split into two copies
    perturbed by +-``perturbation`` x its own width in a random direction (largest
-   critical widths first). Each split is a phase transition, recorded (sigma, iteration,
-   count before and after). Then centroid steps run until the shift is <= tol;
+   critical widths first, at most ``splits`` per width). Each split is a phase
+   transition, recorded (sigma, iteration, count before and after). The two halves of a
+   fresh split are one cluster until they are resolved, so neither may split again before
+   they are apart by half the cluster's width, sqrt(lambda_max) / 2. Then centroid steps
+   run until the shift is <= tol;
 3. finishes exactly at Lloyd: if fewer than k centroids exist at ``stop``, the missing ones
    are placed on the points farthest from their centroid; then entmax15 steps run at
    sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), half the exact-recovery threshold
@@ -55,6 +58,8 @@ class AnnealingSchedule:
     cooling:      geometric factor in (0, 1): sigma <- cooling x sigma.
     steps:        most centroid steps per width (a width ends once the shift <= tol).
     perturbation: size of the split of a centroid, relative to its own critical width.
+    splits:       most centroids split per width (the largest critical widths first);
+                  one at a time lets each split settle before the next is chosen.
     kind:         assignment map during annealing: "softmax" (classical DA, Shannon
                   entropy) or "entmax15".
     finish:       True: end with entmax15 below the exact-recovery threshold, i.e. Lloyd
@@ -63,9 +68,10 @@ class AnnealingSchedule:
 
     start: float | None = None
     stop: float | None = None
-    cooling: float = 0.9
+    cooling: float = 0.95
     steps: int = 100
     perturbation: float = 1e-2
+    splits: int = 1
     kind: str = "softmax"
     finish: bool = True
 
@@ -77,10 +83,12 @@ class AnnealingSchedule:
         c = _real(self.cooling, "cooling")
         if not 0.0 < c < 1.0:
             raise ValueError(f"anneal cooling must be in (0, 1); got {c}")
-        if isinstance(self.steps, bool) or not isinstance(self.steps, numbers.Integral):
-            raise TypeError(f"anneal steps must be a positive int; got {self.steps!r}")
-        if self.steps < 1:
-            raise ValueError(f"anneal steps must be >= 1; got {self.steps}")
+        for name in ("steps", "splits"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"anneal {name} must be a positive int; got {value!r}")
+            if value < 1:
+                raise ValueError(f"anneal {name} must be >= 1; got {value}")
         p = _real(self.perturbation, "perturbation")
         if not 0.0 <= p < 1.0:
             raise ValueError(f"anneal perturbation must be in [0, 1); got {p}")
@@ -206,7 +214,7 @@ def run_annealing(
     while True:
         if C.shape[0] < n_clusters:
             cands = _split_candidates(X, Xa, w, C, p, sigma, schedule.kind, n_threads)
-            room = n_clusters - C.shape[0]
+            room = min(n_clusters - C.shape[0], schedule.splits)
             if cands[:room]:
                 before = C.shape[0]
                 newC, newp = [], []

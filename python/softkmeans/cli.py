@@ -143,11 +143,11 @@ def _parse_anneal(text):
             spec[key] = value
         elif key == "finish":
             spec[key] = value.lower() in ("1", "true", "yes")
-        elif key == "steps":
+        elif key in ("steps", "splits"):
             try:
                 spec[key] = int(value)
             except ValueError:
-                raise UserError(f"--anneal steps must be an integer; got {value!r}") from None
+                raise UserError(f"--anneal {key} must be an integer; got {value!r}") from None
         else:
             try:
                 spec[key] = float(value)
@@ -308,7 +308,8 @@ def build_parser():
         const="default",
         default=None,
         metavar="KEY=VALUE,...",
-        help="deterministic annealing (start, stop, cooling, steps, perturbation)",
+        help="deterministic annealing; optional start, stop, cooling, steps, splits, "
+        "perturbation, kind, finish as key=value pairs",
     )
     c.add_argument("--n-init", type=int, default=1)
     c.add_argument("--max-iter", type=int, default=300)

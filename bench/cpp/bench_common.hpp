@@ -12,6 +12,10 @@
 //   rows/s   rows of X (or of the score matrix) processed per second.
 // The label carries the SIMD level the kernel actually ran at.
 //
+// Full run of every family, JSON per binary and one Markdown table:
+//   python bench/cpp/run_all.py            (see its --help; --sizes tiny for CI)
+// One family: build/bench/bench_step --benchmark_filter='f32/.*/threads:2'
+//
 // Command-line flags of our own (removed before google-benchmark sees argv):
 //   --sizes=tiny|default   tiny: a few small shapes, for CI smoke runs (seconds);
 //                          default: the sweep documented in bench/README.md.

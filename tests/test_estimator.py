@@ -370,3 +370,24 @@ def test_sklearn_compatible_estimator(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+def test_verbose_on_a_terminal_uses_a_progress_bar_when_tqdm_is_installed():
+    pytest.importorskip("tqdm")
+    import io
+
+    from softkmeans.estimator import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    progress = _Progress(1, total=3, stream=stream)
+    assert progress.bar is not None
+    for i in range(3):
+        progress.line(f"iter {i}")
+    progress.close()
+    text = stream.getvalue()
+    assert all(f"iter {i}" in text for i in range(3))
+    assert _Progress(1, total=3, stream=io.StringIO()).bar is None  # not a terminal

@@ -107,6 +107,9 @@ class _OncePerFit:
         self._seen.setdefault(key, (message, category))
 
     def flush(self):
+        if "distinct" in self._seen:  # the root cause: its consequences add nothing
+            self._seen.pop("dup", None)
+            self._seen.pop("found", None)
         for message, category in self._seen.values():
             warnings.warn(message, category, stacklevel=3)
 
@@ -512,7 +515,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         if kind == "hard":
             self.exact_lloyd_ = True
         elif kind == "softmax" and schedule is None:
-            self.exact_lloyd_ = False
+            self.exact_lloyd_ = k == 1  # softmax is never one-hot with two centroids
         else:
             # The last step was Lloyd's: a hard step, or entmax15 at or below
             # sqrt(Delta_min) / 2 with Delta_min at that step's own input centroids.

@@ -87,8 +87,8 @@ inline V vmax(V a, V b) {
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
 // exp(x) for x <= 0 (the max-shifted scores), vectorized. Range reduction
-// x = n ln2 + r, |r| <= ln2/2, Taylor polynomial (degree 7 for float, 13 for
-// double: truncation below half an ulp), scaling by 2^n through the exponent
+// x = n ln2 + r, |r| <= ln2/2, Taylor polynomial (degree 7 for float, 10 for
+// double: truncation error below 5e-9 and 3e-13 relative), scaling by 2^n through the exponent
 // bits. NOTE: results below the smallest normal number (x < -87 float, -708
 // double) are flushed to exactly 0 instead of denormals: they are < 1e-37
 // (float) / 1e-307 (double) of the row's largest entry, and exact zeros let
@@ -122,10 +122,7 @@ inline vd vexp(vd x) {
   const vd nf = (t + 6755399441055744.0) - 6755399441055744.0;  // round to nearest
   vd r = xc - nf * 6.93145751953125e-1;
   r = r - nf * 1.42860682030941723212e-6;
-  vd p = vset<double>(1.0 / 6227020800.0);
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
+  vd p = vset<double>(1.0 / 3628800.0);
   p = p * r + 1.0 / 362880.0;
   p = p * r + 1.0 / 40320.0;
   p = p * r + 1.0 / 5040.0;
@@ -226,10 +223,12 @@ struct Engine {
   std::vector<T> ct;     // direct path: (d, kp) transposed centroids
   std::vector<T> cpad;   // direct path: (kp,) 0, then +inf in the padding
 
-  Engine(const T* C, index_t k_, index_t d_) : d(d_), k(k_) {
+  // block_bytes: size of the distance block (rows x kp) a row block fills.
+  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes)
+      : d(d_), k(k_) {
     small = d <= kSmallDim;
     kp = round_up(k, small ? W : NR);
-    const index_t by_bytes = kDistBlockBytes / (kp * static_cast<index_t>(sizeof(T)));
+    const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
     mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
     if (small) {
       ct.assign(d * kp, T(0));
@@ -466,7 +465,10 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
     const double M = s1 / ds, Q = s2 / ds;
     const double delta = (1.0 - ds * (Q - M * M)) / ds;
     const double tau_s = M - std::sqrt(std::max(delta, 0.0));
-    if (tau_s <= v) tau = tau_s;
+    // The qualifying sizes form a prefix 1..s* (as in deep-spin/entmax, which
+    // counts them): stop at the first failure.
+    if (tau_s > v) break;
+    tau = tau_s;
   }
   return tau;
 }
@@ -610,6 +612,8 @@ void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, in
 
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int nt) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
   std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -619,18 +623,40 @@ void entmax15(const T* Z, index_t n, index_t k, T* R, int nt) {
     std::int64_t* cidx = ci[th].data();
     const T* z = Z + i * k;
     T* o = R + i * k;
-    double half_max = -std::numeric_limits<double>::infinity();
-    for (index_t j = 0; j < k; ++j) half_max = std::max(half_max, static_cast<double>(z[j]) / 2.0);
-    // u = z/2 - max(z)/2: halved before the subtraction, so it cannot overflow.
+    const index_t kv = k / W * W;
+    T zmax = -std::numeric_limits<T>::infinity();
+    if (kv > 0) {
+      V vm = vload(z);
+      for (index_t j = W; j < kv; j += W) vm = vmax(vm, vload(z + j));
+      for (index_t q = 0; q < W; ++q) zmax = std::max(zmax, vm[q]);
+    }
+    for (index_t j = kv; j < k; ++j) zmax = std::max(zmax, z[j]);
+    // u = z/2 - max(z)/2: halved before the subtraction, so it cannot
+    // overflow. Candidates u > -1, i.e. z > max(z) - 2 (a superset test in T,
+    // then the exact one in double).
+    const double half_max = static_cast<double>(zmax) / 2.0;
+    const T lo = zmax - T(2) - std::fabs(zmax) * T(1e-6);
+    const V vlo = vset<T>(lo);
     index_t count = 0;
-    for (index_t j = 0; j < k; ++j) {
+    auto consider = [&](index_t j) {
       const double u = static_cast<double>(z[j]) / 2.0 - half_max;
-      o[j] = T(0);
       if (u > -1.0) {
         cval[count] = u;
         cidx[count] = j;
         ++count;
       }
+    };
+    for (index_t j = 0; j < kv; j += W) {
+      const auto m = vload(z + j) > vlo;
+      vstore(o + j, V{});
+      bool any = false;
+      for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
+      if (any)
+        for (index_t q = 0; q < W; ++q) consider(j + q);
+    }
+    for (index_t j = kv; j < k; ++j) {
+      o[j] = T(0);
+      consider(j);
     }
     const double tau = entmax_tau(cval, cidx, count);
     for (index_t a = 0; a < count; ++a) {
@@ -696,12 +722,11 @@ inline index_t stats_chunks(index_t n, index_t k, index_t d) {
 // responsibilities with row stride kp, St [in,out] (dp, kp). The reduction
 // runs over the block's rows in 8 x 1 vector registers (the softmax
 // accumulation, dense: a second register-blocked product).
-template <typename T>
+template <index_t MB, typename T>
 inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
                             index_t kp, T* St) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
-  constexpr index_t MB = 8;
   for (index_t l0 = 0; l0 < dp; l0 += MB) {
     for (index_t j = 0; j < kp; j += W) {
       V acc[MB];
@@ -725,15 +750,19 @@ template <typename T>
 void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
            const double* w, T* grad_X, double* N, double* S, double* obj, double* J, double* mm,
            int nt) {
-  const Engine<T> E(C, k, d);
+  // Softmax accumulation streams its (d + 1, kp) tile partial once per row
+  // block: larger blocks amortize it.
+  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
   const index_t kp = E.kp;
   const bool need_s = (S != nullptr) || (grad_X != nullptr);
   // Softmax rows are dense: S and N are accumulated by the blocked product
   // accumulate_rt_x into a transposed tile partial (dp, kp), row d holding N.
   const bool dense = need_s && kind == Kind::softmax;
-  const index_t dp = round_up(d + 1, 8);
-  // Hard on the direct path never stores a distance row.
-  const bool fused = E.small && kind == Kind::hard;
+  const index_t mbl = (d + 1 <= 4) ? 4 : 8;  // rows of the accumulation micro-kernel
+  const index_t dp = round_up(d + 1, mbl);
+  // Hard and entmax15 on the direct path reduce rows in registers; entmax15
+  // computes a row's distances only when its margin is below 4 sigma^2.
+  const bool fused = E.small && kind != Kind::softmax;
   const index_t n_chunks = stats_chunks(n, k, d);
   std::vector<ChunkStats> cs(n_chunks);
   for (auto& c : cs) {
@@ -770,26 +799,38 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
       const index_t i = i0 + r;
       const double wi = w[i];
       const T* x = X + i * d;
-      T* row = fused ? nullptr : ws.dbuf.data() + r * kp;
+      T* row = ws.dbuf.data() + (fused ? 0 : r * kp);
       const RowMin<T> m = fused ? E.min2_of_row(x) : row_min2(row, kp);
       const double m1 = static_cast<double>(m.m1);
       double oi = m1;
       if (wi > 0.0) st.mm = std::min(st.mm, static_cast<double>(m.m2 - m.m1));
       index_t supp = 0;
+      double wrow = wi;
       if (kind == Kind::softmax) {
-        const double sum = softmax_row(row, kp, m.m1, inv_t, need_s);
+        // Unnormalized e_j; 1/sum is folded into the row's weight below.
+        const double sum = softmax_row(row, kp, m.m1, inv_t, grad_X != nullptr);
         oi = m1 - two_s2 * std::log(sum);
+        wrow = grad_X ? wi : wi / sum;
       } else if (kind == Kind::entmax15) {
-        double extra;
-        supp = entmax_row(row, kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
-        oi = m1 + extra;
+        if (static_cast<double>(m.m2) - m1 >= 4.0 * sigma2) {
+          // Margin >= 4 sigma^2: the argmin is the only candidate (z_j <= max z - 2
+          // for all others), r is one-hot and G_i = m1 exactly (SPEC.md).
+          supp = 1;
+          ws.cval[0] = 1.0;
+          ws.cidx[0] = m.a;
+        } else {
+          if (fused) E.distances(x, 1, ws);
+          double extra;
+          supp = entmax_row(row, kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+          oi = m1 + extra;
+        }
       }
       st.obj += wi * oi;
       st.J += wi * m1;
       if (!need_s) continue;
       if (dense) {
         T* xt = ws.xt.data();
-        const T wt = static_cast<T>(wi);
+        const T wt = static_cast<T>(wrow);
         for (index_t l = 0; l < d; ++l) xt[l * lda + r] = wt * x[l];
         xt[d * lda + r] = wt;
       } else {
@@ -825,7 +866,12 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
         }
       }
     }
-    if (dense) accumulate_rt_x(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
+    if (dense) {
+      if (mbl == 4)
+        accumulate_rt_x<4>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
+      else
+        accumulate_rt_x<8>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
+    }
   };
   // Per-tile float partials folded into the chunk's double totals.
   auto tile_end = [&](index_t c, Workspace<T>& ws) {
@@ -916,7 +962,7 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
           A[l * kRowTile + r] = wi * v;
         }
       }
-      accumulate_rt_x(A, kRowTile, dp, R, rows, dw, p);
+      accumulate_rt_x<8>(A, kRowTile, dp, R, rows, dw, p);
     }
   }
   std::fill(cov, cov + d * d, 0.0);

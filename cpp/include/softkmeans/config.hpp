@@ -22,6 +22,9 @@ inline constexpr index_t kRowTile = SOFTKMEANS_ROW_TILE;
 // Bytes of the per-thread distance block (rows x padded k) that a row block's
 // reduction consumes while it is still in L1/L2.
 inline constexpr index_t kDistBlockBytes = 96 * 1024;
+// The same for the softmax step, whose R^T X accumulation wants more rows per
+// block (its (d + 1, k) partial is read and written once per block).
+inline constexpr index_t kSoftmaxBlockBytes = 384 * 1024;
 
 // Dimensions up to this use the direct-difference distance path (vectorized
 // over centroids); above it, the ||x||^2 + ||c||^2 - 2 x.c micro-kernel.

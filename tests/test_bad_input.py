@@ -22,6 +22,12 @@ documented correct result (computed here by hand, never copied from the code):
 - k = n, all points identical (Delta_min = 0), duplicate centroids -> exact results below
 - unknown kind, bad n_threads                               -> ValueError / TypeError naming it
 
+SoftKMeans: scikit-learn's validate_data messages for X (NaN, infinity, ndim, n = 0,
+d = 0, complex), softkmeans._validation's for sigma, sample_weight and magnitudes;
+k > n_samples -> ValueError; all points identical -> a UserWarning and every centre at the
+point. Known gap (xfail): it converts object, string and long double X, which the
+functional API refuses.
+
 The reference and the native backend must raise the same exception type (and, since
 both use softkmeans._validation, the same message) for the same bad input.
 """
@@ -618,3 +624,145 @@ def test_entmax15_extreme_finite_scores(backend):
     np.testing.assert_array_equal(r[0], [1.0, 0.0, 0.0])
     np.testing.assert_allclose(r[1], [1 / 3] * 3, rtol=1e-12)
     np.testing.assert_allclose(r[2], [0.5, 0.5, 0.0], rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# The estimator (SoftKMeans): the same classes of bad input
+# ---------------------------------------------------------------------------------------
+
+SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
+needs_estimator = pytest.mark.skipif(SoftKMeans is None, reason="SoftKMeans not there yet")
+XE = np.random.default_rng(3).normal(size=(20, 3))
+ASSIGNMENTS = ("hard", "softmax", "entmax15")
+
+
+def _fit(Xf, assignment, w=None, **kw):
+    kw.setdefault("n_clusters", 3)
+    kw.setdefault("max_iter", 30)
+    return SoftKMeans(assignment=assignment, random_state=0, **kw).fit(
+        Xf, sample_weight=w
+    )
+
+
+def _w_with(index, value, n=20):
+    w = np.ones(n)
+    w[index] = value
+    return w
+
+
+ESTIMATOR_BAD = [
+    ("nan-X", np.where(XE > 1.5, np.nan, XE), None, {}, ValueError, "X contains NaN"),
+    ("inf-X", np.where(XE > 1.5, np.inf, XE), None, {}, ValueError, "X contains infinity"),
+    ("X-1d", XE[0], None, {}, ValueError, "Expected 2D array"),
+    ("X-3d", XE[None], None, {}, ValueError, "dim 3"),
+    ("n=0", np.empty((0, 3)), None, {}, ValueError, "0 sample"),
+    ("d=0", np.empty((20, 0)), None, {}, ValueError, "0 feature"),
+    ("k=0", XE, None, {"n_clusters": 0}, ValueError, "n_clusters must be >= 1"),
+    ("k>n", XE, None, {"n_clusters": 21}, ValueError, "n_samples=20 should be >= n_clusters=21"),
+    ("k-float", XE, None, {"n_clusters": 2.5}, TypeError, "n_clusters"),
+    ("sigma=0", XE, None, {"sigma": 0.0}, ValueError, "sigma must be finite and > 0"),
+    ("sigma<0", XE, None, {"sigma": -1.0}, ValueError, "sigma must be finite and > 0"),
+    ("sigma-nan", XE, None, {"sigma": np.nan}, ValueError, "sigma must be finite and > 0"),
+    ("sigma-inf", XE, None, {"sigma": np.inf}, ValueError, "sigma must be finite and > 0"),
+    ("sigma-str", XE, None, {"sigma": "1"}, TypeError, "sigma must be a real number"),
+    ("w-nan", XE, _w_with(3, np.nan), {}, ValueError, "sample_weight contains NaN"),
+    ("w-inf", XE, _w_with(3, np.inf), {}, ValueError, "sample_weight contains NaN or infinity"),
+    ("w-negative", XE, _w_with(3, -1.0), {}, ValueError, "sample_weight must be non-negative"),
+    ("w-all-zero", XE, np.zeros(20), {}, ValueError, "sample_weight is all zero"),
+    ("w-length", XE, np.ones(19), {}, ValueError, "sample_weight has 19 entries"),
+    ("X-complex", XE.astype(complex), None, {}, ValueError, "Complex data not supported"),
+    ("X-overflow32", (XE * 1e20).astype(np.float32), None, {}, ValueError, "X has values up to"),
+    ("X-overflow64", XE * 1e160, None, {}, ValueError, "X has values up to"),
+    ("assignment", XE, None, {"assignment": "soft"}, ValueError, "assignment must be one of"),
+    ("init-d", XE, None, {"init": np.zeros((3, 2))}, ValueError, "init has 2 features"),
+    ("init-k", XE, None, {"init": np.zeros((2, 3))}, ValueError, "init has 2 centroids"),
+    ("init-nan", XE, None, {"init": np.full((3, 3), np.nan)}, ValueError, "init contains NaN"),
+    ("n_init=0", XE, None, {"n_init": 0}, ValueError, "n_init must be >= 1"),
+    ("max_iter=0", XE, None, {"max_iter": 0}, ValueError, "max_iter must be >= 1"),
+    ("tol<0", XE, None, {"tol": -1.0}, ValueError, "tol must be finite and >= 0"),
+    ("n_threads=0", XE, None, {"n_threads": 0}, ValueError, "n_threads"),
+]
+
+
+@needs_estimator
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize(
+    ("Xb", "w", "kw", "exc", "match"),
+    [p[1:] for p in ESTIMATOR_BAD],
+    ids=[p[0] for p in ESTIMATOR_BAD],
+)
+def test_estimator_bad_input(assignment, Xb, w, kw, exc, match):
+    kw = dict(kw)
+    assignment = kw.pop("assignment", assignment)
+    with pytest.raises(exc, match=match):
+        _fit(Xb, assignment, w, **kw)
+
+
+@needs_estimator
+@pytest.mark.xfail(
+    strict=True,
+    reason="estimator: sklearn's validate_data converts object, string and long double "
+    "arrays that softkmeans._validation (the functional API) refuses with TypeError",
+)
+@pytest.mark.parametrize("dtype", [object, str, np.longdouble])
+def test_estimator_refuses_what_the_functional_api_refuses(dtype):
+    with pytest.raises(TypeError, match="X must be a real numeric array"):
+        softkmeans.sq_distances(XE.astype(dtype), XE[:3])  # the functional API refuses it
+    with pytest.raises((TypeError, ValueError), match="X"):
+        _fit(XE.astype(dtype), "softmax")
+
+
+@needs_estimator
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_estimator_lossless_conversions_and_layouts(assignment):
+    Xi = np.round(XE * 4).astype(np.int64)
+    expected = _fit(Xi.astype(np.float64), assignment)
+    for Xc in (
+        Xi.astype(np.int32),
+        Xi.astype(np.float16),
+        np.asfortranarray(Xi.astype(np.float64)),
+        np.ascontiguousarray(Xi[::-1].astype(np.float64))[::-1],
+        np.repeat(Xi.astype(np.float64), 2, axis=1)[:, ::2],
+    ):
+        got = _fit(Xc, assignment)
+        assert got.cluster_centers_.dtype == np.float64
+        np.testing.assert_array_equal(got.cluster_centers_, expected.cluster_centers_)
+        np.testing.assert_array_equal(got.labels_, expected.labels_)
+    ro = Xi.astype(np.float64)
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(_fit(ro, assignment).labels_, expected.labels_)
+    got32 = _fit(Xi.astype(np.float32), assignment)
+    assert got32.cluster_centers_.dtype == np.float32
+
+
+@needs_estimator
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_estimator_all_points_identical(assignment):
+    """One distinct point, k = 3: a warning, every centre at the point, inertia 0."""
+    X = np.full((10, 2), 3.0)
+    with pytest.warns(UserWarning, match="distinct"):
+        est = _fit(X, assignment)
+    np.testing.assert_allclose(est.cluster_centers_, 3.0, rtol=1e-12)
+    assert est.inertia_ == 0.0
+    assert np.isfinite(est.objective_)
+    assert est.min_margin_ == 0.0
+
+
+@needs_estimator
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_estimator_k_equals_n(assignment):
+    """k = n with well separated points: each point is its own centre."""
+    X = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]])
+    est = _fit(X, assignment, n_clusters=4, sigma=0.5, init=X[::-1].copy())
+    np.testing.assert_allclose(np.sort(est.cluster_centers_, axis=0), np.sort(X, axis=0), atol=1e-9)
+    assert sorted(est.labels_) == [0, 1, 2, 3]
+
+
+@needs_estimator
+def test_estimator_predict_checks_features():
+    est = _fit(XE, "softmax")
+    for method in (est.predict, est.predict_proba, est.transform):
+        with pytest.raises(ValueError, match="features"):
+            method(XE[:, :2])
+        with pytest.raises(ValueError, match="NaN"):
+            method(np.where(XE > 1.5, np.nan, XE))

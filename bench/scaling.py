@@ -65,7 +65,7 @@ def native_steps() -> bool:
 
 def _entmax_sigma(X: np.ndarray, C: np.ndarray, n_threads: int) -> float:
     delta = float(np.min(softkmeans.margins(X, C, n_threads=n_threads)))
-    return max(np.sqrt(max(delta, 0.0)) / 2.0, 1e-12 * np.sqrt(P.lambda_max(X)))
+    return max(np.sqrt(max(delta, 0.0)) / 2.0, 1e-12 * float(softkmeans.critical_sigma(X)))
 
 
 def operations(
@@ -76,7 +76,9 @@ def operations(
     if "assign" in ops:
         cases["assign"] = lambda: softkmeans.assign(X, C, n_threads=threads)
     if any(op.startswith("step_") for op in ops):
-        sig_soft = float(np.sqrt(P.lambda_max(X) / 10.0))
+        # sigma^2 = lambda_max / 10; critical_sigma = sqrt(lambda_max), computed natively
+        # (no float64 copy of X, which at n = 10^7 would be 1.3 GB).
+        sig_soft = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
         for kind in STEP_KINDS:
             if f"step_{kind}" not in ops:
                 continue

@@ -55,16 +55,34 @@ def test_hard_is_kmeans_lloyd_from_the_same_init(name, k, seed):
     np.testing.assert_array_equal(got.predict(X), ref.predict(X))
 
 
-@pytest.mark.parametrize("tol", [0.0, 1e-4, 1e-2])
-def test_hard_follows_the_tolerance_rule(tol):
-    # tol > 0 stops on the centroid shift before the labels freeze: n_iter_ must match.
+def test_hard_with_sample_weight_is_kmeans_lloyd():
+    # tol=0: scikit-learn scales tol by the unweighted variance and we by the weighted
+    # one (so that weights equal repeated rows); with tol=0 the rules coincide.
+    X = _real_data("breast_cancer")
+    w = np.random.default_rng(0).uniform(0.1, 3.0, size=X.shape[0])
+    C0, _ = sk_kmeans_plusplus(X, 5, random_state=0, sample_weight=w)
+    ref = KMeans(5, init=C0, n_init=1, tol=0.0, algorithm="lloyd").fit(X, sample_weight=w)
+    got = SoftKMeans(5, assignment="hard", init=C0, tol=0.0).fit(X, sample_weight=w)
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    assert got.n_iter_ == ref.n_iter_
+    assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
+    assert abs(got.inertia_ - ref.inertia_) <= 1e-9 * ref.inertia_
+
+
+def test_hard_follows_the_tolerance_rule():
+    # tol > 0 stops on the centroid shift before the labels freeze: over a sweep of tol
+    # the stopping iteration moves, and must move exactly as scikit-learn's does.
     X = _real_data("digits")[:800]
     C0, _ = sk_kmeans_plusplus(X, 10, random_state=5)
-    ref = KMeans(10, init=C0, n_init=1, tol=tol, algorithm="lloyd").fit(X)
-    got = SoftKMeans(10, assignment="hard", init=C0, tol=tol).fit(X)
-    assert got.n_iter_ == ref.n_iter_
-    np.testing.assert_array_equal(got.labels_, ref.labels_)
-    assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
+    stops = set()
+    for tol in np.geomspace(1e-4, 1e-1, 40):
+        ref = KMeans(10, init=C0, n_init=1, tol=tol, algorithm="lloyd").fit(X)
+        got = SoftKMeans(10, assignment="hard", init=C0, tol=tol).fit(X)
+        assert got.n_iter_ == ref.n_iter_, tol
+        np.testing.assert_array_equal(got.labels_, ref.labels_)
+        assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
+        stops.add(ref.n_iter_)
+    assert len(stops) >= 3  # the sweep did exercise the rule
 
 
 def test_hard_max_iter_reached_relabels_like_kmeans():
@@ -82,13 +100,14 @@ def test_hard_relocates_empty_clusters_like_kmeans():
     C0 = X[[0, 1, 2, 3, 4]].copy()
     C0[1] = 1e3  # far from everything: empty after the first assignment
     C0[3] = -1e3
-    ref = KMeans(5, init=C0, n_init=1, algorithm="lloyd").fit(X)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got = SoftKMeans(5, assignment="hard", init=C0).fit(X)
-    np.testing.assert_array_equal(got.labels_, ref.labels_)
-    assert got.n_iter_ == ref.n_iter_
-    assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
+    for max_iter in (1, 2, 300):  # right after the relocation, and at convergence
+        ref = KMeans(5, init=C0, n_init=1, max_iter=max_iter, algorithm="lloyd").fit(X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = SoftKMeans(5, assignment="hard", init=C0, max_iter=max_iter).fit(X)
+        np.testing.assert_array_equal(got.labels_, ref.labels_)
+        assert got.n_iter_ == ref.n_iter_
+        assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
 
 
 @pytest.mark.parametrize("init", ["k-means++", "random"])

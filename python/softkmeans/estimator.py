@@ -103,6 +103,9 @@ class _OncePerFit:
     def __init__(self):
         self._seen = {}
 
+    def has(self, key):
+        return key in self._seen
+
     def add(self, key, message, category=ConvergenceWarning):
         self._seen.setdefault(key, (message, category))
 
@@ -426,13 +429,6 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
             if not sigma > 0:  # all points identical (positive weight): any width will do
                 sigma = 1.0
         tol = _tolerance(X, w, self.tol)
-        n_distinct = np.unique(X[w > 0], axis=0).shape[0]
-        if n_distinct < k:
-            notes.add(
-                "distinct",
-                f"Number of distinct points ({n_distinct}) is smaller than "
-                f"n_clusters ({k}); some clusters will be empty or duplicated.",
-            )
         relocate = self._relocator(X, w, kind, notes)
         n_init = self.n_init
         if not isinstance(init, str) and not callable(init) and n_init != 1:
@@ -528,6 +524,15 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 )
             )
         n_found = np.unique(labels[w > 0]).size
+        if n_found < k or notes.has("dup"):
+            # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
+            n_distinct = np.unique(X[w > 0], axis=0).shape[0]
+            if n_distinct < k:
+                notes.add(
+                    "distinct",
+                    f"Number of distinct points ({n_distinct}) is smaller than "
+                    f"n_clusters ({k}); some clusters are empty or duplicated.",
+                )
         if n_found < k:
             notes.add(
                 "found",

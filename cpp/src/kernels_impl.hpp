@@ -204,6 +204,7 @@ struct Workspace {
   std::vector<T> st;    // per-tile float partial of S: (k, d), or (dp, kp) transposed
   std::vector<T> xt;    // (dp, mb_pad) weighted rows, transposed (softmax accumulation)
   std::vector<double> nt;  // (k,) per-tile partial of N (hard, entmax15)
+  std::vector<std::uint8_t> nz;  // (mb_pad, kp / W) nonzero W-blocks of softmax rows
   std::vector<std::int64_t> cidx;  // (k,) entmax15 candidates
   std::vector<double> cval;        // (k,) their values
 };
@@ -412,18 +413,31 @@ inline RowMin<T> row_min2(const T* row, index_t kp) {
 // (the log-sum-exp shift by the row max, written on the gap so the nearest
 // centroid gets exp(0) = 1 exactly and exact ties share). Returns sum_j e_j
 // (>= 1). With normalize, row_j <- e_j / sum.
+// nz [out, nullable] (kp / W,): 0 where a W-block of the row is all exact
+// zeros (every score underflows; its exp is skipped), else 1.
 template <typename T>
-inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize) {
+inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
+                          std::uint8_t* nz = nullptr) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
   const V vm = vset<T>(m1), vi = vset<T>(inv_t);
+  const V vlo = vset<T>(sizeof(T) == 4 ? T(-87) : T(-708));  // vexp's flush threshold
   V acc = V{};
   for (index_t j = 0; j < kp; j += W) {
     const V g = vload(row + j) - vm;
     const V s = g > V{} ? -(g * vi) : V{};  // no 0 * inf
+    const auto under = s < vlo;
+    bool all_under = true;
+    for (index_t q = 0; q < W; ++q) all_under &= (under[q] != 0);
+    if (all_under) {
+      vstore(row + j, V{});
+      if (nz) nz[j / W] = 0;
+      continue;
+    }
     const V e = vexp(s);
     vstore(row + j, e);
     acc += e;
+    if (nz) nz[j / W] = 1;
   }
   double sum = 0.0;
   for (index_t q = 0; q < W; ++q) sum += static_cast<double>(acc[q]);
@@ -722,23 +736,36 @@ inline index_t stats_chunks(index_t n, index_t k, index_t d) {
 // responsibilities with row stride kp, St [in,out] (dp, kp). The reduction
 // runs over the block's rows in 8 x 1 vector registers (the softmax
 // accumulation, dense: a second register-blocked product).
+// nz [in, nullable] (rows, kp / W): 0 marks an all-zero W-block of R, skipped.
 template <index_t MB, typename T>
 inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
-                            index_t kp, T* St) {
+                            index_t kp, T* St, const std::uint8_t* nz = nullptr) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
-  for (index_t l0 = 0; l0 < dp; l0 += MB) {
+  const index_t nb = kp / W;
+  constexpr index_t kMaxRows = 1024;
+  std::int32_t live[kMaxRows];  // rows whose W-block j is not all zero
+  for (index_t r0 = 0; r0 < rows; r0 += kMaxRows) {
+    const index_t rn = std::min(kMaxRows, rows - r0);
     for (index_t j = 0; j < kp; j += W) {
-      V acc[MB];
+      index_t cnt = 0;
+      for (index_t r = r0; r < r0 + rn; ++r)
+        if (!nz || nz[r * nb + j / W]) live[cnt++] = static_cast<std::int32_t>(r);
+      if (cnt == 0) continue;
+      for (index_t l0 = 0; l0 < dp; l0 += MB) {
+        V acc[MB];
 #pragma GCC unroll 8
-      for (index_t q = 0; q < MB; ++q) acc[q] = V{};
-      for (index_t r = 0; r < rows; ++r) {
-        const V rv = vload(R + r * kp + j);
+        for (index_t q = 0; q < MB; ++q) acc[q] = V{};
+        for (index_t c = 0; c < cnt; ++c) {
+          const index_t r = live[c];
+          const V rv = vload(R + r * kp + j);
 #pragma GCC unroll 8
-        for (index_t q = 0; q < MB; ++q) acc[q] += vset<T>(A[(l0 + q) * lda + r]) * rv;
+          for (index_t q = 0; q < MB; ++q) acc[q] += vset<T>(A[(l0 + q) * lda + r]) * rv;
+        }
+#pragma GCC unroll 8
+        for (index_t q = 0; q < MB; ++q)
+          vstore(St + (l0 + q) * kp + j, vload(St + (l0 + q) * kp + j) + acc[q]);
       }
-#pragma GCC unroll 8
-      for (index_t q = 0; q < MB; ++q) vstore(St + (l0 + q) * kp + j, vload(St + (l0 + q) * kp + j) + acc[q]);
     }
   }
 }
@@ -778,6 +805,7 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     if (dense) {
       ws.st.assign(dp * kp, T(0));
       ws.xt.assign(dp * E.mb_pad(), T(0));
+      ws.nz.assign(E.mb_pad() * (kp / E.W), 0);
     } else if (need_s) {
       ws.st.assign(k * d, T(0));
       ws.nt.assign(k, 0.0);
@@ -808,7 +836,8 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
       double wrow = wi;
       if (kind == Kind::softmax) {
         // Unnormalized e_j; 1/sum is folded into the row's weight below.
-        const double sum = softmax_row(row, kp, m.m1, inv_t, grad_X != nullptr);
+        std::uint8_t* nzr = dense ? ws.nz.data() + r * (kp / E.W) : nullptr;
+        const double sum = softmax_row(row, kp, m.m1, inv_t, grad_X != nullptr, nzr);
         oi = m1 - two_s2 * std::log(sum);
         wrow = grad_X ? wi : wi / sum;
       } else if (kind == Kind::entmax15) {
@@ -868,9 +897,11 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     }
     if (dense) {
       if (mbl == 4)
-        accumulate_rt_x<4>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
+        accumulate_rt_x<4>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data(),
+                           ws.nz.data());
       else
-        accumulate_rt_x<8>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data());
+        accumulate_rt_x<8>(ws.xt.data(), lda, dp, ws.dbuf.data(), rows, kp, ws.st.data(),
+                           ws.nz.data());
     }
   };
   // Per-tile float partials folded into the chunk's double totals.
@@ -880,8 +911,10 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     double* Nc = cs[c].N.data();
     T* stile = ws.st.data();
     if (dense) {
+      // The chunk keeps S transposed, (d, k): contiguous folds; transposed
+      // once at the merge.
       for (index_t l = 0; l < d; ++l)
-        for (index_t j = 0; j < k; ++j) Sc[j * d + l] += static_cast<double>(stile[l * kp + j]);
+        for (index_t j = 0; j < k; ++j) Sc[l * k + j] += static_cast<double>(stile[l * kp + j]);
       for (index_t j = 0; j < k; ++j) Nc[j] += static_cast<double>(stile[d * kp + j]);
       std::fill(ws.st.begin(), ws.st.end(), T(0));
     } else {
@@ -907,8 +940,12 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     mmin = std::min(mmin, c.mm);
     if (N)
       for (index_t j = 0; j < k; ++j) N[j] += c.N[j];
-    if (S)
+    if (S && dense) {
+      for (index_t j = 0; j < k; ++j)
+        for (index_t l = 0; l < d; ++l) S[j * d + l] += c.S[l * k + j];
+    } else if (S) {
       for (index_t q = 0; q < k * d; ++q) S[q] += c.S[q];
+    }
   }
   *obj = o;
   *J = jj;

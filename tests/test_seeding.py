@@ -122,3 +122,24 @@ def test_fused_native_kernels_equal_the_numpy_path(monkeypatch):
     monkeypatch.setattr(_seeding, "_native_kernels", lambda: None)
     plain = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
     np.testing.assert_array_equal(fused, plain)
+
+
+def test_two_level_draw_equals_a_search_in_the_full_cumulative_sum():
+    from softkmeans import _seeding
+
+    rng = np.random.default_rng(5)
+    for n in (1, 7, _seeding._BLOCK, 3 * _seeding._BLOCK + 17):
+        # Small integers: every partial sum is exact, so both searches must agree.
+        weighted = rng.integers(0, 4, size=n).astype(np.float64)
+        weighted[rng.random(n) < 0.3] = 0.0
+        if not weighted.any():
+            weighted[-1] = 1.0
+        cum = np.cumsum(weighted)
+        r = np.concatenate([rng.uniform(size=50) * cum[-1], cum[:20] - 0.0, [0.0]])
+        r = r[r < cum[-1]]
+        expected = np.searchsorted(cum, r, side="right")
+        np.testing.assert_array_equal(_seeding._draw(weighted, r), expected)
+        assert (weighted[_seeding._draw(weighted, r)] > 0).all()
+        # At or beyond the total (rounding): the last point with a positive increment.
+        last = np.flatnonzero(weighted > 0)[-1]
+        np.testing.assert_array_equal(_seeding._draw(weighted, np.array([cum[-1]])), [last])

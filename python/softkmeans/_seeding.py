@@ -62,16 +62,39 @@ def _native_kernels():
     return pots, upd
 
 
-def _draw(weighted, cum, rand_vals):
-    """Indices i with cum[i-1] <= r < cum[i] (first strictly larger cumulative value).
+# Rows per block of the two-level search in `_draw` (block sums, then one block's cumsum).
+_BLOCK = 4096
 
-    Draws at or beyond the total (rounding) go to the last point with a positive increment.
+
+def _last_positive(weighted):
+    positive = np.flatnonzero(weighted > 0)
+    return int(positive[-1]) if positive.size else weighted.size - 1
+
+
+def _draw(weighted, rand_vals):
+    """Indices i with cum[i-1] <= r < cum[i], cum the cumulative sum of ``weighted``.
+
+    The first strictly larger cumulative value, so a zero increment is never hit. Two
+    levels, block sums then the cumulative sum inside one block, instead of a full cumsum
+    (a write of n doubles per centre). Draws at or beyond the total (rounding) go to the
+    last point with a positive increment.
     """
-    ids = np.searchsorted(cum, rand_vals, side="right")
-    if ids.max() >= cum.size:
-        positive = np.flatnonzero(weighted > 0)
-        ids = np.minimum(ids, positive[-1] if positive.size else cum.size - 1)
-    return ids
+    n = weighted.size
+    starts = np.arange(0, n, _BLOCK)
+    block_cum = np.cumsum(np.add.reduceat(weighted, starts))
+    blocks = np.searchsorted(block_cum, rand_vals, side="right")
+    out = np.empty(len(rand_vals), dtype=np.int64)
+    for t, (blk, r) in enumerate(zip(blocks, rand_vals)):
+        if blk >= starts.size:
+            out[t] = _last_positive(weighted)
+            continue
+        base = block_cum[blk - 1] if blk > 0 else 0.0
+        part = weighted[starts[blk] : starts[blk] + _BLOCK]
+        i = int(np.searchsorted(np.cumsum(part), r - base, side="right"))
+        if i >= part.size:  # rounding between the two levels
+            i = _last_positive(part)
+        out[t] = starts[blk] + i
+    return out
 
 
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
@@ -143,7 +166,7 @@ def _kmeans_plusplus(
         rand_vals = rng.uniform(size=n_local_trials) * current_pot
         if current_pot > 0.0:
             weighted = closest if unit_weights else w * closest
-            cand = _draw(weighted, np.cumsum(weighted), rand_vals)
+            cand = _draw(weighted, rand_vals)
         else:
             # Every point coincides with a chosen centre: any positive-weight point will do.
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]

@@ -340,6 +340,9 @@ def main(argv=None):
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"softkmeans: error: {msg}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("softkmeans: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

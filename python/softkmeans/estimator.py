@@ -153,6 +153,9 @@ def _format_line(prefix, sigma, objective, J, shift, elapsed):
     )
 
 
+_CHUNK_ROWS = 1 << 16
+
+
 def _tolerance(X, w, tol):
     """tol x the mean (weighted) feature variance (scikit-learn's `_tolerance`).
 
@@ -162,10 +165,13 @@ def _tolerance(X, w, tol):
     """
     if tol == 0:
         return 0.0
-    X64 = X.astype(np.float64)
-    mu = (w @ X64) / w.sum()
-    var = (w @ (X64 - mu) ** 2) / w.sum()
-    return float(np.mean(var) * tol)
+    W = w.sum()
+    mu = (w @ X) / W if X.dtype == np.float64 else (w @ X.astype(np.float64)) / W
+    ss = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], _CHUNK_ROWS):  # float64 work in bounded chunks
+        part = X[start : start + _CHUNK_ROWS].astype(np.float64) - mu
+        ss += w[start : start + _CHUNK_ROWS] @ (part * part)
+    return float(np.mean(ss / W) * tol)
 
 
 def _check_weights(sample_weight, n):

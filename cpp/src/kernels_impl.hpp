@@ -170,24 +170,33 @@ struct Min2 {
     v1 = vmin(v1, x);
     idx += static_cast<typename std::remove_reference<decltype(idx[0])>::type>(W);
   }
-  // Merges the lanes: the smallest index among lanes holding the minimum.
+  // Merges the lanes with log2(W) shuffles: m1 = the smallest value, a = the
+  // smallest index among lanes holding it, m2 = the smallest of the second
+  // minima and of the other lanes' minima (m1 again when two lanes hold it).
   inline RowMin<T> finish() const {
-    const T inf = std::numeric_limits<T>::infinity();
-    T m1 = inf, m2 = inf;
-    index_t a = std::numeric_limits<index_t>::max();
-    for (index_t q = 0; q < W; ++q) {
-      const T x = v1[q], y = v2[q];
-      if (x < m1) {
-        m2 = std::min(m1, y);
-        m1 = x;
-        a = i1[q];
-      } else {
-        m2 = std::min(m2, x);
-        if (x == m1) a = std::min<index_t>(a, i1[q]);
-      }
-    }
-    if (a == std::numeric_limits<index_t>::max()) a = 0;
-    return {m1, m2, a};
+    using Int = typename std::remove_reference<decltype(i1[0])>::type;
+    const V m1v = hmin(v1);
+    const VI big = VI{} + std::numeric_limits<Int>::max();
+    const VI at_min = v1 == m1v;
+    const VI a_v = hmin_i(at_min ? i1 : big);
+    const V inf = vset<T>(std::numeric_limits<T>::infinity());
+    const V others = (i1 == a_v) & at_min ? inf : v1;
+    const V m2v = hmin(vmin(v2, others));
+    return {m1v[0], m2v[0], static_cast<index_t>(a_v[0])};
+  }
+  template <typename U>
+  static inline U lane_swap(U v, index_t step) {
+    VI m;
+    for (index_t q = 0; q < W; ++q) m[q] = q ^ step;
+    return __builtin_shuffle(v, m);
+  }
+  static inline V hmin(V v) {
+    for (index_t step = 1; step < W; step *= 2) v = vmin(v, lane_swap(v, step));
+    return v;
+  }
+  static inline VI hmin_i(VI v) {
+    for (index_t step = 1; step < W; step *= 2) v = vmin(v, lane_swap(v, step));
+    return v;
   }
 };
 

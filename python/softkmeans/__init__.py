@@ -26,7 +26,6 @@ from ._build_info import build_info
 from ._seeding import kmeans_plusplus
 from ._types import StepResult
 from .annealing import AnnealingSchedule
-from .estimator import SoftKMeans
 
 __version__ = "0.1.0"
 
@@ -48,3 +47,13 @@ __all__ = [
     "responsibilities",
     "sq_distances",
 ]
+
+
+def __getattr__(name):
+    # SoftKMeans needs scikit-learn: imported on first use, so the functional API and
+    # `softkmeans info` do not pay for importing scikit-learn.
+    if name == "SoftKMeans":
+        from .estimator import SoftKMeans
+
+        return SoftKMeans
+    raise AttributeError(f"module 'softkmeans' has no attribute {name!r}")

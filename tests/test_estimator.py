@@ -206,6 +206,19 @@ def test_default_sigma_is_a_fraction_of_the_critical_sigma():
     assert np.unique(m.labels_).size == 3
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_fit_is_scale_equivariant(kind):
+    # The default sigma follows the data's scale: 8 X gives 8 x the centroids (a power
+    # of two, so the scaled arithmetic is exact up to the shifted rounding of sums).
+    X = _real_data("iris")
+    a = SoftKMeans(3, assignment=kind, random_state=0).fit(X)
+    b = SoftKMeans(3, assignment=kind, random_state=0).fit(8.0 * X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_allclose(8.0 * a.cluster_centers_, b.cluster_centers_, rtol=1e-9)
+    assert b.sigma_ == pytest.approx(8.0 * a.sigma_, rel=1e-12)
+
+
 def test_entmax15_below_the_threshold_is_exactly_lloyd():
     X = _blobs(300, k=4, seed=6, std=0.3)
     C0 = X[[0, 1, 2, 3]].copy()

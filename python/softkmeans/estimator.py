@@ -8,8 +8,16 @@ estimator compatibility -- ``get_params``/``set_params``/``clone``, ``__sklearn_
 ``validate_data`` (``n_features_in_``, ``feature_names_in_`` and their errors), the HTML
 repr, ``check_estimator`` -- lives in scikit-learn's private machinery that changes between
 releases; re-implementing it without scikit-learn would mean tracking those changes by
-hand and still failing its checks. The functional API (``softkmeans.<name>``) and the core
-do not import scikit-learn.
+hand and still failing its checks. The ``softkmeans cluster`` command needs the estimator,
+so ``pip install . && softkmeans cluster`` needs scikit-learn too. The functional API
+(``softkmeans.<name>``), `kmeans_plusplus` and the core do not import scikit-learn, and
+``import softkmeans`` imports this module (and scikit-learn) only on first use of
+``softkmeans.SoftKMeans``. scikit-learn >= 1.6 for ``validate_data`` and
+``__sklearn_tags__``.
+
+sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a temperature
+1 % of the critical one, where the data's first split happens: well inside the clustered
+phase, soft only near cluster boundaries, and scale-equivariant (scaling X scales sigma).
 
 The fitting loop is a thin policy layer over the functional API: each iteration is one
 fused ``softkmeans.centroid_step`` (native), which returns the new centroids, the cluster

@@ -17,6 +17,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 import softkmeans
 from conftest import make_blobs
@@ -164,18 +165,8 @@ def _calibrated(name, target=0.2, n_max=1 << 19):
         n = min(n_max, int(n * min(16.0, max(2.0, 1.5 * target / max(elapsed, 1e-3)))))
 
 
-@pytest.mark.parametrize("name", softkmeans.native_functions())
-def test_gil_released_during_native_call(name):
-    """A pure-Python counter thread keeps ticking while one long native call runs.
-
-    The counter records a timestamp every few hundred increments. If the call held the
-    GIL, the counter would stop for the whole native part of the call: the longest pause
-    between ticks would be about the call's duration. We require the longest pause to be
-    well under half of it (the call uses one OpenMP thread, leaving a core to the counter).
-    """
-    call, duration = _calibrated(name)
-    if duration < 0.1:
-        pytest.skip(f"{name} too fast to measure even at the largest size ({duration:.3f} s)")
+def _longest_pause(call):
+    """Run `call` while a pure-Python thread ticks; return (longest tick pause, duration)."""
     ticks = []
     stop = threading.Event()
 
@@ -195,8 +186,28 @@ def test_gil_released_during_native_call(name):
     stop.set()
     th.join()
     inside = np.array([t0] + [t for t in ticks if t0 <= t <= t1] + [t1])
-    longest_pause = float(np.diff(inside).max())
-    assert longest_pause < 0.5 * (t1 - t0), (
-        f"{name}: the Python thread paused {longest_pause:.3f} s of a {t1 - t0:.3f} s call; "
-        "the native call seems to hold the GIL"
+    return float(np.diff(inside).max()), t1 - t0
+
+
+@pytest.mark.parametrize("name", softkmeans.native_functions())
+def test_gil_released_during_native_call(name):
+    """A pure-Python counter thread keeps ticking while one long native call runs.
+
+    The counter records a timestamp every few hundred increments. If the call held the
+    GIL, the counter would stop for the whole native part of the call: the longest pause
+    between ticks would be about the call's duration. We require the longest pause to be
+    well under half of it. The call runs on one OpenMP thread (leaving a core to the
+    counter), and a busy machine gets three tries: a held GIL fails every one of them.
+    """
+    with threadpool_limits(limits=1, user_api="openmp"):
+        call, duration = _calibrated(name)
+        if duration < 0.1:
+            pytest.skip(f"{name} too fast to measure at the largest size ({duration:.3f} s)")
+        attempts = [_longest_pause(call) for _ in range(1)]
+        while attempts[-1][0] >= 0.5 * attempts[-1][1] and len(attempts) < 3:
+            attempts.append(_longest_pause(call))
+    pause, total = attempts[-1]
+    assert pause < 0.5 * total, (
+        f"{name}: the Python thread paused {pause:.3f} s of a {total:.3f} s call "
+        f"({len(attempts)} tries); the native call seems to hold the GIL"
     )

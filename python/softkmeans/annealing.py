@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from . import _api
+from . import _api, _core
 
 __all__ = ["AnnealingSchedule", "check_schedule", "run_annealing"]
 
@@ -154,6 +154,17 @@ def _with_priors(C, p, sigma, dtype):
     return np.hstack([C, b[:, None]]).astype(dtype)
 
 
+def _cluster_lambda_max(X, u, n_threads):
+    """lambda_max of the covariance of X under weights u (= critical_sigma(X, u)^2)."""
+    cov_kernel = getattr(_core, "weighted_covariance", None)
+    if cov_kernel is None:
+        return _api.critical_sigma(X, sample_weight=u) ** 2
+    # The kernel behind critical_sigma, called with our thread count and without
+    # re-validating X once per centroid and width.
+    _, cov = cov_kernel(X, u, 0 if n_threads is None else int(n_threads))
+    return max(float(np.linalg.eigvalsh(cov)[-1]), 0.0)
+
+
 def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
     """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
     R = _api.responsibilities(
@@ -171,7 +182,7 @@ def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
         u = w * R[:, j].astype(np.float64)
         if not u.sum() > 0:
             continue
-        lam = _api.critical_sigma(X, sample_weight=u) ** 2
+        lam = _cluster_lambda_max(X, u, n_threads)
         # A fresh twin pair is still one cluster: neither half may split again until
         # they are resolved, i.e. apart by half the cluster's width or more.
         if sigma * sigma < lam and nearest[j] >= 0.25 * lam:

@@ -190,10 +190,11 @@ def _check_weights(sample_weight, n):
     return v.check_sample_weight(sample_weight, n)
 
 
-# Below this many multiply-adds per pass (n x k x d) the native core runs on one thread:
-# starting an OpenMP team costs more than the work (and results do not depend on the
-# thread count). n_threads=None otherwise leaves the choice to OpenMP / threadpoolctl.
-_SERIAL_WORK = 1 << 16
+# Below this many multiply-adds per pass (n x k x d, about a millisecond of one core) the
+# native core runs on one thread: waking an OpenMP team costs about as much as the work,
+# and far more on a busy machine (results do not depend on the thread count).
+# n_threads=None otherwise leaves the choice to OpenMP / threadpoolctl.
+_SERIAL_WORK = 1 << 20
 
 
 def _threads_for(n_threads, n, k, d):

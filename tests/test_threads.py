@@ -123,6 +123,28 @@ def test_concurrent_estimator_fits_equal_sequential():
             _assert_identical(got, expected[c], f"fit {configs[c]}")
 
 
+def test_concurrent_predictions_on_one_fitted_estimator():
+    SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
+    if SoftKMeans is None:
+        pytest.skip("softkmeans.SoftKMeans does not exist yet")
+    X, _ = make_blobs(5000, 6, 7, seed=9)
+    est = SoftKMeans(n_clusters=7, assignment="entmax15", random_state=0, max_iter=20).fit(X)
+    methods = [est.predict, est.predict_proba, est.transform, est.score]
+    expected = [m(X) for m in methods]
+    start = threading.Barrier(N_WORKERS)
+
+    def worker(i):
+        start.wait()
+        return [methods[(i + j) % len(methods)](X) for j in range(3 * len(methods))]
+
+    with ThreadPoolExecutor(N_WORKERS) as pool:
+        results = list(pool.map(worker, range(N_WORKERS)))
+    for i, per_worker in enumerate(results):
+        for j, got in enumerate(per_worker):
+            m = (i + j) % len(methods)
+            _assert_identical(got, expected[m], methods[m].__name__)
+
+
 # ---------------------------------------------------------------------------------------
 # GIL release
 # ---------------------------------------------------------------------------------------

@@ -40,15 +40,51 @@ SHAPES = [
 
 # name, call(api, problem), depends on kind, needs k >= 2
 PARITY_CASES = [
-    ("sq_distances", lambda api, p: api.sq_distances(p.X, p.C, n_threads=p.n_threads), False, False),
+    (
+        "sq_distances",
+        lambda api, p: api.sq_distances(p.X, p.C, n_threads=p.n_threads),
+        False,
+        False,
+    ),
     ("assign", lambda api, p: api.assign(p.X, p.C, n_threads=p.n_threads), False, False),
     ("margins", lambda api, p: api.margins(p.X, p.C, n_threads=p.n_threads), False, True),
     ("entmax15", lambda api, p: api.entmax15(p.Z, n_threads=p.n_threads), False, False),
-    ("responsibilities", lambda api, p: api.responsibilities(p.X, p.C, p.sigma, kind=p.kind, n_threads=p.n_threads), True, False),  # noqa: E501
-    ("objective", lambda api, p: api.objective(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
-    ("centroid_step", lambda api, p: api.centroid_step(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
-    ("gradients", lambda api, p: api.gradients(p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads), True, False),  # noqa: E501
-    ("critical_sigma", lambda api, p: api.critical_sigma(p.X, sample_weight=p.sample_weight), False, False),  # noqa: E501
+    (
+        "responsibilities",
+        lambda api, p: api.responsibilities(p.X, p.C, p.sigma, kind=p.kind, n_threads=p.n_threads),
+        True,
+        False,
+    ),  # noqa: E501
+    (
+        "objective",
+        lambda api, p: api.objective(
+            p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads
+        ),
+        True,
+        False,
+    ),  # noqa: E501
+    (
+        "centroid_step",
+        lambda api, p: api.centroid_step(
+            p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads
+        ),
+        True,
+        False,
+    ),  # noqa: E501
+    (
+        "gradients",
+        lambda api, p: api.gradients(
+            p.X, p.C, p.sigma, kind=p.kind, sample_weight=p.sample_weight, n_threads=p.n_threads
+        ),
+        True,
+        False,
+    ),  # noqa: E501
+    (
+        "critical_sigma",
+        lambda api, p: api.critical_sigma(p.X, sample_weight=p.sample_weight),
+        False,
+        False,
+    ),  # noqa: E501
 ]
 
 
@@ -141,7 +177,6 @@ def test_far_from_origin_float32_cancellation(dtype, simd_level):
     assert_rel_close(D, expected, dtype, "sq_distances far from origin", scale=None)
 
 
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("d", [2, 9])
 @pytest.mark.parametrize("n_threads", THREAD_COUNTS)
@@ -166,3 +201,24 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
     want = (w[:, None] * np.minimum(closest[:, None], D)).sum(0)
     assert pot.dtype == np.float64 and pot.shape == (7,)
     assert_rel_close(pot, want, dtype, "candidate potentials")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 17])
+@pytest.mark.parametrize("k", [3, 40, 100])
+def test_ties_go_to_the_smallest_index(dtype, d, k, simd_level):
+    """Duplicated centroids and integer data: exact ties on every reduction path (rows in
+    lanes for small k, centroids in lanes, the micro-kernel); labels and margins exact."""
+    rng = np.random.default_rng(d * k)
+    X = rng.integers(0, 3, size=(2 * ROW_TILE + 3, d)).astype(dtype)
+    C = rng.integers(0, 3, size=(k, d)).astype(dtype)
+    C[k - 1] = C[0]
+    C[1] = C[k // 2]
+    labels, mind = softkmeans.assign(X, C, n_threads=2)
+    e_labels, e_mind = reference.assign(X, C)
+    np.testing.assert_array_equal(labels, e_labels)
+    np.testing.assert_array_equal(mind, e_mind)
+    np.testing.assert_array_equal(softkmeans.margins(X, C), reference.margins(X, C))
+    step = softkmeans.centroid_step(X, C, kind="hard")
+    expected = reference.centroid_step(X, C, kind="hard")
+    np.testing.assert_array_equal(step.cluster_weights, expected.cluster_weights)

@@ -184,20 +184,20 @@ struct Min2 {
     const V m2v = hmin(vmin(v2, others));
     return {m1v[0], m2v[0], static_cast<index_t>(a_v[0])};
   }
-  template <typename U>
-  static inline U lane_swap(U v, index_t step) {
-    VI m;
-    for (index_t q = 0; q < W; ++q) m[q] = q ^ step;
-    return __builtin_shuffle(v, m);
+  // Lane-wise min with the lanes S apart, then 2S, ... (constant shuffle masks).
+  template <index_t S, typename U>
+  static inline U hmin_from(U v) {
+    if constexpr (S < W) {
+      VI m;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < W; ++q) m[q] = q ^ S;
+      return hmin_from<2 * S>(vmin(v, __builtin_shuffle(v, m)));
+    } else {
+      return v;
+    }
   }
-  static inline V hmin(V v) {
-    for (index_t step = 1; step < W; step *= 2) v = vmin(v, lane_swap(v, step));
-    return v;
-  }
-  static inline VI hmin_i(VI v) {
-    for (index_t step = 1; step < W; step *= 2) v = vmin(v, lane_swap(v, step));
-    return v;
-  }
+  static inline V hmin(V v) { return hmin_from<1>(v); }
+  static inline VI hmin_i(VI v) { return hmin_from<1>(v); }
 };
 
 // ---------------------------------------------------------------------------
@@ -214,6 +214,7 @@ struct Workspace {
   std::vector<T> xt;    // (dp, mb_pad) weighted rows, transposed (softmax accumulation)
   std::vector<double> nt;  // (k,) per-tile partial of N (hard, entmax15)
   std::vector<std::uint8_t> nz;  // (mb_pad, kp / W) nonzero W-blocks of softmax rows
+  std::vector<RowMin<T>> mins;   // (mb_pad,) row reductions of the direct path
   std::vector<std::int64_t> cidx;  // (k,) entmax15 candidates
   std::vector<double> cval;        // (k,) their values
 };
@@ -232,6 +233,7 @@ struct Engine {
   std::vector<T> cn;     // (kp,) ||c_j - s||^2, +inf in the padding
   std::vector<T> ct;     // direct path: (d, kp) transposed centroids
   std::vector<T> cpad;   // direct path: (kp,) 0, then +inf in the padding
+  std::vector<T> craw;   // direct path: (k, d) the centroids (across-rows reduction)
 
   // block_bytes: size of the distance block (rows x kp) a row block fills.
   Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes)
@@ -246,6 +248,7 @@ struct Engine {
         for (index_t l = 0; l < d; ++l) ct[l * kp + j] = C[j * d + l];
       cpad.assign(kp, T(0));
       for (index_t j = k; j < kp; ++j) cpad[j] = std::numeric_limits<T>::infinity();
+      craw.assign(C, C + k * d);
       return;
     }
     // The shift: the mean of C rounded to a multiple of a power of two no
@@ -288,6 +291,7 @@ struct Engine {
 
   void init(Workspace<T>& ws) const {
     ws.dbuf.assign(mb_pad() * kp, T(0));
+    if (small) ws.mins.assign(mb_pad(), RowMin<T>{});
     if (!small) {
       ws.xb.assign(mb_pad() * d, T(0));
       ws.xn.assign(mb_pad(), T(0));
@@ -363,6 +367,53 @@ struct Engine {
       m.push(s);
     }
     return m.finish();
+  }
+
+  // Small k: W rows at a time in the lanes, centroids broadcast; per lane the
+  // running min, second min and first argmin (strict <: ties keep the
+  // smallest j). out [out] (rows,).
+  template <int D>
+  void direct_min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
+    using VI = typename VT<T>::i;
+    for (index_t r0 = 0; r0 < rows; r0 += W) {
+      const index_t rn = std::min<index_t>(W, rows - r0);
+      alignas(64) T xt[D][W];
+      for (index_t q = 0; q < W; ++q) {
+        const index_t r = r0 + std::min<index_t>(q, rn - 1);
+        for (int l = 0; l < D; ++l) xt[l][q] = X[r * D + l];
+      }
+      V xv[D];
+      for (int l = 0; l < D; ++l) xv[l] = vload(&xt[l][0]);
+      const T inf = std::numeric_limits<T>::infinity();
+      V v1 = vset<T>(inf), v2 = vset<T>(inf);
+      VI i1 = VI{};
+      const T* c = craw.data();
+      for (index_t j = 0; j < k; ++j) {
+        V sv = V{};
+        for (int l = 0; l < D; ++l) {
+          const V df = xv[l] - c[j * D + l];
+          sv += df * df;
+        }
+        const VI lt = sv < v1;
+        v2 = vmin(v2, vmax(v1, sv));
+        i1 = lt ? (VI{} + static_cast<typename std::remove_reference<decltype(i1[0])>::type>(j)) : i1;
+        v1 = vmin(v1, sv);
+      }
+      for (index_t q = 0; q < rn; ++q) out[r0 + q] = {v1[q], v2[q], static_cast<index_t>(i1[q])};
+    }
+  }
+
+  // Reduces rows X[0..rows) to RowMin (direct path), out [out] (rows,).
+  void min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
+    if (k <= kSmallK) {
+      switch (d) {
+        case 1: direct_min2_rows<1>(X, rows, out); return;
+        case 2: direct_min2_rows<2>(X, rows, out); return;
+        case 3: direct_min2_rows<3>(X, rows, out); return;
+        default: direct_min2_rows<4>(X, rows, out); return;
+      }
+    }
+    for (index_t r = 0; r < rows; ++r) out[r] = min2_of_row(X + r * d);
   }
 
   RowMin<T> min2_of_row(const T* x) const {
@@ -608,9 +659,9 @@ void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_
   auto wss = make_workspaces(E, nt);
   drive(E, X, n, n_tiles_of(n), nt, wss,
         [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          if (E.small) E.min2_rows(X + i0 * d, rows, ws.mins.data());
           for (index_t r = 0; r < rows; ++r) {
-            const RowMin<T> m = E.small ? E.min2_of_row(X + (i0 + r) * d)
-                                        : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            const RowMin<T> m = E.small ? ws.mins[r] : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
             labels[i0 + r] = m.a;
             min_sq_dist[i0 + r] = m.m1;
           }
@@ -624,9 +675,9 @@ void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, in
   auto wss = make_workspaces(E, nt);
   drive(E, X, n, n_tiles_of(n), nt, wss,
         [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+          if (E.small) E.min2_rows(X + i0 * d, rows, ws.mins.data());
           for (index_t r = 0; r < rows; ++r) {
-            const RowMin<T> m = E.small ? E.min2_of_row(X + (i0 + r) * d)
-                                        : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
+            const RowMin<T> m = E.small ? ws.mins[r] : row_min2(ws.dbuf.data() + r * E.kp, E.kp);
             out[i0 + r] = m.m2 - m.m1;
           }
         },
@@ -832,12 +883,13 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     T* stile = need_s ? ws.st.data() : nullptr;
     double* Nt = ws.nt.data();
     const index_t lda = E.mb_pad();
+    if (fused) E.min2_rows(X + i0 * d, rows, ws.mins.data());
     for (index_t r = 0; r < rows; ++r) {
       const index_t i = i0 + r;
       const double wi = w[i];
       const T* x = X + i * d;
       T* row = ws.dbuf.data() + (fused ? 0 : r * kp);
-      const RowMin<T> m = fused ? E.min2_of_row(x) : row_min2(row, kp);
+      const RowMin<T> m = fused ? ws.mins[r] : row_min2(row, kp);
       const double m1 = static_cast<double>(m.m1);
       double oi = m1;
       if (wi > 0.0) st.mm = std::min(st.mm, static_cast<double>(m.m2 - m.m1));

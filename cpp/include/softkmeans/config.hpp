@@ -30,6 +30,10 @@ inline constexpr index_t kSoftmaxBlockBytes = 384 * 1024;
 // over centroids); above it, the ||x||^2 + ||c||^2 - 2 x.c micro-kernel.
 inline constexpr index_t kSmallDim = 4;
 
+// On the direct path, up to this many centroids the hard reduction puts rows
+// in the vector lanes (centroids broadcast) instead of centroids.
+inline constexpr index_t kSmallK = 64;
+
 // Upper bound on the number of chunks (units of parallel work holding their own
 // double statistics) and on the bytes those statistics may take in total.
 inline constexpr index_t kMaxChunks = 64;

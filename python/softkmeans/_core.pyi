@@ -1,0 +1,45 @@
+"""Type stubs of the native core (cpp/bindings/module.cpp). Use the softkmeans package API;
+these entry points expect validated, C-contiguous arrays (X and C of one dtype, float32 or
+float64; weights and `closest` float64; indices int64). n_threads <= 0 is the OpenMP default."""
+
+import numpy as np
+import numpy.typing as npt
+
+_F = npt.NDArray[np.floating]
+_F64 = npt.NDArray[np.float64]
+_I64 = npt.NDArray[np.int64]
+
+compiler: str
+openmp_version: int
+
+def sq_distances(X: _F, C: _F, n_threads: int = 0) -> _F: ...
+def assign(X: _F, C: _F, n_threads: int = 0) -> tuple[_I64, _F]: ...
+def margins(X: _F, C: _F, n_threads: int = 0) -> _F: ...
+def entmax15(Z: _F, n_threads: int = 0) -> _F: ...
+def responsibilities(X: _F, C: _F, kind: str, sigma: float, n_threads: int = 0) -> _F: ...
+def objective(
+    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
+) -> float: ...
+def centroid_step(
+    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
+) -> tuple[_F, _F64, float, float, float, npt.NDArray[np.bool_]]:
+    """(centroids, cluster_weights, objective, distortion, min_margin, empty)"""
+
+def gradients(
+    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
+) -> tuple[_F, _F]: ...
+def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
+    """(mean (d,), weighted population covariance (d, d))"""
+
+def kmeanspp_candidate_potentials(
+    X: _F, sample_weight: _F64, closest: _F64, cand_idx: _I64, n_threads: int = 0
+) -> _F64:
+    """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2), one fused pass."""
+
+def kmeanspp_update_closest(X: _F, closest: _F64, center_idx: int, n_threads: int = 0) -> None:
+    """In place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2) (direct, double)."""
+
+def available_simd_levels() -> list[str]: ...
+def selected_simd_level() -> str: ...
+def _set_simd_level(level: str) -> None: ...
+def default_threads() -> int: ...

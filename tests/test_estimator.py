@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import softkmeans
 from softkmeans import SoftKMeans, _core
-from softkmeans.estimator import DEFAULT_SIGMA_FRACTION
+from softkmeans._driver import DEFAULT_SIGMA_FRACTION
 
 KINDS = ("hard", "softmax", "entmax15")
 
@@ -410,7 +410,7 @@ def test_verbose_on_a_terminal_uses_a_progress_bar_when_tqdm_is_installed():
     pytest.importorskip("tqdm")
     import io
 
-    from softkmeans.estimator import _Progress
+    from softkmeans._driver import _Progress
 
     class Terminal(io.StringIO):
         def isatty(self):

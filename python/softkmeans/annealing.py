@@ -208,7 +208,7 @@ def run_annealing(
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd, n_iter).
 
-    history: a `softkmeans.estimator._History` that records each step and transition.
+    history: a `softkmeans._driver._History` that records each step and transition.
     relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
     report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.

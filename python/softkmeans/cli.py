@@ -185,7 +185,8 @@ def _write_csv(path, array, fmt):
 
 
 def cmd_cluster(args):
-    from .estimator import SoftKMeans
+    # The driver behind SoftKMeans, without scikit-learn's import time (see _driver).
+    from ._driver import Fitter
 
     X, description = load_data(args.data)
     kinds = KINDS if args.assignment == "all" else (args.assignment,)
@@ -196,8 +197,8 @@ def cmd_cluster(args):
         raise UserError(f"-k {args.k} is larger than the number of points ({X.shape[0]})")
     rows, models = [], {}
     for kind in kinds:
-        model = SoftKMeans(
-            args.k,
+        model = Fitter(
+            n_clusters=args.k,
             assignment=kind,
             sigma=args.sigma,
             anneal=anneal,

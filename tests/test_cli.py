@@ -172,3 +172,14 @@ def test_python_dash_m_runs_the_command_line():
     )
     assert bad.returncode == 1
     assert bad.stderr.strip().count("\n") == 0 and "Traceback" not in bad.stderr
+
+
+def test_cluster_does_not_import_scikit_learn():
+    # The command line runs the driver directly: scikit-learn's import would double the
+    # start-up time of `softkmeans cluster`.
+    code = (
+        "import sys; from softkmeans import cli; rc = cli.main(['cluster']); "
+        "assert rc == 0; assert 'sklearn' not in sys.modules, 'sklearn imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -293,7 +293,7 @@ class Fitter:
     # ------------------------------------------------------------------ fitting
 
     def _relocator(self, X, w, kind, notes):
-        """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see module doc)."""
+        """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see estimator)."""
         n_threads = self._n_threads
 
         def relocate(C_old, step):

@@ -145,3 +145,12 @@ def test_priors_through_the_extra_coordinate_are_mass_constrained_responsibiliti
     D = ((X[:, None, :] - C[None]) ** 2).sum(-1)
     E = p * np.exp(-D / (2 * sigma**2))
     np.testing.assert_allclose(R, E / E.sum(axis=1, keepdims=True), rtol=1e-10)
+
+
+def test_float32_annealing_stays_float32_and_ends_at_lloyd():
+    X = _blobs().astype(np.float32)
+    m = SoftKMeans(4, assignment="entmax15", anneal={"cooling": 0.8}, random_state=0).fit(X)
+    assert m.cluster_centers_.dtype == np.float32
+    assert m.exact_lloyd_
+    step = softkmeans.centroid_step(X, m.cluster_centers_, kind="hard")
+    np.testing.assert_array_equal(step.centroids, m.cluster_centers_)

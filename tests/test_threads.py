@@ -174,7 +174,7 @@ def _long_call(name, n):
     return lambda: f(X, C, 20.0, kind="entmax15", n_threads=1)
 
 
-def _calibrated(name, target=0.2, n_max=1 << 19):
+def _calibrated(name, target=0.2, n_max=1 << 17):
     """A call of `name` that takes at least `target` seconds (or the largest n allowed)."""
     n = 4096
     while True:

@@ -183,3 +183,41 @@ def test_cluster_does_not_import_scikit_learn():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_parquet_is_read_through_pyarrow(tmp_path, capsys, monkeypatch):
+    # A stand-in for pyarrow.parquet (not a test dependency): the CLI's column checks.
+    import types
+
+    class Column:
+        def __init__(self, values):
+            self.values = np.asarray(values)
+
+        def to_numpy(self):
+            return self.values
+
+    class Table:
+        def __init__(self, cols):
+            self.cols = cols
+            self.column_names = list(cols)
+
+        def column(self, name):
+            return Column(self.cols[name])
+
+    tables = {
+        "good.parquet": Table({"a": np.arange(20.0), "b": np.arange(20) % 3}),
+        "bad.parquet": Table({"a": np.arange(4.0), "name": np.array(["w", "x", "y", "z"])}),
+    }
+    parquet = types.ModuleType("pyarrow.parquet")
+    parquet.read_table = lambda path: tables[str(path).rsplit("/", 1)[-1]]
+    pyarrow = types.ModuleType("pyarrow")
+    pyarrow.parquet = parquet
+    monkeypatch.setitem(sys.modules, "pyarrow", pyarrow)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", parquet)
+    for name in tables:
+        (tmp_path / name).write_bytes(b"PAR1")
+    code, out, err = run(["cluster", str(tmp_path / "good.parquet"), "-k", "2"], capsys)
+    assert code == 0, err
+    assert "20 x 2" in out
+    code, out, err = run(["cluster", str(tmp_path / "bad.parquet"), "-k", "2"], capsys)
+    assert code == 1 and "column name is not numeric" in err

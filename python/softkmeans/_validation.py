@@ -25,14 +25,20 @@ def _magnitude_limit(dtype, d: int) -> float:
     return float(np.sqrt(np.finfo(dtype).max / (4.0 * max(d, 1))))
 
 
-def as_float_array(a, name: str, *, ndim: int, dtype=None, allow_empty: bool = False):
+def as_float_array(
+    a, name: str, *, ndim: int, dtype=None, allow_empty: bool = False, magnitude: bool = False
+):
     """Return `a` as a C-contiguous float32/float64 array, copying only if needed.
 
     float32 and float64 are kept as they are (unless `dtype` asks otherwise; byte-swapped
     float32/float64 become native); every dtype that numpy casts to float64 losslessly
     (``np.can_cast(dtype, float64, "safe")``: bool, integers, float16) is converted to
     float64; anything else (object, complex, long double, datetime, strings) raises
-    TypeError naming the argument. NaN or infinity raise ValueError.
+    TypeError naming the argument. NaN or infinity raise ValueError. With `magnitude`,
+    values so large that squared distances would overflow the dtype raise ValueError.
+
+    Finiteness and magnitude come from one min and one max reduction (NaN propagates
+    through both): two passes without temporaries, cheaper than np.isfinite(arr).all().
     """
     if isinstance(a, np.ndarray):
         arr = a
@@ -56,17 +62,19 @@ def as_float_array(a, name: str, *, ndim: int, dtype=None, allow_empty: bool = F
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=dtype)
-    if arr.size and not np.isfinite(arr).all():
+    if arr.size == 0:
+        return arr
+    lo, hi = float(arr.min()), float(arr.max())
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"{name} contains NaN or infinity")
+    if magnitude:
+        _check_magnitude(arr, name, max(hi, -lo))
     return arr
 
 
-def _check_magnitude(arr, name: str):
+def _check_magnitude(arr, name: str, big: float):
     """Refuse finite values so large that squared distances would overflow arr's dtype."""
-    if arr.size == 0:
-        return arr
     limit = _magnitude_limit(arr.dtype, arr.shape[-1])
-    big = max(float(arr.max()), -float(arr.min()))
     if big > limit:
         raise ValueError(
             f"{name} has values up to {big:.3g} in magnitude; squared distances would overflow "
@@ -78,17 +86,17 @@ def _check_magnitude(arr, name: str):
 
 def check_data(X, name: str = "X"):
     """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64."""
-    return _check_magnitude(as_float_array(X, name, ndim=2), name)
+    return as_float_array(X, name, ndim=2, magnitude=True)
 
 
 def check_centroids(C, X, name: str = "C"):
     """C: (k, d) with the same d and the same dtype as X (converted if needed)."""
-    C = as_float_array(C, name, ndim=2, dtype=X.dtype)
+    C = as_float_array(C, name, ndim=2, dtype=X.dtype, magnitude=True)
     if C.shape[1] != X.shape[1]:
         raise ValueError(
             f"{name} has {C.shape[1]} features but X has {X.shape[1]}; they must match"
         )
-    return _check_magnitude(C, name)
+    return C
 
 
 def check_kind(kind) -> str:

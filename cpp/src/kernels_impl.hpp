@@ -403,6 +403,70 @@ struct Engine {
     }
   }
 
+  // The whole hard step for the direct path and k <= kSmallK, W rows per
+  // vector: distances, argmin (strict <), margin, and the accumulation of N, S,
+  // J by label masks into per-lane tile partials. w [in] (rows,); acc [in,out]
+  // (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
+  template <int D>
+  void hard_rows(const T* X, const double* w, index_t rows, T* acc) const {
+    using VI = typename VT<T>::i;
+    using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
+    const T inf = std::numeric_limits<T>::infinity();
+    T* nacc = acc;
+    T* sacc = acc + k * W;
+    T* jacc = acc + k * (D + 1) * W;
+    T* macc = jacc + W;
+    const T* c = craw.data();
+    for (index_t r0 = 0; r0 < rows; r0 += W) {
+      const index_t rn = std::min<index_t>(W, rows - r0);
+      alignas(64) T xt[D][W];
+      alignas(64) T wt[W];
+      for (index_t q = 0; q < W; ++q) {
+        const index_t r = r0 + std::min<index_t>(q, rn - 1);
+        for (int l = 0; l < D; ++l) xt[l][q] = X[r * D + l];
+        wt[q] = q < rn ? static_cast<T>(w[r]) : T(0);  // padding lanes weigh 0
+      }
+      V xv[D];
+      for (int l = 0; l < D; ++l) xv[l] = vload(&xt[l][0]);
+      const V wv = vload(wt);
+      V v1 = vset<T>(inf), v2 = vset<T>(inf);
+      VI i1 = VI{};
+      for (index_t j = 0; j < k; ++j) {
+        V sv = V{};
+        for (int l = 0; l < D; ++l) {
+          const V df = xv[l] - c[j * D + l];
+          sv += df * df;
+        }
+        const VI lt = sv < v1;
+        v2 = vmin(v2, vmax(v1, sv));
+        i1 = lt ? (VI{} + static_cast<Int>(j)) : i1;
+        v1 = vmin(v1, sv);
+      }
+      vstore(jacc, vload(jacc) + wv * v1);
+      const V gap = v2 - v1;
+      vstore(macc, vmin(vload(macc), wv > V{} ? gap : vset<T>(inf)));
+      V wx[D];
+      for (int l = 0; l < D; ++l) wx[l] = wv * xv[l];
+      for (index_t j = 0; j < k; ++j) {
+        const VI hit = i1 == (VI{} + static_cast<Int>(j));
+        vstore(nacc + j * W, vload(nacc + j * W) + (hit ? wv : V{}));
+        for (int l = 0; l < D; ++l) {
+          T* sp = sacc + (j * D + l) * W;
+          vstore(sp, vload(sp) + (hit ? wx[l] : V{}));
+        }
+      }
+    }
+  }
+
+  void hard_rows_any(const T* X, const double* w, index_t rows, T* acc) const {
+    switch (d) {
+      case 1: hard_rows<1>(X, w, rows, acc); return;
+      case 2: hard_rows<2>(X, w, rows, acc); return;
+      case 3: hard_rows<3>(X, w, rows, acc); return;
+      default: hard_rows<4>(X, w, rows, acc); return;
+    }
+  }
+
   // Reduces rows X[0..rows) to RowMin (direct path), out [out] (rows,).
   void min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
     if (k <= kSmallK) {
@@ -850,6 +914,9 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
   // Hard and entmax15 on the direct path reduce rows in registers; entmax15
   // computes a row's distances only when its margin is below 4 sigma^2.
   const bool fused = E.small && kind != Kind::softmax;
+  // Hard, direct path, k <= kLaneAccK: the whole row block in hard_rows (lanes = rows).
+  const bool lanes = fused && kind == Kind::hard && k <= kLaneAccK && grad_X == nullptr;
+  const index_t lane_acc = (k * (d + 1) + 2) * E.W;
   const index_t n_chunks = stats_chunks(n, k, d);
   std::vector<ChunkStats> cs(n_chunks);
   for (auto& c : cs) {
@@ -862,7 +929,10 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
   for (auto& ws : wss) {
     ws.cval.assign(kp, 0.0);
     ws.cidx.assign(kp, 0);
-    if (dense) {
+    if (lanes) {
+      ws.st.assign(lane_acc, T(0));
+      std::fill(ws.st.end() - E.W, ws.st.end(), std::numeric_limits<T>::infinity());
+    } else if (dense) {
       ws.st.assign(dp * kp, T(0));
       ws.xt.assign(dp * E.mb_pad(), T(0));
       ws.nz.assign(E.mb_pad() * (kp / E.W), 0);
@@ -883,6 +953,10 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     T* stile = need_s ? ws.st.data() : nullptr;
     double* Nt = ws.nt.data();
     const index_t lda = E.mb_pad();
+    if (lanes) {
+      E.hard_rows_any(X + i0 * d, w + i0, rows, ws.st.data());
+      return;
+    }
     if (fused) E.min2_rows(X + i0 * d, rows, ws.mins.data());
     for (index_t r = 0; r < rows; ++r) {
       const index_t i = i0 + r;
@@ -967,6 +1041,34 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
   };
   // Per-tile float partials folded into the chunk's double totals.
   auto tile_end = [&](index_t c, Workspace<T>& ws) {
+    if (lanes) {
+      ChunkStats& cst = cs[c];
+      const index_t W = E.W;
+      T* a = ws.st.data();
+      auto lane_sum = [&](T* v) {
+        double t = 0.0;
+        for (index_t q = 0; q < W; ++q) {
+          t += static_cast<double>(v[q]);
+          v[q] = T(0);
+        }
+        return t;
+      };
+      if (need_s) {
+        for (index_t j = 0; j < k; ++j) cst.N[j] += lane_sum(a + j * W);
+        for (index_t q = 0; q < k * d; ++q) cst.S[q] += lane_sum(a + (k + q) * W);
+      } else {
+        std::fill(a, a + k * (d + 1) * W, T(0));
+      }
+      const double jt = lane_sum(a + k * (d + 1) * W);
+      cst.J += jt;
+      cst.obj += jt;
+      T* m = a + (k * (d + 1) + 1) * W;
+      for (index_t q = 0; q < W; ++q) {
+        cst.mm = std::min(cst.mm, static_cast<double>(m[q]));
+        m[q] = std::numeric_limits<T>::infinity();
+      }
+      return;
+    }
     if (!need_s) return;
     double* Sc = cs[c].S.data();
     double* Nc = cs[c].N.data();

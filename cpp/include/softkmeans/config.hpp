@@ -33,6 +33,9 @@ inline constexpr index_t kSmallDim = 4;
 // On the direct path, up to this many centroids the hard reduction puts rows
 // in the vector lanes (centroids broadcast) instead of centroids.
 inline constexpr index_t kSmallK = 64;
+// Up to this many centroids the hard step also accumulates N, S and J in the
+// lanes (one masked add per centroid and coordinate per W rows).
+inline constexpr index_t kLaneAccK = 16;
 
 // Upper bound on the number of chunks (units of parallel work holding their own
 // double statistics) and on the bytes those statistics may take in total.

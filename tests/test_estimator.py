@@ -226,7 +226,9 @@ def test_entmax15_below_the_threshold_is_exactly_lloyd():
     sigma = 0.49 * np.sqrt(softkmeans.margins(X, hard.cluster_centers_).min())
     ent = SoftKMeans(4, assignment="entmax15", sigma=sigma, init=hard.cluster_centers_).fit(X)
     assert ent.exact_lloyd_
-    np.testing.assert_array_equal(ent.cluster_centers_, hard.cluster_centers_)
+    # Equal in exact arithmetic (SPEC.md); the two kernels may sum in different orders.
+    np.testing.assert_array_equal(ent.labels_, hard.labels_)
+    np.testing.assert_allclose(ent.cluster_centers_, hard.cluster_centers_, rtol=1e-12)
     assert ent.objective_ == pytest.approx(ent.inertia_, rel=1e-12)  # G = J when one-hot
     big = SoftKMeans(4, assignment="entmax15", sigma=2 * sigma, init=hard.cluster_centers_)
     assert not big.fit(X).exact_lloyd_

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Memory-safety stage: build the extension with AddressSanitizer + UndefinedBehaviorSanitizer
 # (CMake option SOFTKMEANS_SANITIZE=ON) into build/asan-site, inside the clone, and run the
-# bad-input battery and a subset of the parity tests against it. Any sanitizer report fails
+# bad-input battery, the binding's own guards (test_validation.py, which throw C++
+# exceptions) and a subset of the parity tests against it. Any sanitizer report fails
 # the stage: ASan aborts (abort_on_error=1), UBSan halts (-fno-sanitize-recover=undefined and
 # halt_on_error=1), and the log is scanned for reports as a second line of defence.
 #
@@ -17,10 +18,16 @@ cd "$(dirname "$0")/.."
 SITE="$PWD/build/asan-site"
 LOG="$PWD/build/asan-pytest.log"
 LIBASAN="$(gcc -print-file-name=libasan.so)"
-if [[ ! -f "$LIBASAN" ]]; then
-  echo "sanitize: gcc has no libasan.so ($LIBASAN); install libasan for gcc" >&2
-  exit 1
-fi
+# libstdc++ is preloaded too: python does not link it, and without it ASan's __cxa_throw
+# interceptor finds no real __cxa_throw at start-up, so the first C++ exception the module
+# throws (pybind11's TypeError/ValueError) aborts with "CHECK failed ... real___cxa_throw".
+LIBSTDCXX="$(gcc -print-file-name=libstdc++.so)"
+for lib in "$LIBASAN" "$LIBSTDCXX"; do
+  if [[ ! -f "$lib" ]]; then
+    echo "sanitize: gcc has no $(basename "$lib") ($lib); install it for gcc" >&2
+    exit 1
+  fi
+done
 
 # The build needs scikit-build-core and pybind11; use the environment's copies when present
 # (no network, fast), otherwise let pip isolate the build.
@@ -60,11 +67,12 @@ sys.exit(pytest.main(sys.argv[2:]))
 
 start=$(date +%s)
 set +e
-LD_PRELOAD="$LIBASAN" \
+LD_PRELOAD="$LIBASAN $LIBSTDCXX" \
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   python -c "$RUNNER" "$SITE" -q -p no:cacheprovider -x \
-  tests/test_bad_input.py tests/test_parity.py -k "not test_parity or ($PARITY_K)" "$@" \
+  tests/test_bad_input.py tests/test_validation.py tests/test_parity.py \
+  -k "not test_parity or ($PARITY_K)" "$@" \
   2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}
 set -e

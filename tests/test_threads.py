@@ -220,8 +220,11 @@ def test_gil_released_during_native_call(name):
     between ticks would be about the call's duration. We require the longest pause to be
     well under half of it. The call runs on one OpenMP thread (leaving a core to the
     counter), and a busy machine gets three tries: a held GIL fails every one of them.
+    BLAS is limited to one thread as well: critical_sigma's np.linalg.eigvalsh of the
+    256 x 256 covariance takes ~3 ms on one OpenBLAS thread but over 1 s with two on a
+    loaded 2-core machine, and numpy's linalg holds the GIL for much of that.
     """
-    with threadpool_limits(limits=1, user_api="openmp"):
+    with threadpool_limits(limits=1):
         call, duration = _calibrated(name)
         if duration < 0.1:
             pytest.skip(f"{name} too fast to measure at the largest size ({duration:.3f} s)")

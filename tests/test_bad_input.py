@@ -25,8 +25,9 @@ documented correct result (computed here by hand, never copied from the code):
 SoftKMeans: scikit-learn's validate_data messages for X (NaN, infinity, ndim, n = 0,
 d = 0, complex), softkmeans._validation's for sigma, sample_weight and magnitudes;
 k > n_samples -> ValueError; all points identical -> a UserWarning and every centre at the
-point. Known gap (xfail): it converts object, string and long double X, which the
-functional API refuses.
+point. Strings and long double are refused with the functional API's TypeError; object
+arrays of numbers are accepted (scikit-learn's convention, check_dtype_object), object arrays
+holding anything else fail in scikit-learn's conversion.
 
 The reference and the native backend must raise the same exception type (and, since
 both use softkmeans._validation, the same message) for the same bad input.
@@ -697,17 +698,28 @@ def test_estimator_bad_input(assignment, Xb, w, kw, exc, match):
 
 
 @needs_estimator
-@pytest.mark.xfail(
-    strict=True,
-    reason="estimator: sklearn's validate_data converts object, string and long double "
-    "arrays that softkmeans._validation (the functional API) refuses with TypeError",
-)
-@pytest.mark.parametrize("dtype", [object, str, np.longdouble])
+@pytest.mark.parametrize("dtype", [str, np.longdouble])
 def test_estimator_refuses_what_the_functional_api_refuses(dtype):
+    """Regression: validate_data used to parse numeric strings and round long double."""
     with pytest.raises(TypeError, match="X must be a real numeric array"):
         softkmeans.sq_distances(XE.astype(dtype), XE[:3])  # the functional API refuses it
-    with pytest.raises((TypeError, ValueError), match="X"):
+    with pytest.raises(TypeError, match="X must be a real numeric array"):
         _fit(XE.astype(dtype), "softmax")
+    fitted = _fit(XE, "softmax")
+    with pytest.raises(TypeError, match="X must be a real numeric array"):
+        fitted.predict(XE.astype(dtype))
+
+
+@needs_estimator
+def test_estimator_object_arrays_follow_scikit_learn():
+    """Object arrays of numbers fit like float64 (check_dtype_object); non-numbers fail."""
+    expected = _fit(XE, "softmax")
+    got = _fit(XE.astype(object), "softmax")
+    np.testing.assert_array_equal(got.cluster_centers_, expected.cluster_centers_)
+    bad = XE.astype(object)
+    bad[0, 0] = {"foo": "bar"}
+    with pytest.raises((TypeError, ValueError)):
+        _fit(bad, "softmax")
 
 
 @needs_estimator

@@ -53,6 +53,20 @@ from ._driver import PARAMS, Fitter, _threads_for
 __all__ = ["SoftKMeans"]
 
 
+def _refuse_lossy_dtypes(X):
+    """Strings and long double are refused as the functional API refuses them.
+
+    scikit-learn's validate_data would parse numeric strings and round long double to
+    float64 silently. Object arrays of numbers stay accepted: that is scikit-learn's
+    convention (check_dtype_object), and anything non-numeric in them still fails there.
+    """
+    dtype = getattr(X, "dtype", None)
+    if dtype is None or not isinstance(dtype, np.dtype):
+        return
+    if dtype.kind in "USVmM" or (dtype.kind == "f" and dtype.itemsize > 8):
+        raise TypeError(f"X must be a real numeric array (float32 or float64); got dtype {dtype}")
+
+
 class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """K-Means with hard (Lloyd), softmax or entmax15 assignments, and deterministic annealing.
 
@@ -146,6 +160,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
+        _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
         fitter = Fitter(ConvergenceWarning, **{name: getattr(self, name) for name in PARAMS})
         # scikit-learn's RandomState conventions (None: the global one).
@@ -158,6 +173,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def _check_X(self, X):
         check_is_fitted(self)
+        _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
         return v.check_data(X)
 

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+import softkmeans
 from conftest import (
     DTYPES,
     KINDS,
     THREAD_COUNTS,
-    TOLERANCE,
     Problem,
     assert_rel_close,
     hard_label_mismatch_is_rounding,
     make_blobs,
 )
-
-import softkmeans
 from softkmeans import reference
 
 ROW_TILE = 256  # cpp/include/softkmeans/config.hpp kRowTile: n around it hits the remainders

@@ -778,13 +778,8 @@ def test_estimator_predict_checks_features():
             method(np.where(XE > 1.5, np.nan, XE))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="binding: is_float32 compares dtype objects by identity (py::dtype::is), so an "
-    "equal but non-canonical float32 dtype is sent down the float64 path and refused "
-    "(the public API is safe: _validation passes canonical dtypes)",
-)
 def test_core_accepts_equivalent_float32_dtype():
+    """Regression: the binding told float32 by dtype identity and refused an equal dtype."""
     from softkmeans import _core
 
     a = np.ones((3, 2), dtype=np.dtype("<f4").newbyteorder("="))

@@ -5,7 +5,9 @@
 #include <pybind11/stl.h>
 #include <omp.h>
 
+#include <csignal>
 #include <cmath>
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -38,6 +40,68 @@ void check_pair(const py::array& X, const py::array& C) {
     throw py::value_error("X and C must be non-empty");
 }
 
+// SIGINT during a long kernel: a handler chained in front of Python's sets a
+// flag that the kernels poll between row tiles (the core's cancel flag), then
+// lets Python's own handler record the signal; once the GIL is back,
+// PyErr_CheckSignals raises KeyboardInterrupt. Only calls from the main thread
+// (the one Python delivers signals to) are interruptible; others run to the end.
+std::atomic<int> g_sigint_seen{0};
+struct sigaction g_python_sigint;  // the handler we chain to, saved per call
+
+extern "C" void chained_sigint(int sig) {
+  g_sigint_seen.store(1, std::memory_order_relaxed);
+  if (g_python_sigint.sa_flags & SA_SIGINFO) return;  // not Python's plain handler
+  if (g_python_sigint.sa_handler != SIG_DFL && g_python_sigint.sa_handler != SIG_IGN)
+    g_python_sigint.sa_handler(sig);
+}
+
+bool on_main_thread() {
+  static const unsigned long main_ident =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  return PyThread_get_thread_ident() == main_ident;
+}
+
+// Runs f with the GIL released; from the main thread, interruptible by SIGINT.
+template <typename F>
+void run_native(F&& f) {
+  bool hooked = false;
+  if (on_main_thread()) {
+    struct sigaction current;
+    if (sigaction(SIGINT, nullptr, &current) == 0 && !(current.sa_flags & SA_SIGINFO) &&
+        current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN &&
+        current.sa_handler != chained_sigint) {
+      g_python_sigint = current;
+      g_sigint_seen.store(0, std::memory_order_relaxed);
+      struct sigaction mine = current;
+      mine.sa_handler = chained_sigint;
+      hooked = sigaction(SIGINT, &mine, nullptr) == 0;
+    }
+  }
+  struct Unhook {  // also on an exception (bad_alloc) out of f
+    bool hooked;
+    ~Unhook() {
+      if (!hooked) return;
+      softkmeans::set_thread_cancel_flag(nullptr);
+      sigaction(SIGINT, &g_python_sigint, nullptr);
+    }
+  } unhook{hooked};
+  {
+    py::gil_scoped_release release;
+    if (hooked) softkmeans::set_thread_cancel_flag(&g_sigint_seen);
+    f();
+  }
+  if (!hooked) return;
+  softkmeans::set_thread_cancel_flag(nullptr);
+  sigaction(SIGINT, &g_python_sigint, nullptr);
+  unhook.hooked = false;
+  if (!g_sigint_seen.load(std::memory_order_relaxed)) return;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  // The Python-level handler returned without raising (a user's own handler):
+  // the cancelled outputs are incomplete, so compute them again, to the end.
+  py::gil_scoped_release release;
+  f();
+}
+
 template <typename T>
 py::array sq_distances_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   auto X = as_matrix<T>(Xa, "X");
@@ -45,10 +109,9 @@ py::array sq_distances_t(const py::array& Xa, const py::array& Ca, int n_threads
   check_pair(X, C);
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<T> D({n, k});
-  {
-    py::gil_scoped_release release;
-    softkmeans::sq_distances<T>(X.data(), n, d, C.data(), k, D.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::sq_distances<T>(X.data(), n, d, C.data(), k, D.mutable_data(), n_threads);
+  });
   return D;
 }
 
@@ -60,11 +123,10 @@ py::tuple assign_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<std::int64_t> labels(n);
   carray<T> mind(n);
-  {
-    py::gil_scoped_release release;
-    softkmeans::assign<T>(X.data(), n, d, C.data(), k, labels.mutable_data(), mind.mutable_data(),
-                          n_threads);
-  }
+  run_native([&] {
+      softkmeans::assign<T>(X.data(), n, d, C.data(), k, labels.mutable_data(), mind.mutable_data(),
+                            n_threads);
+  });
   return py::make_tuple(labels, mind);
 }
 
@@ -100,10 +162,9 @@ py::array margins_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   check_pair(X, C);
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<T> out(n);
-  {
-    py::gil_scoped_release release;
-    softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
+  });
   return out;
 }
 
@@ -113,10 +174,9 @@ py::array entmax15_t(const py::array& Za, int n_threads) {
   const index_t n = Z.shape(0), k = Z.shape(1);
   if (n < 1 || k < 1) throw py::value_error("Z must be non-empty");
   carray<T> R({n, k});
-  {
-    py::gil_scoped_release release;
-    softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
+  });
   return R;
 }
 
@@ -130,11 +190,10 @@ py::array responsibilities_t(const py::array& Xa, const py::array& Ca, const std
   sigma = check_sigma(sigma, kind);
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<T> R({n, k});
-  {
-    py::gil_scoped_release release;
-    softkmeans::responsibilities<T>(X.data(), n, d, C.data(), k, kind, sigma, R.mutable_data(),
-                                    n_threads);
-  }
+  run_native([&] {
+      softkmeans::responsibilities<T>(X.data(), n, d, C.data(), k, kind, sigma, R.mutable_data(),
+                                      n_threads);
+  });
   return R;
 }
 
@@ -149,11 +208,10 @@ double objective_t(const py::array& Xa, const py::array& Ca, const std::string& 
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   auto w = as_vector<double>(wa, "sample_weight", n);
   double obj, J;
-  {
-    py::gil_scoped_release release;
-    softkmeans::objective<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(), &obj, &J,
-                             n_threads);
-  }
+  run_native([&] {
+      softkmeans::objective<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(), &obj, &J,
+                               n_threads);
+  });
   return obj;
 }
 
@@ -171,13 +229,12 @@ py::tuple centroid_step_t(const py::array& Xa, const py::array& Ca, const std::s
   carray<double> N(k);
   py::array_t<bool> empty(k);
   double obj, J, mm;
-  {
-    py::gil_scoped_release release;
-    softkmeans::centroid_step<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
-                                 new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
-                                 reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
-                                 n_threads);
-  }
+  run_native([&] {
+      softkmeans::centroid_step<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
+                                   new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
+                                   reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
+                                   n_threads);
+  });
   return py::make_tuple(new_C, N, obj, J, mm, empty);
 }
 
@@ -193,11 +250,10 @@ py::tuple gradients_t(const py::array& Xa, const py::array& Ca, const std::strin
   auto w = as_vector<double>(wa, "sample_weight", n);
   carray<T> gX({n, d});
   carray<T> gC({k, d});
-  {
-    py::gil_scoped_release release;
-    softkmeans::gradients<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
-                             gX.mutable_data(), gC.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::gradients<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
+                               gX.mutable_data(), gC.mutable_data(), n_threads);
+  });
   return py::make_tuple(gX, gC);
 }
 
@@ -209,11 +265,10 @@ py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_
   auto w = as_vector<double>(wa, "sample_weight", n);
   carray<double> mean(d);
   carray<double> cov({d, d});
-  {
-    py::gil_scoped_release release;
-    softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
-                                       cov.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
+                                         cov.mutable_data(), n_threads);
+  });
   return py::make_tuple(mean, cov);
 }
 
@@ -233,11 +288,10 @@ py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::a
     if (cand.data()[a] < 0 || cand.data()[a] >= n)
       throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
-  {
-    py::gil_scoped_release release;
-    softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
-                                                 cand.data(), L, pot.mutable_data(), n_threads);
-  }
+  run_native([&] {
+      softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
+                                                   cand.data(), L, pot.mutable_data(), n_threads);
+  });
   return pot;
 }
 
@@ -249,14 +303,15 @@ void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int 
   auto closest = as_vector<double>(cla, "closest", n);
   if (!closest.writeable()) throw py::value_error("closest must be writeable");
   if (center < 0 || center >= n) throw py::index_error("center_idx out of range");
-  {
-    py::gil_scoped_release release;
-    softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
-                                           n_threads);
-  }
+  run_native([&] {
+      softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
+                                             n_threads);
+  });
 }
 
-bool is_float32(const py::array& a) { return a.dtype().is(py::dtype::of<float>()); }
+// By equivalence, not identity: an equal but non-canonical float32 dtype
+// object (e.g. a byte-order-qualified one) is still float32.
+bool is_float32(const py::array& a) { return a.dtype().equal(py::dtype::of<float>()); }
 
 }  // namespace
 

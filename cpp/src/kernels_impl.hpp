@@ -621,8 +621,10 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
                           std::int64_t* cidx, double* extra) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
+  // NOTE: u = -gap / (4 sigma^2) by division, not by a precomputed inverse, and
+  // gap == 0 always a candidate: when 4 sigma^2 is subnormal or underflows to 0
+  // the inverse is inf (0 * inf = NaN) and `gap < thr` would admit nothing.
   const double thr = 4.0 * sigma2;
-  const double inv4 = 1.0 / thr;
   const V vthr = vset<T>(static_cast<T>(std::min<double>(thr, std::numeric_limits<T>::max())));
   const V vm = vset<T>(m1);
   index_t count = 0;
@@ -634,8 +636,8 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
     if (!any) continue;
     for (index_t q = 0; q < W; ++q) {
       const double gap = static_cast<double>(row[j + q]) - static_cast<double>(m1);
-      if (gap < thr) {
-        cval[count] = -gap * inv4;
+      if (gap < thr || gap == 0.0) {
+        cval[count] = gap > 0.0 ? -gap / thr : 0.0;
         cidx[count] = j + q;
         ++count;
       }
@@ -675,11 +677,14 @@ void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks, int nt,
            bool need_dbuf = true) {
   const index_t n_tiles = n_tiles_of(n);
   const index_t d = E.d;
+  // Read on the calling thread: the flag is installed per thread.
+  const std::atomic<int>* cancel = thread_cancel_flag();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (index_t c = 0; c < n_chunks; ++c) {
     Workspace<T>& ws = wss[omp_get_thread_num()];
     const index_t t0 = c * n_tiles / n_chunks, t1 = (c + 1) * n_tiles / n_chunks;
     for (index_t t = t0; t < t1; ++t) {
+      if (cancel && cancel->load(std::memory_order_relaxed)) break;  // results discarded
       const index_t i_end = std::min(n, (t + 1) * kRowTile);
       for (index_t i0 = t * kRowTile; i0 < i_end; i0 += E.mb) {
         const index_t rows = std::min(E.mb, i_end - i0);
@@ -754,8 +759,10 @@ void entmax15(const T* Z, index_t n, index_t k, T* R, int nt) {
   constexpr index_t W = VT<T>::W;
   std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
+  const std::atomic<int>* cancel = thread_cancel_flag();
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (index_t i = 0; i < n; ++i) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
     const int th = omp_get_thread_num();
     double* cval = cv[th].data();
     std::int64_t* cidx = ci[th].data();
@@ -976,7 +983,8 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
         oi = m1 - two_s2 * std::log(sum);
         wrow = grad_X ? wi : wi / sum;
       } else if (kind == Kind::entmax15) {
-        if (static_cast<double>(m.m2) - m1 >= 4.0 * sigma2) {
+        const double margin = static_cast<double>(m.m2) - m1;
+        if (margin > 0.0 && margin >= 4.0 * sigma2) {  // > 0: a tie is never one-hot
           // Margin >= 4 sigma^2: the argmin is the only candidate (z_j <= max z - 2
           // for all others), r is one-hot and G_i = m1 exactly (SPEC.md).
           supp = 1;

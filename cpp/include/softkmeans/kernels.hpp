@@ -14,11 +14,20 @@
 // folded into double totals).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "softkmeans/config.hpp"
 
 namespace softkmeans {
+
+// Cooperative cancellation (a flag, not a callback: the core knows nothing of
+// Python). While a thread has a flag installed, the kernels it starts poll it
+// between row tiles and stop early once it is non-zero; their outputs are then
+// unspecified and the caller must discard them. The flag is a lock-free atomic
+// so that a signal handler may set it. nullptr uninstalls.
+void set_thread_cancel_flag(const std::atomic<int>* flag);
+const std::atomic<int>* thread_cancel_flag();
 
 // The assignment maps of SPEC.md.
 enum class Kind : int { hard = 0, softmax = 1, entmax15 = 2 };

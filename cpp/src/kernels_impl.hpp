@@ -1184,31 +1184,64 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
     }
 }
 
+// Direct differences in T with the candidates in lanes (Ct (d, W) per group of W
+// candidates, padded with zeros), kPPRows rows per step; no distance tile: for a
+// handful of candidates the Engine's tile and its scalar reduction cost more than
+// the distances. Accumulation: each chunk (fixed by n, not by the thread count)
+// keeps per-candidate double partials over its rows in order.
 template <typename T>
 void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
                                    const double* closest, const std::int64_t* cand, index_t L,
                                    double* potentials, int nt) {
-  std::vector<T> Cc(L * d);
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  typedef double VD __attribute__((vector_size(W * 8)));
+  typedef double VD_u __attribute__((vector_size(W * 8), aligned(8), may_alias));
+  const index_t n_groups = (L + W - 1) / W;
+  std::vector<T> Ct(n_groups * d * W, T(0));
   for (index_t a = 0; a < L; ++a)
-    std::memcpy(Cc.data() + a * d, X + cand[a] * d, d * sizeof(T));
-  const Engine<T> E(Cc.data(), L, d);
+    for (index_t l = 0; l < d; ++l) Ct[((a / W) * d + l) * W + a % W] = X[cand[a] * d + l];
   const index_t n_chunks = std::min(n_tiles_of(n), kMaxChunks);
-  std::vector<double> part(n_chunks * L, 0.0);
-  auto wss = make_workspaces(E, nt);
-  drive(E, X, n, n_chunks, nt, wss,
-        [&](index_t c, Workspace<T>& ws, index_t i0, index_t rows) {
-          double* p = part.data() + c * L;
-          for (index_t r = 0; r < rows; ++r) {
-            const double wi = w[i0 + r], cl = closest[i0 + r];
-            const T* row = ws.dbuf.data() + r * E.kp;
-            for (index_t a = 0; a < L; ++a)
-              p[a] += wi * std::min(cl, static_cast<double>(row[a]));
+  const index_t Lp = n_groups * W;
+  std::vector<double> part(n_chunks * Lp, 0.0);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (index_t c = 0; c < n_chunks; ++c) {
+    const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
+    for (index_t g = 0; g < n_groups; ++g) {
+      const T* Cg = Ct.data() + g * d * W;
+      VD pacc = *reinterpret_cast<const VD_u*>(part.data() + c * Lp + g * W);
+      index_t i = i0;
+      for (; i + kPPRows <= i1; i += kPPRows) {
+        V acc[kPPRows] = {};
+        for (index_t l = 0; l < d; ++l) {
+          const V cv = vload(Cg + l * W);
+          for (index_t q = 0; q < kPPRows; ++q) {
+            const V df = vset<T>(X[(i + q) * d + l]) - cv;
+            acc[q] += df * df;
           }
-        },
-        no_tile_end);
+        }
+        for (index_t q = 0; q < kPPRows; ++q) {
+          const VD dv = __builtin_convertvector(acc[q], VD);
+          const VD cl = VD{} + closest[i + q];
+          pacc += w[i + q] * (dv < cl ? dv : cl);
+        }
+      }
+      for (; i < i1; ++i) {
+        V acc = V{};
+        for (index_t l = 0; l < d; ++l) {
+          const V df = vset<T>(X[i * d + l]) - vload(Cg + l * W);
+          acc += df * df;
+        }
+        const VD dv = __builtin_convertvector(acc, VD);
+        const VD cl = VD{} + closest[i];
+        pacc += w[i] * (dv < cl ? dv : cl);
+      }
+      *reinterpret_cast<VD_u*>(part.data() + c * Lp + g * W) = pacc;
+    }
+  }
   std::fill(potentials, potentials + L, 0.0);
   for (index_t c = 0; c < n_chunks; ++c)
-    for (index_t a = 0; a < L; ++a) potentials[a] += part[c * L + a];
+    for (index_t a = 0; a < L; ++a) potentials[a] += part[c * Lp + a];
 }
 
 template <typename T>

@@ -37,6 +37,10 @@ inline constexpr index_t kSmallK = 64;
 // lanes (one masked add per centroid and coordinate per W rows).
 inline constexpr index_t kLaneAccK = 16;
 
+// Rows per step of the direct k-means++ candidate potentials (candidates in the
+// lanes, one independent accumulator per row to hide the FMA latency).
+inline constexpr index_t kPPRows = 8;
+
 // Upper bound on the number of chunks (units of parallel work holding their own
 // double statistics) and on the bytes those statistics may take in total.
 inline constexpr index_t kMaxChunks = 64;

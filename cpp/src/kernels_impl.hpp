@@ -116,6 +116,32 @@ inline bool all_less(vd a, vd b) {
 #endif
 }
 
+// True when a_q <= b_q in at least one lane (ordered: NaN lanes are false).
+inline bool any_less_equal(vf a, vf b) {
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_LE_OQ) != 0;
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  return _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_LE_OQ)) != 0;
+#else
+  const auto m = a <= b;
+  bool any = false;
+  for (index_t q = 0; q < VT<float>::W; ++q) any |= (m[q] != 0);
+  return any;
+#endif
+}
+inline bool any_less_equal(vd a, vd b) {
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  return _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LE_OQ) != 0;
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  return _mm256_movemask_pd(_mm256_cmp_pd((__m256d)a, (__m256d)b, _CMP_LE_OQ)) != 0;
+#else
+  const auto m = a <= b;
+  bool any = false;
+  for (index_t q = 0; q < VT<double>::W; ++q) any |= (m[q] != 0);
+  return any;
+#endif
+}
+
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
 // exp(x) for x <= 0 (the max-shifted scores), vectorized. Range reduction
@@ -657,10 +683,7 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
   index_t count = 0;
   for (index_t j = 0; j < kp; j += W) {
     const V g = vload(row + j) - vm;
-    const auto m = g <= vthr;  // a superset; exact test below in double
-    bool any = false;
-    for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
-    if (!any) continue;
+    if (!any_less_equal(g, vthr)) continue;  // a superset; exact test below in double
     for (index_t q = 0; q < W; ++q) {
       const double gap = static_cast<double>(row[j + q]) - static_cast<double>(m1);
       if (gap < thr || gap == 0.0) {

@@ -53,7 +53,15 @@ def __getattr__(name):
     # SoftKMeans needs scikit-learn: imported on first use, so the functional API and
     # `softkmeans info` do not pay for importing scikit-learn.
     if name == "SoftKMeans":
-        from .estimator import SoftKMeans
-
+        try:
+            from .estimator import SoftKMeans
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "sklearn":
+                raise
+            raise ImportError(
+                "softkmeans.SoftKMeans needs scikit-learn >= 1.6: "
+                "pip install 'softkmeans[sklearn]' (the functional API, kmeans_plusplus and "
+                "the softkmeans command work without it)"
+            ) from exc
         return SoftKMeans
     raise AttributeError(f"module 'softkmeans' has no attribute {name!r}")

@@ -3,17 +3,15 @@
 Temperature convention: we speak of the RBF width sigma (a length, in the units of X);
 the temperature is T = 2 sigma^2 and the scores are z_ij = -D_ij / (2 sigma^2).
 
-scikit-learn is a required dependency of softkmeans (``[project].dependencies``). Full
-estimator compatibility -- ``get_params``/``set_params``/``clone``, ``__sklearn_tags__``,
-``validate_data`` (``n_features_in_``, ``feature_names_in_`` and their errors), the HTML
-repr, ``check_estimator`` -- lives in scikit-learn's private machinery that changes between
-releases; re-implementing it without scikit-learn would mean tracking those changes by
-hand and still failing its checks. The ``softkmeans cluster`` command needs the estimator,
-so ``pip install . && softkmeans cluster`` needs scikit-learn too. The functional API
-(``softkmeans.<name>``), `kmeans_plusplus` and the core do not import scikit-learn, and
-``import softkmeans`` imports this module (and scikit-learn) only on first use of
-``softkmeans.SoftKMeans``. scikit-learn >= 1.6 for ``validate_data`` and
-``__sklearn_tags__``.
+scikit-learn (>= 1.6, for ``validate_data`` and ``__sklearn_tags__``) is needed by this
+estimator only, as the optional extra ``softkmeans[sklearn]``. Full estimator compatibility
+-- ``get_params``/``set_params``/``clone``, ``__sklearn_tags__``, ``validate_data``
+(``n_features_in_``, ``feature_names_in_`` and their errors), the HTML repr,
+``check_estimator`` -- lives in scikit-learn's private machinery that changes between
+releases; re-implementing it without scikit-learn would mean tracking those changes by hand
+and still failing its checks. The functional API (``softkmeans.<name>``), `kmeans_plusplus`,
+the fitting driver and the ``softkmeans`` command do not import scikit-learn, and
+``import softkmeans`` imports this module only on first use of ``softkmeans.SoftKMeans``.
 
 sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a temperature
 1 % of the critical one, where the data's first split happens: well inside the clustered

@@ -99,3 +99,22 @@ def hard_label_mismatch_is_rounding(X, C, labels, expected):
         if gap > 1e-5 * scale:
             return False
     return True
+
+
+def _flatten(result):
+    """Arrays and floats of any (nested tuple) result, as a list, for exact comparisons."""
+    if isinstance(result, tuple):
+        return [x for part in result for x in _flatten(part)]
+    return [result]
+
+
+def assert_identical(got, expected, what, *, nan_equal=False):
+    """Bit-for-bit equality of two results (arrays: same dtype and values)."""
+    got, expected = _flatten(got), _flatten(expected)
+    assert len(got) == len(expected), what
+    for a, b in zip(got, expected):
+        if isinstance(b, np.ndarray):
+            assert isinstance(a, np.ndarray) and a.dtype == b.dtype, f"{what}: dtype"
+            np.testing.assert_array_equal(a, b, err_msg=what)
+        else:
+            assert a == b or (nan_equal and a != a and b != b), f"{what}: {a!r} != {b!r}"

@@ -39,6 +39,7 @@ import numpy as np
 import pytest
 
 import softkmeans
+from conftest import assert_identical
 from softkmeans import _validation, reference
 
 BACKENDS = {"native": softkmeans, "reference": reference}
@@ -83,27 +84,6 @@ def _raises_same(calls, exc, match):
 def _all_backends(fname, X, C, s, kind, w):
     f = XC_FUNCS[fname]
     return [lambda api=api: f(api, X, C, s, kind, w) for api in BACKENDS.values()]
-
-
-def _flatten(result):
-    """Arrays and floats of any result, as a list (for exact comparisons)."""
-    if isinstance(result, tuple):
-        out = []
-        for part in result:
-            out.extend(_flatten(part))
-        return out
-    return [result]
-
-
-def _assert_identical(got, expected, what):
-    got, expected = _flatten(got), _flatten(expected)
-    assert len(got) == len(expected), what
-    for a, b in zip(got, expected):
-        if isinstance(b, np.ndarray):
-            assert isinstance(a, np.ndarray) and a.dtype == b.dtype, f"{what}: dtype"
-            np.testing.assert_array_equal(a, b, err_msg=what)
-        else:
-            assert a == b, f"{what}: {a} != {b}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -200,7 +180,7 @@ def test_sigma_as_numpy_scalar_or_0d_array_or_int(fname, kind, backend):
     f, api = XC_FUNCS[fname], BACKENDS[backend]
     expected = f(api, X0, C0, 2.0, kind, None)
     for s in (np.float32(2.0), np.float64(2.0), np.array(2.0), 2, np.int16(2)):
-        _assert_identical(f(api, X0, C0, s, kind, None), expected, f"{fname} sigma={s!r}")
+        assert_identical(f(api, X0, C0, s, kind, None), expected, f"{fname} sigma={s!r}")
 
 
 @pytest.mark.parametrize("fname", SIGMA_FUNCS)
@@ -209,7 +189,7 @@ def test_sigma_ignored_for_hard(fname, backend):
     f, api = XC_FUNCS[fname], BACKENDS[backend]
     expected = f(api, X0, C0, None, "hard", None)
     for s in (1.0, -1.0, 0.0, np.nan):
-        _assert_identical(f(api, X0, C0, s, "hard", None), expected, f"{fname} hard sigma={s}")
+        assert_identical(f(api, X0, C0, s, "hard", None), expected, f"{fname} hard sigma={s}")
 
 
 def _weights_with(value):
@@ -337,7 +317,7 @@ def _call_all(api, X, C, w=None, s=1.3):
 
 def _assert_all_identical(got, expected):
     for (name, a), (_, b) in zip(got, expected):
-        _assert_identical(a, b, name)
+        assert_identical(a, b, name)
 
 
 @_backend_params()
@@ -426,7 +406,7 @@ def test_layouts_give_the_contiguous_result(backend, dtype, layout):
     _assert_all_identical(_call_all(api, Xl, Cl, wl[::2]), expected)
     if dtype == np.float64:  # Z through entmax15
         Z = -api.sq_distances(X, C)
-        _assert_identical(api.entmax15(_layouts(Z)[layout]), api.entmax15(Z), "entmax15")
+        assert_identical(api.entmax15(_layouts(Z)[layout]), api.entmax15(Z), "entmax15")
 
 
 @_backend_params()

@@ -20,7 +20,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import softkmeans
-from conftest import make_blobs
+from conftest import assert_identical, make_blobs
 
 N_WORKERS = 4
 
@@ -55,23 +55,6 @@ def _calls():
     return out
 
 
-def _flatten(result):
-    if isinstance(result, tuple):
-        return [x for part in result for x in _flatten(part)]
-    return [result]
-
-
-def _assert_identical(got, expected, what):
-    got, expected = _flatten(got), _flatten(expected)
-    assert len(got) == len(expected), what
-    for a, b in zip(got, expected):
-        if isinstance(b, np.ndarray):
-            assert a.dtype == b.dtype, what
-            np.testing.assert_array_equal(a, b, err_msg=what)
-        else:
-            assert a == b or (a != a and b != b), f"{what}: {a!r} != {b!r}"
-
-
 def test_concurrent_calls_equal_sequential():
     calls = _calls()
     expected = {name: f() for name, f in calls}
@@ -89,7 +72,7 @@ def test_concurrent_calls_equal_sequential():
         results = list(pool.map(worker, orders))
     for per_worker in results:
         for name, got in per_worker:
-            _assert_identical(got, expected[name], name)
+            assert_identical(got, expected[name], name, nan_equal=True)
 
 
 def test_concurrent_estimator_fits_equal_sequential():
@@ -120,7 +103,7 @@ def test_concurrent_estimator_fits_equal_sequential():
     for i, per_worker in enumerate(results):
         for j, got in enumerate(per_worker):
             c = (i + j) % len(configs)
-            _assert_identical(got, expected[c], f"fit {configs[c]}")
+            assert_identical(got, expected[c], f"fit {configs[c]}", nan_equal=True)
 
 
 def test_concurrent_predictions_on_one_fitted_estimator():
@@ -142,7 +125,7 @@ def test_concurrent_predictions_on_one_fitted_estimator():
     for i, per_worker in enumerate(results):
         for j, got in enumerate(per_worker):
             m = (i + j) % len(methods)
-            _assert_identical(got, expected[m], methods[m].__name__)
+            assert_identical(got, expected[m], methods[m].__name__, nan_equal=True)
 
 
 # ---------------------------------------------------------------------------------------

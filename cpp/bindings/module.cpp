@@ -110,7 +110,7 @@ py::array sq_distances_t(const py::array& Xa, const py::array& Ca, int n_threads
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<T> D({n, k});
   run_native([&] {
-      softkmeans::sq_distances<T>(X.data(), n, d, C.data(), k, D.mutable_data(), n_threads);
+    softkmeans::sq_distances<T>(X.data(), n, d, C.data(), k, D.mutable_data(), n_threads);
   });
   return D;
 }
@@ -124,8 +124,8 @@ py::tuple assign_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   carray<std::int64_t> labels(n);
   carray<T> mind(n);
   run_native([&] {
-      softkmeans::assign<T>(X.data(), n, d, C.data(), k, labels.mutable_data(), mind.mutable_data(),
-                            n_threads);
+    softkmeans::assign<T>(X.data(), n, d, C.data(), k, labels.mutable_data(), mind.mutable_data(),
+                          n_threads);
   });
   return py::make_tuple(labels, mind);
 }
@@ -163,7 +163,7 @@ py::array margins_t(const py::array& Xa, const py::array& Ca, int n_threads) {
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
   carray<T> out(n);
   run_native([&] {
-      softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
+    softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
   });
   return out;
 }
@@ -175,84 +175,84 @@ py::array entmax15_t(const py::array& Za, int n_threads) {
   if (n < 1 || k < 1) throw py::value_error("Z must be non-empty");
   carray<T> R({n, k});
   run_native([&] {
-      softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
+    softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
   });
   return R;
 }
 
+// The checked arguments of the kind-dependent calls (responsibilities,
+// objective, centroid_step, gradients); weights only where the call takes them.
+template <typename T>
+struct KindArgs {
+  carray<T> X, C;
+  softkmeans::Kind kind;
+  double sigma;
+  index_t n, d, k;
+  KindArgs(const py::array& Xa, const py::array& Ca, const std::string& kind_s, double sigma_in)
+      : X(as_matrix<T>(Xa, "X")), C(as_matrix<T>(Ca, "C")) {
+    check_pair(X, C);
+    kind = parse_kind(kind_s);
+    sigma = check_sigma(sigma_in, kind);
+    n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  }
+  carray<double> weights(const py::array& wa) const {
+    return as_vector<double>(wa, "sample_weight", n);
+  }
+};
+
 template <typename T>
 py::array responsibilities_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                             double sigma, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const auto kind = parse_kind(kind_s);
-  sigma = check_sigma(sigma, kind);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  carray<T> R({n, k});
+                             double sigma_in, int n_threads) {
+  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
+  carray<T> R({a.n, a.k});
   run_native([&] {
-      softkmeans::responsibilities<T>(X.data(), n, d, C.data(), k, kind, sigma, R.mutable_data(),
-                                      n_threads);
+    softkmeans::responsibilities<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma,
+                                    R.mutable_data(), n_threads);
   });
   return R;
 }
 
 template <typename T>
 double objective_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                   double sigma, const py::array& wa, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const auto kind = parse_kind(kind_s);
-  sigma = check_sigma(sigma, kind);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  auto w = as_vector<double>(wa, "sample_weight", n);
+                   double sigma_in, const py::array& wa, int n_threads) {
+  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
+  auto w = a.weights(wa);
   double obj, J;
   run_native([&] {
-      softkmeans::objective<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(), &obj, &J,
-                               n_threads);
+    softkmeans::objective<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
+                             &obj, &J, n_threads);
   });
   return obj;
 }
 
 template <typename T>
 py::tuple centroid_step_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                          double sigma, const py::array& wa, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const auto kind = parse_kind(kind_s);
-  sigma = check_sigma(sigma, kind);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  auto w = as_vector<double>(wa, "sample_weight", n);
-  carray<T> new_C({k, d});
-  carray<double> N(k);
-  py::array_t<bool> empty(k);
+                          double sigma_in, const py::array& wa, int n_threads) {
+  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
+  auto w = a.weights(wa);
+  carray<T> new_C({a.k, a.d});
+  carray<double> N(a.k);
+  py::array_t<bool> empty(a.k);
   double obj, J, mm;
   run_native([&] {
-      softkmeans::centroid_step<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
-                                   new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
-                                   reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
-                                   n_threads);
+    softkmeans::centroid_step<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma,
+                                 w.data(), new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
+                                 reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
+                                 n_threads);
   });
   return py::make_tuple(new_C, N, obj, J, mm, empty);
 }
 
 template <typename T>
 py::tuple gradients_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                      double sigma, const py::array& wa, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const auto kind = parse_kind(kind_s);
-  sigma = check_sigma(sigma, kind);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  auto w = as_vector<double>(wa, "sample_weight", n);
-  carray<T> gX({n, d});
-  carray<T> gC({k, d});
+                      double sigma_in, const py::array& wa, int n_threads) {
+  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
+  auto w = a.weights(wa);
+  carray<T> gX({a.n, a.d});
+  carray<T> gC({a.k, a.d});
   run_native([&] {
-      softkmeans::gradients<T>(X.data(), n, d, C.data(), k, kind, sigma, w.data(),
-                               gX.mutable_data(), gC.mutable_data(), n_threads);
+    softkmeans::gradients<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
+                             gX.mutable_data(), gC.mutable_data(), n_threads);
   });
   return py::make_tuple(gX, gC);
 }
@@ -266,8 +266,8 @@ py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_
   carray<double> mean(d);
   carray<double> cov({d, d});
   run_native([&] {
-      softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
-                                         cov.mutable_data(), n_threads);
+    softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
+                                       cov.mutable_data(), n_threads);
   });
   return py::make_tuple(mean, cov);
 }
@@ -289,8 +289,8 @@ py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::a
       throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
   run_native([&] {
-      softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
-                                                   cand.data(), L, pot.mutable_data(), n_threads);
+    softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
+                                                 cand.data(), L, pot.mutable_data(), n_threads);
   });
   return pot;
 }
@@ -304,8 +304,8 @@ void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int 
   if (!closest.writeable()) throw py::value_error("closest must be writeable");
   if (center < 0 || center >= n) throw py::index_error("center_idx out of range");
   run_native([&] {
-      softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
-                                             n_threads);
+    softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
+                                           n_threads);
   });
 }
 

@@ -10,7 +10,7 @@ returning ``Row`` objects; ``main`` assembles the table.
 Timing rules: every comparison runs its contenders alternately (interleaved) for
 ``--repeats`` rounds and reports medians; all contenders get ``--threads`` threads
 (OpenMP for softkmeans, threadpoolctl for scikit-learn/BLAS, faiss.omp_set_num_threads,
-torch.set_num_threads). softkmeans steps are timed at ``softkmeans._core`` (validation
+torch.set_num_threads). softkmeans steps are timed at ``softkmeans._native`` (validation
 is done once, as an estimator's loop does); scikit-learn and faiss per-iteration
 times are (t(max_iter = M) - t(max_iter = 1)) / (M - 1), which removes their setup.
 
@@ -39,7 +39,7 @@ import peers as P  # noqa: E402
 import scaling  # noqa: E402
 
 import softkmeans  # noqa: E402
-from softkmeans import _core  # noqa: E402
+from softkmeans import _native  # noqa: E402
 
 FULL_SHAPES = [
     (1_000_000, 2, 8),
@@ -94,7 +94,7 @@ def interleaved(fns, repeats):
 
 def _our_step(X, C, kind, sigma, threads):
     w = np.ones(X.shape[0])
-    return lambda: _core.centroid_step(X, C, kind, sigma, w, threads)
+    return lambda: _native.block_stats(X, C, kind, sigma, w, threads)
 
 
 def compare_sklearn(shapes, dtypes, args):
@@ -160,7 +160,7 @@ def compare_soft_vs_hard(shapes, dtypes, args):
             X, C = _data(n, d, k, dtype)
             sig_soft = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
             w = np.ones(n)
-            dmin = _core.centroid_step(X, C, "hard", 1.0, w, args.threads)[4]
+            dmin = _native.block_stats(X, C, "hard", 1.0, w, args.threads)[0].min_margin
             sig_ent = max(float(np.sqrt(max(dmin, 0.0))) / 2.0, 1e-30)
             hard = _our_step(X, C, "hard", 1.0, args.threads)
             soft = _our_step(X, C, "softmax", sig_soft, args.threads)
@@ -234,7 +234,7 @@ def compare_entmax(ks, entries, args):
         Z = np.random.default_rng(k).normal(size=(n, k)).astype(np.float32)
         peer = P.entmax_rows(Z, n_threads=args.threads)
         softmax = P.torch_softmax_rows(Z, n_threads=args.threads)
-        ours_f = lambda Z=Z: _core.entmax15(Z, args.threads)  # noqa: E731
+        ours_f = lambda Z=Z: _native.entmax15(Z, args.threads)  # noqa: E731
         to, tp, ts = interleaved([ours_f, peer, softmax], args.repeats)
         rows.append(Row("entmax15 rows/s vs entmax+torch", (n, 0, k), "float32", n / to, n / tp,
                         "rows/s", ">= 10x", tp / to, tp / to >= 10.0,
@@ -257,7 +257,7 @@ def compare_gemm(shapes, args):
             with threadpool_limits(args.threads):
                 np.matmul(X, C.T, out=out)
 
-        ours_f = lambda X=X, C=C: _core.assign(X, C, args.threads)  # noqa: E731
+        ours_f = lambda X=X, C=C: _native.assign(X, C, args.threads)  # noqa: E731
         to, tg = interleaved([ours_f, gemm], args.repeats)
         flops = 2.0 * n * k * d
         ceiling = getattr(args, "ceilings", {}).get("gemm_f32_gflops")

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 import softkmeans
-from softkmeans import _core
+from softkmeans import _native
 
 # Relative error allowed between the native core and the float64 reference.
 # float32 results are compared with the float64 reference on the same data.
 TOLERANCE = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 1e-4}
 
-SIMD_LEVELS = tuple(_core.available_simd_levels())
+SIMD_LEVELS = tuple(_native.available_simd_levels())
 THREAD_COUNTS = (1, 2, 3)
 KINDS = ("hard", "softmax", "entmax15")
 DTYPES = (np.float32, np.float64)
@@ -28,10 +28,10 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 @pytest.fixture(params=SIMD_LEVELS)
 def simd_level(request):
     """Runs the test under each SIMD level this machine has, then restores the default."""
-    before = _core.selected_simd_level()
-    _core._set_simd_level(request.param)
+    before = _native.selected_simd_level()
+    _native.set_simd_level(request.param)
     yield request.param
-    _core._set_simd_level(before)
+    _native.set_simd_level(before)
 
 
 def make_blobs(n, d, k, *, dtype=np.float64, seed=0, offset=0.0, spread=1.0, integer=False):

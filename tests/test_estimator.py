@@ -17,7 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import softkmeans
-from softkmeans import SoftKMeans, _core
+from softkmeans import SoftKMeans, _native
 from softkmeans._driver import DEFAULT_SIGMA_FRACTION
 
 KINDS = ("hard", "softmax", "entmax15")
@@ -315,7 +315,7 @@ def test_threadpoolctl_sees_and_limits_the_engine():
     info = threadpoolctl.threadpool_info()
     assert any(d["user_api"] == "openmp" for d in info)
     with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
-        assert _core.default_threads() == 1
+        assert _native.default_threads() == 1
         X = _blobs(2000, k=8, d=8, seed=11)
         m = SoftKMeans(8, assignment="hard", random_state=0).fit(X)
     m2 = SoftKMeans(8, assignment="hard", random_state=0, n_threads=2).fit(X)

@@ -180,22 +180,22 @@ def test_far_from_origin_float32_cancellation(dtype, simd_level):
 @pytest.mark.parametrize("d", [2, 9])
 @pytest.mark.parametrize("n_threads", THREAD_COUNTS)
 def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
-    """The k-means++ kernels of _core against their NumPy definitions."""
-    from softkmeans import _core
+    """The k-means++ kernels of the native core against their NumPy definitions."""
+    from softkmeans import _native
 
     X, _ = make_blobs(3 * ROW_TILE + 11, d, 4, dtype=dtype, seed=d)
     X64 = X.astype(np.float64)
     rng = np.random.default_rng(d)
     w = rng.uniform(0.0, 2.0, size=X.shape[0])
     closest = np.full(X.shape[0], np.inf)
-    _core.kmeanspp_update_closest(X, closest, 5, n_threads)
+    _native.kmeanspp_update_closest(X, closest, 5, n_threads)
     expected = ((X64 - X64[5]) ** 2).sum(1)
     assert_rel_close(closest, expected, np.float64, "update_closest")
-    _core.kmeanspp_update_closest(X, closest, 17, n_threads)
+    _native.kmeanspp_update_closest(X, closest, 17, n_threads)
     expected = np.minimum(expected, ((X64 - X64[17]) ** 2).sum(1))
     assert_rel_close(closest, expected, np.float64, "update_closest twice")
     cand = rng.choice(X.shape[0], size=7, replace=False).astype(np.int64)
-    pot = _core.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
+    pot = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
     D = ((X64[:, None, :] - X64[cand][None]) ** 2).sum(-1)
     want = (w[:, None] * np.minimum(closest[:, None], D)).sum(0)
     assert pot.dtype == np.float64 and pot.shape == (7,)

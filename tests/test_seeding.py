@@ -112,14 +112,22 @@ def test_bad_arguments(kwargs, exc, match):
 
 
 def test_fused_native_kernels_equal_the_numpy_path(monkeypatch):
-    from softkmeans import _seeding
+    """The seeding through the fused kernels picks what NumPy versions of them pick."""
+    from softkmeans import _native
 
-    if _seeding._native_kernels() is None:
-        pytest.skip("this build has no fused k-means++ kernels")
     X, _ = make_blobs(500, n_features=4, centers=10, random_state=3)
     w = np.random.default_rng(0).uniform(0.1, 2.0, size=500)
     fused = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
-    monkeypatch.setattr(_seeding, "_native_kernels", lambda: None)
+
+    def potentials(X, w, closest, cand, n_threads):
+        D = ((X[:, None, :] - X[cand][None, :, :]) ** 2).sum(axis=2)
+        return w @ np.minimum(D, closest[:, None])
+
+    def update_closest(X, closest, center, n_threads):
+        np.minimum(closest, ((X - X[center]) ** 2).sum(axis=1), out=closest)
+
+    monkeypatch.setattr(_native, "kmeanspp_candidate_potentials", potentials)
+    monkeypatch.setattr(_native, "kmeanspp_update_closest", update_closest)
     plain = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
     np.testing.assert_array_equal(fused, plain)
 

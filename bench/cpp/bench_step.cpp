@@ -1,16 +1,16 @@
 // The fused centroid step, one pass over X per call (no (n, k) array), per
 // kind, and the gradients that share its pass.
 //
-//   centroid_step(kind): new C, N, objective, J and Delta_min.
+//   block_stats(kind), the pass behind centroid_step: W, N, S, objective, J
+//   and Delta_min (the step S_j / N_j is formed in Python, O(k d)).
 //     hard:     flops = 2 n k d + 2 n d   (distances; w x added to one S_j)
 //     softmax:  flops = 4 n k d           (distances; R^T X as a dense product:
 //               the kernel skips responsibilities that underflow to exactly 0,
 //               so at low temperature its effective rate exceeds the real one)
 //     entmax15: flops = 2 n k d + 2 n d   (at sigma = sqrt(Delta_min)/2 every
 //               row is one-hot, so S gets one update per row, as in hard)
-//     bytes = s (n d + 2 k d) + 8 n + 9 k  X, w read; C read, new C, N, empty
-//             written.
-//   gradients(softmax): grad_X (n, d) and grad_C (k, d).
+//     bytes = s (n d + 2 k d) + 8 n + 9 k  X, w read; C read, N, S written.
+//   block_stats(softmax) with grad_X (n, d), the pass behind gradients.
 //     flops = 6 n k d (distances, R^T X, and R C for grad_X);
 //     bytes = s (2 n d + 2 k d) + 8 n.
 // sigma: softmax sigma^2 = lambda_max / 10; entmax15 sigma = sqrt(Delta_min)/2
@@ -48,14 +48,12 @@ void bm_step(benchmark::State& state, const Shape& s, int n_threads) {
                        : kind == Kind::entmax15 ? skbench::recovery_sigma(p)
                                                 : 1.0;
   const double* w = skbench::unit_weights(s.n);
-  std::vector<T> new_C(static_cast<size_t>(s.k * s.d));
-  std::vector<double> N(static_cast<size_t>(s.k));
-  std::vector<std::uint8_t> empty(static_cast<size_t>(s.k));
-  double obj = 0.0, J = 0.0, mm = 0.0;
+  std::vector<double> N(static_cast<size_t>(s.k)), S(static_cast<size_t>(s.k * s.d));
+  double W = 0.0, obj = 0.0, J = 0.0, mm = 0.0;
   for (auto _ : state) {
-    softkmeans::centroid_step<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, kind, sigma, w,
-                                 new_C.data(), N.data(), &obj, &J, &mm, empty.data(), n_threads);
-    benchmark::DoNotOptimize(new_C.data());
+    softkmeans::block_stats<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, kind, sigma, w, &W,
+                               N.data(), S.data(), &obj, &J, &mm, nullptr, nullptr, n_threads);
+    benchmark::DoNotOptimize(S.data());
     benchmark::DoNotOptimize(obj);
     benchmark::ClobberMemory();
   }
@@ -70,12 +68,15 @@ void bm_gradients(benchmark::State& state, const Shape& s, int n_threads) {
   const auto& p = skbench::cached_problem<T>(s.n, s.d, s.k);
   const double sigma = skbench::softmax_sigma(p);
   const double* w = skbench::unit_weights(s.n);
-  std::vector<T> gX(static_cast<size_t>(s.n * s.d)), gC(static_cast<size_t>(s.k * s.d));
+  std::vector<T> gX(static_cast<size_t>(s.n * s.d));
+  std::vector<double> N(static_cast<size_t>(s.k)), S(static_cast<size_t>(s.k * s.d));
+  double W = 0.0, obj = 0.0, J = 0.0, mm = 0.0;
   for (auto _ : state) {
-    softkmeans::gradients<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, Kind::softmax, sigma, w,
-                             gX.data(), gC.data(), n_threads);
+    softkmeans::block_stats<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, Kind::softmax, sigma, w,
+                               &W, N.data(), S.data(), &obj, &J, &mm, nullptr, gX.data(),
+                               n_threads);
     benchmark::DoNotOptimize(gX.data());
-    benchmark::DoNotOptimize(gC.data());
+    benchmark::DoNotOptimize(S.data());
     benchmark::ClobberMemory();
   }
   const double n = static_cast<double>(s.n), d = static_cast<double>(s.d),

@@ -181,7 +181,7 @@ py::array entmax15_t(const py::array& Za, int n_threads) {
 }
 
 // The checked arguments of the kind-dependent calls (responsibilities,
-// objective, centroid_step, gradients); weights only where the call takes them.
+// block_stats); weights only where the call takes them.
 template <typename T>
 struct KindArgs {
   carray<T> X, C;
@@ -212,49 +212,42 @@ py::array responsibilities_t(const py::array& Xa, const py::array& Ca, const std
   return R;
 }
 
+// (W, N, S, objective, distortion, min_margin, labels, grad_X); N and S only
+// with `sums`, labels with `labels`, grad_X with `grad_x` (None otherwise).
 template <typename T>
-double objective_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                   double sigma_in, const py::array& wa, int n_threads) {
+py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
+                        double sigma_in, const py::array& wa, int n_threads, bool sums,
+                        bool with_labels, bool with_grad) {
   const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
   auto w = a.weights(wa);
-  double obj, J;
+  py::object N = py::none(), S = py::none(), labels = py::none(), gX = py::none();
+  double* N_p = nullptr;
+  double* S_p = nullptr;
+  std::int64_t* labels_p = nullptr;
+  T* gX_p = nullptr;
+  if (sums) {
+    carray<double> N_a(a.k), S_a({a.k, a.d});
+    N_p = N_a.mutable_data();
+    S_p = S_a.mutable_data();
+    N = N_a;
+    S = S_a;
+  }
+  if (with_labels) {
+    carray<std::int64_t> l(a.n);
+    labels_p = l.mutable_data();
+    labels = l;
+  }
+  if (with_grad) {
+    carray<T> g({a.n, a.d});
+    gX_p = g.mutable_data();
+    gX = g;
+  }
+  double W, obj, J, mm;
   run_native([&] {
-    softkmeans::objective<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
-                             &obj, &J, n_threads);
+    softkmeans::block_stats<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
+                               &W, N_p, S_p, &obj, &J, &mm, labels_p, gX_p, n_threads);
   });
-  return obj;
-}
-
-template <typename T>
-py::tuple centroid_step_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                          double sigma_in, const py::array& wa, int n_threads) {
-  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
-  auto w = a.weights(wa);
-  carray<T> new_C({a.k, a.d});
-  carray<double> N(a.k);
-  py::array_t<bool> empty(a.k);
-  double obj, J, mm;
-  run_native([&] {
-    softkmeans::centroid_step<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma,
-                                 w.data(), new_C.mutable_data(), N.mutable_data(), &obj, &J, &mm,
-                                 reinterpret_cast<std::uint8_t*>(empty.mutable_data()),
-                                 n_threads);
-  });
-  return py::make_tuple(new_C, N, obj, J, mm, empty);
-}
-
-template <typename T>
-py::tuple gradients_t(const py::array& Xa, const py::array& Ca, const std::string& kind_s,
-                      double sigma_in, const py::array& wa, int n_threads) {
-  const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
-  auto w = a.weights(wa);
-  carray<T> gX({a.n, a.d});
-  carray<T> gC({a.k, a.d});
-  run_native([&] {
-    softkmeans::gradients<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
-                             gX.mutable_data(), gC.mutable_data(), n_threads);
-  });
-  return py::make_tuple(gX, gC);
+  return py::make_tuple(W, N, S, obj, J, mm, labels, gX);
 }
 
 template <typename T>
@@ -354,33 +347,17 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("n_threads") = 0);
   m.def(
-      "objective",
+      "block_stats",
       [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
-         const py::array& w, int n_threads) {
-        return is_float32(X) ? objective_t<float>(X, C, kind, sigma, w, n_threads)
-                             : objective_t<double>(X, C, kind, sigma, w, n_threads);
+         const py::array& w, int n_threads, bool sums, bool labels, bool grad_x) {
+        return is_float32(X)
+                   ? block_stats_t<float>(X, C, kind, sigma, w, n_threads, sums, labels, grad_x)
+                   : block_stats_t<double>(X, C, kind, sigma, w, n_threads, sums, labels, grad_x);
       },
       py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
-      py::arg("n_threads") = 0);
-  m.def(
-      "centroid_step",
-      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
-         const py::array& w, int n_threads) {
-        return is_float32(X) ? centroid_step_t<float>(X, C, kind, sigma, w, n_threads)
-                             : centroid_step_t<double>(X, C, kind, sigma, w, n_threads);
-      },
-      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
-      py::arg("n_threads") = 0,
-      "(centroids, cluster_weights, objective, distortion, min_margin, empty)");
-  m.def(
-      "gradients",
-      [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
-         const py::array& w, int n_threads) {
-        return is_float32(X) ? gradients_t<float>(X, C, kind, sigma, w, n_threads)
-                             : gradients_t<double>(X, C, kind, sigma, w, n_threads);
-      },
-      py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
-      py::arg("n_threads") = 0);
+      py::arg("n_threads") = 0, py::arg("sums") = true, py::arg("labels") = false,
+      py::arg("grad_x") = false,
+      "(W, N, S, objective, distortion, min_margin, labels, grad_X); None where not asked");
   m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {

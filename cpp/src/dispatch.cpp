@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <vector>
 
 #include "kernel_table.hpp"
 #include "softkmeans/kernels.hpp"
@@ -145,38 +144,12 @@ void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, K
 }
 
 template <typename T>
-void objective(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-               const double* w, double* objective, double* distortion, int n_threads) {
-  double mm;
-  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, nullptr, nullptr, nullptr, objective,
-                            distortion, &mm, resolve_threads(n_threads));
-}
-
-template <typename T>
-void centroid_step(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
-                   double sigma, const double* w, T* new_C, double* N, double* objective,
-                   double* distortion, double* min_margin, std::uint8_t* empty, int n_threads) {
-  std::vector<double> S(static_cast<std::size_t>(k * d));
-  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, nullptr, N, S.data(), objective,
-                            distortion, min_margin, resolve_threads(n_threads));
-  for (index_t j = 0; j < k; ++j) {
-    empty[j] = N[j] == 0.0;
-    for (index_t l = 0; l < d; ++l)
-      new_C[j * d + l] = empty[j] ? C[j * d + l] : static_cast<T>(S[j * d + l] / N[j]);
-  }
-}
-
-template <typename T>
-void gradients(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-               const double* w, T* grad_X, T* grad_C, int n_threads) {
-  std::vector<double> N(static_cast<std::size_t>(k)), S(static_cast<std::size_t>(k * d));
-  double obj, J, mm;
-  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, grad_X, N.data(), S.data(), &obj, &J,
-                            &mm, resolve_threads(n_threads));
-  for (index_t j = 0; j < k; ++j)
-    for (index_t l = 0; l < d; ++l)
-      grad_C[j * d + l] =
-          static_cast<T>(2.0 * (N[j] * static_cast<double>(C[j * d + l]) - S[j * d + l]));
+void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+                 const double* w, double* W, double* N, double* S, double* objective,
+                 double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
+                 int n_threads) {
+  active_kernels<T>().stats(X, n, d, C, k, kind, sigma, w, W, N, S, objective, distortion,
+                            min_margin, labels, grad_X, resolve_threads(n_threads));
 }
 
 template <typename T>
@@ -208,13 +181,9 @@ void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t cent
   template void entmax15<T>(const T*, index_t, index_t, T*, int);                              \
   template void responsibilities<T>(const T*, index_t, index_t, const T*, index_t, Kind,      \
                                     double, T*, int);                                          \
-  template void objective<T>(const T*, index_t, index_t, const T*, index_t, Kind, double,     \
-                             const double*, double*, double*, int);                            \
-  template void centroid_step<T>(const T*, index_t, index_t, const T*, index_t, Kind, double, \
-                                 const double*, T*, double*, double*, double*, double*,        \
-                                 std::uint8_t*, int);                                          \
-  template void gradients<T>(const T*, index_t, index_t, const T*, index_t, Kind, double,     \
-                             const double*, T*, T*, int);                                      \
+  template void block_stats<T>(const T*, index_t, index_t, const T*, index_t, Kind, double,     \
+                               const double*, double*, double*, double*, double*, double*,     \
+                               double*, std::int64_t*, T*, int);                               \
   template void weighted_covariance<T>(const T*, index_t, index_t, const double*, double*,    \
                                        double*, int);                                          \
   template void kmeanspp_candidate_potentials<T>(const T*, index_t, index_t, const double*,   \

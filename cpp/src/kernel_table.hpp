@@ -17,9 +17,9 @@ struct KernelTable {
   void (*entmax15)(const T*, index_t, index_t, T*, int) = nullptr;
   void (*responsibilities)(const T*, index_t, index_t, const T*, index_t, Kind, double, T*,
                            int) = nullptr;
-  // The fused pass: X, n, d, C, k, kind, sigma, w, grad_X?, N?, S?, obj, J, min_margin.
-  void (*stats)(const T*, index_t, index_t, const T*, index_t, Kind, double, const double*, T*,
-                double*, double*, double*, double*, double*, int) = nullptr;
+  void (*stats)(const T*, index_t, index_t, const T*, index_t, Kind, double, const double*,
+                double*, double*, double*, double*, double*, double*, std::int64_t*, T*,
+                int) = nullptr;
   void (*weighted_covariance)(const T*, index_t, index_t, const double*, double*, double*,
                               int) = nullptr;
   void (*kmeanspp_candidate_potentials)(const T*, index_t, index_t, const double*,

@@ -463,8 +463,10 @@ struct Engine {
   // vector: distances, argmin (strict <), margin, and the accumulation of N, S,
   // J by label masks into per-lane tile partials. w [in] (rows,); acc [in,out]
   // (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
+  // labels [out, nullable] (rows,): the argmins.
   template <int D>
-  void hard_rows(const T* X, const double* w, index_t rows, T* acc) const {
+  void hard_rows(const T* X, const double* w, index_t rows, T* acc,
+                 std::int64_t* labels) const {
     using VI = typename VT<T>::i;
     using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
     const T inf = std::numeric_limits<T>::infinity();
@@ -498,6 +500,8 @@ struct Engine {
         i1 = lt ? (VI{} + static_cast<Int>(j)) : i1;
         v1 = vmin(v1, sv);
       }
+      if (labels)
+        for (index_t q = 0; q < rn; ++q) labels[r0 + q] = static_cast<std::int64_t>(i1[q]);
       vstore(jacc, vload(jacc) + wv * v1);
       const V gap = v2 - v1;
       vstore(macc, vmin(vload(macc), wv > V{} ? gap : vset<T>(inf)));
@@ -514,12 +518,13 @@ struct Engine {
     }
   }
 
-  void hard_rows_any(const T* X, const double* w, index_t rows, T* acc) const {
+  void hard_rows_any(const T* X, const double* w, index_t rows, T* acc,
+                     std::int64_t* labels) const {
     switch (d) {
-      case 1: hard_rows<1>(X, w, rows, acc); return;
-      case 2: hard_rows<2>(X, w, rows, acc); return;
-      case 3: hard_rows<3>(X, w, rows, acc); return;
-      default: hard_rows<4>(X, w, rows, acc); return;
+      case 1: hard_rows<1>(X, w, rows, acc, labels); return;
+      case 2: hard_rows<2>(X, w, rows, acc, labels); return;
+      case 3: hard_rows<3>(X, w, rows, acc, labels); return;
+      default: hard_rows<4>(X, w, rows, acc, labels); return;
     }
   }
 
@@ -900,7 +905,7 @@ void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, K
 // Statistics of one chunk: N (k), S (k, d), objective, J, min margin.
 struct ChunkStats {
   std::vector<double> N, S;
-  double obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
+  double W = 0.0, obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
 };
 
 inline index_t stats_chunks(index_t n, index_t k, index_t d) {
@@ -956,8 +961,8 @@ inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, ind
 // (k, d) (both or neither; S of the original, unshifted x); obj, J, mm [out].
 template <typename T>
 void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-           const double* w, T* grad_X, double* N, double* S, double* obj, double* J, double* mm,
-           int nt) {
+           const double* w, double* Wsum, double* N, double* S, double* obj, double* J,
+           double* mm, std::int64_t* labels, T* grad_X, int nt) {
   // Softmax accumulation streams its (d + 1, kp) tile partial once per row
   // block: larger blocks amortize it.
   const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
@@ -1011,7 +1016,8 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
     double* Nt = ws.nt.data();
     const index_t lda = E.mb_pad();
     if (lanes) {
-      E.hard_rows_any(X + i0 * d, w + i0, rows, ws.st.data());
+      for (index_t r = 0; r < rows; ++r) st.W += w[i0 + r];
+      E.hard_rows_any(X + i0 * d, w + i0, rows, ws.st.data(), labels ? labels + i0 : nullptr);
       return;
     }
     if (fused) E.min2_rows(X + i0 * d, rows, ws.mins.data());
@@ -1023,6 +1029,8 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
       const RowMin<T> m = fused ? ws.mins[r] : row_min2(row, kp);
       const double m1 = static_cast<double>(m.m1);
       double oi = m1;
+      st.W += wi;
+      if (labels) labels[i] = m.a;
       if (wi > 0.0) st.mm = std::min(st.mm, static_cast<double>(m.m2 - m.m1));
       index_t supp = 0;
       double wrow = wi;
@@ -1152,10 +1160,11 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
   drive(E, X, n, n_chunks, nt, wss, block, tile_end, !fused);
 
   // Fixed-order merge of the chunk partials.
-  double o = 0.0, jj = 0.0, mmin = std::numeric_limits<double>::infinity();
+  double o = 0.0, jj = 0.0, wsum = 0.0, mmin = std::numeric_limits<double>::infinity();
   if (N) std::fill(N, N + k, 0.0);
   if (S) std::fill(S, S + k * d, 0.0);
   for (const ChunkStats& c : cs) {
+    wsum += c.W;
     o += c.obj;
     jj += c.J;
     mmin = std::min(mmin, c.mm);
@@ -1168,6 +1177,7 @@ void stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, d
       for (index_t q = 0; q < k * d; ++q) S[q] += c.S[q];
     }
   }
+  *Wsum = wsum;
   *obj = o;
   *J = jj;
   *mm = (k >= 2) ? mmin : std::numeric_limits<double>::infinity();

@@ -2,15 +2,6 @@
 
 from __future__ import annotations
 
-from . import _core
+from ._native import build_info
 
-
-def build_info() -> dict:
-    """Compiler, OpenMP version, SIMD levels (available and selected), default threads."""
-    return {
-        "compiler": _core.compiler,
-        "openmp": _core.openmp_version,
-        "simd_available": list(_core.available_simd_levels()),
-        "simd_selected": _core.selected_simd_level(),
-        "default_threads": _core.default_threads(),
-    }
+__all__ = ["build_info"]

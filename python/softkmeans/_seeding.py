@@ -8,9 +8,9 @@ as ``sklearn.cluster.kmeans_plusplus`` (one ``choice`` for the first centre, the
 ``uniform(size=n_local_trials)`` per centre), so with the same ``RandomState`` both pick the
 same points except where rounding separates two candidates.
 
-The distance work runs in the native core: ``softkmeans.sq_distances`` from the candidates
-to all points, or the fused kernels ``_core.kmeanspp_candidate_potentials`` /
-``_core.kmeanspp_update_closest`` when the build has them.
+The distance work runs in the native core's fused kernels
+(``_native.kmeanspp_update_closest`` once per centre, ``_native.kmeanspp_candidate_potentials``
+once per centre for its candidates): two passes over X per centre.
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from . import _api, _core
+from . import _native
 from . import _validation as v
 
 __all__ = ["kmeans_plusplus"]
@@ -51,15 +51,6 @@ def _check_n_clusters(n_clusters, n_samples):
     if n_samples < n_clusters:
         raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
     return n_clusters
-
-
-def _native_kernels():
-    """The fused k-means++ kernels of the native core, or None when this build lacks them."""
-    pots = getattr(_core, "kmeanspp_candidate_potentials", None)
-    upd = getattr(_core, "kmeanspp_update_closest", None)
-    if pots is None or upd is None:
-        return None
-    return pots, upd
 
 
 # Rows per block of the two-level search in `_draw` (block sums, then one block's cumsum).
@@ -151,15 +142,9 @@ def _kmeans_plusplus(
     centers[0] = X[first]
     indices[0] = first
     threads = v.check_n_threads(n_threads)
-    fused = _native_kernels()
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
-    if fused is not None:
-        potentials, update_closest = fused
-        closest = np.full(n, np.inf)
-        update_closest(X, closest, first, threads)
-    else:
-        closest = _api.sq_distances(X, X[first : first + 1], n_threads=n_threads)[:, 0]
-        closest = closest.astype(np.float64)
+    closest = np.full(n, np.inf)
+    _native.kmeanspp_update_closest(X, closest, first, threads)
     current_pot = float(closest @ w)
 
     for c in range(1, n_clusters):
@@ -171,16 +156,9 @@ def _kmeans_plusplus(
             # Every point coincides with a chosen centre: any positive-weight point will do.
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
         cand = np.ascontiguousarray(cand, dtype=np.int64)
-        if fused is not None:
-            pots = potentials(X, w, closest, cand, threads)
-            best = int(np.argmin(pots))
-            update_closest(X, closest, int(cand[best]), threads)
-        else:
-            D = _api.sq_distances(X, X[cand], n_threads=n_threads).astype(np.float64)
-            np.minimum(D, closest[:, None], out=D)
-            pots = w @ D  # (trials,)
-            best = int(np.argmin(pots))
-            closest = D[:, best].copy()
+        pots = _native.kmeanspp_candidate_potentials(X, w, closest, cand, threads)
+        best = int(np.argmin(pots))
+        _native.kmeanspp_update_closest(X, closest, int(cand[best]), threads)
         current_pot = float(pots[best])
         centers[c] = X[cand[best]]
         indices[c] = cand[best]

@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from . import _api, _core
+from . import _api, _native, _stats
 
 __all__ = ["AnnealingSchedule", "check_schedule", "run_annealing"]
 
@@ -156,13 +156,8 @@ def _with_priors(C, p, sigma, dtype):
 
 def _cluster_lambda_max(X, u, n_threads):
     """lambda_max of the covariance of X under weights u (= critical_sigma(X, u)^2)."""
-    cov_kernel = getattr(_core, "weighted_covariance", None)
-    if cov_kernel is None:
-        return _api.critical_sigma(X, sample_weight=u) ** 2
-    # The kernel behind critical_sigma, called with our thread count and without
-    # re-validating X once per centroid and width.
-    _, cov = cov_kernel(X, u, 0 if n_threads is None else int(n_threads))
-    return max(float(np.linalg.eigvalsh(cov)[-1]), 0.0)
+    _, cov = _native.weighted_covariance(X, u, 0 if n_threads is None else int(n_threads))
+    return _stats.lambda_max(cov)
 
 
 def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):

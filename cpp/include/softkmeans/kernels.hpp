@@ -57,26 +57,20 @@ template <typename T>
 void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
                       double sigma, T* R, int n_threads);
 
-// w [in] (n,) sample weights.
-// objective [out]: J, F_sigma or G_sigma of `kind` at C; distortion [out]: J.
+// The raw statistics of the rows of X (SPEC.md, "Block statistics"), one fused
+// pass (no (n, k) array). w [in] (n,) sample weights.
+// W [out]: sum_i w_i.  N [out, nullable] (k,): sum_i w_i r_ij; S [out, nullable]
+// (k, d): sum_i w_i r_ij x_i (N and S both or neither).  objective [out]: J,
+// F_sigma or G_sigma of `kind` at C; distortion [out]: J; min_margin [out]:
+// Delta_min over w_i > 0 (inf when k == 1).  labels [out, nullable] (n,):
+// argmin_j D_ij.  grad_X [out, nullable] (n, d): 2 w_i (x_i - sum_j r_ij c_j).
+// Statistics of disjoint blocks merge by adding and taking the minimum
+// (softkmeans._stats); the centroid step S_j / N_j is formed there, once.
 template <typename T>
-void objective(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-               const double* w, double* objective, double* distortion, int n_threads);
-
-// One fused pass over X (no (n, k) array).
-// new_C [out] (k, d): S_j / N_j, or c_j when N_j == 0.  N [out] (k,).
-// objective, distortion, min_margin [out] scalars (min_margin over w_i > 0,
-// inf when k == 1).  empty [out] (k,): 1 where N_j == 0.
-template <typename T>
-void centroid_step(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
-                   double sigma, const double* w, T* new_C, double* N, double* objective,
-                   double* distortion, double* min_margin, std::uint8_t* empty, int n_threads);
-
-// grad_X [out] (n, d): 2 w_i (x_i - sum_j r_ij c_j).
-// grad_C [out] (k, d): 2 (N_j c_j - S_j).
-template <typename T>
-void gradients(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-               const double* w, T* grad_X, T* grad_C, int n_threads);
+void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+                 const double* w, double* W, double* N, double* S, double* objective,
+                 double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
+                 int n_threads);
 
 // mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the weighted
 // population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.

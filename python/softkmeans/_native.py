@@ -1,0 +1,114 @@
+"""The trusted native layer: the only module that imports the compiled core `_core`.
+
+Its functions take arguments already checked by `softkmeans._validation` (X and C
+C-contiguous arrays of one dtype, float32 or float64; weights float64 (n,); kind a known
+kind; sigma a positive float, any value for "hard"; n_threads an int, 0 for the OpenMP
+default) and call the core without checking them again. The public API (`_api`) validates
+once and calls here; the fitting loops (driver, annealing, seeding, command line) call here
+directly, so one fit validates its data once and reads it once per iteration.
+
+Callers use these as ``_native.<name>(...)`` (never ``from ._native import``), so that a
+test can count the passes a fit makes over X by wrapping them.
+"""
+
+from __future__ import annotations
+
+from . import _core
+from ._stats import BlockStats
+
+__all__ = [
+    "assign",
+    "available_simd_levels",
+    "block_stats",
+    "build_info",
+    "default_threads",
+    "entmax15",
+    "kmeanspp_candidate_potentials",
+    "kmeanspp_update_closest",
+    "margins",
+    "responsibilities",
+    "set_simd_level",
+    "selected_simd_level",
+    "sq_distances",
+    "weighted_covariance",
+]
+
+
+def sq_distances(X, C, n_threads):
+    """D (n, k), dtype of X."""
+    return _core.sq_distances(X, C, n_threads)
+
+
+def assign(X, C, n_threads):
+    """(labels int64 (n,), min_sq_dist (n,))."""
+    return _core.assign(X, C, n_threads)
+
+
+def margins(X, C, n_threads):
+    """Delta_i = D_i(2) - D_i(1), (n,) (inf when k == 1)."""
+    return _core.margins(X, C, n_threads)
+
+
+def entmax15(Z, n_threads):
+    """Row-wise entmax15 of Z (n, k)."""
+    return _core.entmax15(Z, n_threads)
+
+
+def responsibilities(X, C, kind, sigma, n_threads):
+    """r (n, k) of `kind` at width sigma."""
+    return _core.responsibilities(X, C, kind, sigma, n_threads)
+
+
+def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, grad_x=False):
+    """One fused pass over the rows of X: `(BlockStats, labels or None, grad_X or None)`.
+
+    sums: compute N and S (the step needs them; the objective does not). labels: also the
+    argmin of every row, (n,) int64. grad_x: also dF/dx_i, (n, d) in the dtype of X.
+    """
+    W, N, S, obj, J, mm, lab, gX = _core.block_stats(
+        X, C, kind, sigma, w, n_threads, sums, labels, grad_x
+    )
+    return BlockStats(W, N, S, obj, J, mm), lab, gX
+
+
+def weighted_covariance(X, w, n_threads):
+    """(mean (d,), weighted population covariance (d, d)), both float64."""
+    return _core.weighted_covariance(X, w, n_threads)
+
+
+def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads):
+    """(L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
+    return _core.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
+
+
+def kmeanspp_update_closest(X, closest, center, n_threads):
+    """In place: closest_i = min(closest_i, ||x_i - X[center]||^2)."""
+    _core.kmeanspp_update_closest(X, closest, center, n_threads)
+
+
+def available_simd_levels():
+    return list(_core.available_simd_levels())
+
+
+def selected_simd_level():
+    return _core.selected_simd_level()
+
+
+def set_simd_level(level):
+    """Force a SIMD level ("scalar", "avx2", "avx512"); ValueError when unavailable."""
+    _core._set_simd_level(level)
+
+
+def build_info():
+    """How the core was built and what it runs on."""
+    return {
+        "compiler": _core.compiler,
+        "openmp": _core.openmp_version,
+        "simd_available": available_simd_levels(),
+        "simd_selected": selected_simd_level(),
+        "default_threads": _core.default_threads(),
+    }
+
+
+def default_threads():
+    return _core.default_threads()

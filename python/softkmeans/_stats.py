@@ -1,0 +1,101 @@
+"""Block statistics (SPEC.md, "Block statistics"): what one pass over a block of rows
+yields, how the statistics of disjoint blocks merge, and the centroid step formed from them.
+
+The native core computes the statistics of a block in one fused pass
+(`softkmeans._native.block_stats`); everything after that is here, once: the in-memory
+step, the fitted attributes and (later) out-of-core, streaming and Dask fits all merge
+statistics with `merge` and form c_j+ = S_j / N_j with `centroids`.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Optional
+
+import numpy as np
+
+from ._types import StepResult
+
+
+class BlockStats(NamedTuple):
+    """Sums over a block's rows at centroids C, and the minimum of their margins.
+
+    weight:          W = sum_i w_i.
+    cluster_weights: N (k,) float64, N_j = sum_i w_i r_ij (None when not asked for).
+    sums:            S (k, d) float64, S_j = sum_i w_i r_ij x_i (None when not asked for).
+    objective:       the kind's objective (J, F_sigma or G_sigma) summed over the block.
+    distortion:      J summed over the block.
+    min_margin:      Delta_min over the block's rows with w_i > 0 (inf when k == 1 or none).
+    """
+
+    weight: float
+    cluster_weights: Optional[np.ndarray]
+    sums: Optional[np.ndarray]
+    objective: float
+    distortion: float
+    min_margin: float
+
+
+def merge(blocks: Iterable[BlockStats]) -> BlockStats:
+    """The statistics of the union of disjoint blocks, added in the order given.
+
+    A fixed block order makes the result independent of who computed the blocks.
+    """
+    blocks = list(blocks)
+    if not blocks:
+        raise ValueError("merge needs at least one block")
+    first = blocks[0]
+    W, obj, J, mm = first.weight, first.objective, first.distortion, first.min_margin
+    N = None if first.cluster_weights is None else first.cluster_weights.copy()
+    S = None if first.sums is None else first.sums.copy()
+    for b in blocks[1:]:
+        W += b.weight
+        obj += b.objective
+        J += b.distortion
+        mm = min(mm, b.min_margin)
+        if N is not None:
+            N += b.cluster_weights
+            S += b.sums
+    return BlockStats(W, N, S, obj, J, mm)
+
+
+def centroids(stats: BlockStats, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(c_j+ = S_j / N_j in the dtype of C, empty): an empty cluster (N_j = 0) keeps c_j.
+
+    The division is made in float64 and rounded once to the dtype of C.
+    """
+    N, S = stats.cluster_weights, stats.sums
+    empty = N == 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        new_C = (S / N[:, None]).astype(C.dtype)
+    if empty.any():
+        new_C[empty] = C[empty]
+    return new_C, empty
+
+
+def step_result(stats: BlockStats, C: np.ndarray) -> StepResult:
+    """The alternating-minimization step from C whose statistics are `stats`."""
+    new_C, empty = centroids(stats, C)
+    return StepResult(
+        centroids=new_C,
+        cluster_weights=stats.cluster_weights,
+        objective=float(stats.objective),
+        distortion=float(stats.distortion),
+        min_margin=float(stats.min_margin),
+        empty=empty,
+    )
+
+
+def centroid_gradient(stats: BlockStats, C: np.ndarray) -> np.ndarray:
+    """dF/dc_j = 2 (N_j c_j - S_j), computed in float64, in the dtype of C."""
+    N, S = stats.cluster_weights, stats.sums
+    return (2.0 * (N[:, None] * C.astype(np.float64) - S)).astype(C.dtype)
+
+
+def lambda_max(cov: np.ndarray) -> float:
+    """The largest eigenvalue of a weighted population covariance, clamped at 0."""
+    return max(float(np.linalg.eigvalsh(cov)[-1]), 0.0)
+
+
+def critical_sigma_of(cov: np.ndarray) -> float:
+    """sqrt(lambda_max) (SPEC.md, "Critical temperature")."""
+    return float(np.sqrt(lambda_max(cov)))

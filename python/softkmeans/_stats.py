@@ -9,7 +9,8 @@ statistics with `merge` and form c_j+ = S_j / N_j with `centroids`.
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,8 +29,8 @@ class BlockStats(NamedTuple):
     """
 
     weight: float
-    cluster_weights: Optional[np.ndarray]
-    sums: Optional[np.ndarray]
+    cluster_weights: np.ndarray | None
+    sums: np.ndarray | None
     objective: float
     distortion: float
     min_margin: float

@@ -41,13 +41,7 @@ def _check_random_state(seed):
 
 
 def _check_n_clusters(n_clusters, n_samples):
-    if isinstance(n_clusters, (bool, np.bool_)) or not isinstance(
-        n_clusters, (numbers.Integral, np.integer)
-    ):
-        raise TypeError(f"n_clusters must be an int; got {type(n_clusters).__name__}")
-    n_clusters = int(n_clusters)
-    if n_clusters < 1:
-        raise ValueError(f"n_clusters must be >= 1; got {n_clusters}")
+    n_clusters = v.check_int(n_clusters, "n_clusters", 1)
     if n_samples < n_clusters:
         raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
     return n_clusters
@@ -105,46 +99,37 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     centers : (n_clusters, d) array, dtype of X (rows of X).
     indices : (n_clusters,) int64 array, ``X[indices] == centers``.
     """
-    return _kmeans_plusplus(
-        X,
-        n_clusters,
-        sample_weight=sample_weight,
-        random_state=random_state,
-        n_local_trials=n_local_trials,
+    X = v.check_data(X)
+    n_clusters = _check_n_clusters(n_clusters, X.shape[0])
+    w = v.check_sample_weight(sample_weight, X.shape[0])
+    rng = _check_random_state(random_state)
+    if n_local_trials is not None:
+        n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)
+    return greedy_kmeans_plusplus(
+        X, n_clusters, w, rng, n_local_trials=n_local_trials, unit_weights=sample_weight is None
     )
 
 
-def _kmeans_plusplus(
-    X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None, n_threads=None
+def greedy_kmeans_plusplus(
+    X, n_clusters, w, rng, *, n_local_trials=None, n_threads=0, unit_weights=False
 ):
-    """`kmeans_plusplus` with the native core's thread count (None: OpenMP default)."""
-    X = v.check_data(X)
+    """`kmeans_plusplus` on validated input: X (n, d) float32/float64, 1 <= n_clusters <= n,
+    w (n,) float64 weights, rng a RandomState, n_threads an int (0: the OpenMP default).
+    unit_weights: w is all ones (the draws then skip the product w * closest).
+    """
     n, d = X.shape
-    n_clusters = _check_n_clusters(n_clusters, n)
-    w = v.check_sample_weight(sample_weight, n)
-    rng = _check_random_state(random_state)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    elif isinstance(n_local_trials, (bool, np.bool_)) or not isinstance(
-        n_local_trials, (numbers.Integral, np.integer)
-    ):
-        raise TypeError(f"n_local_trials must be None or a positive int; got {n_local_trials!r}")
-    elif n_local_trials < 1:
-        raise ValueError(f"n_local_trials must be >= 1; got {n_local_trials}")
-    n_local_trials = int(n_local_trials)
-
     positive = np.flatnonzero(w > 0)
-    unit_weights = sample_weight is None
     centers = np.empty((n_clusters, d), dtype=X.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
     first = int(rng.choice(n, p=w / w.sum()))
     centers[0] = X[first]
     indices[0] = first
-    threads = v.check_n_threads(n_threads)
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
-    _native.kmeanspp_update_closest(X, closest, first, threads)
+    _native.kmeanspp_update_closest(X, closest, first, n_threads)
     current_pot = float(closest @ w)
 
     for c in range(1, n_clusters):
@@ -156,9 +141,9 @@ def _kmeans_plusplus(
             # Every point coincides with a chosen centre: any positive-weight point will do.
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
         cand = np.ascontiguousarray(cand, dtype=np.int64)
-        pots = _native.kmeanspp_candidate_potentials(X, w, closest, cand, threads)
+        pots = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
         best = int(np.argmin(pots))
-        _native.kmeanspp_update_closest(X, closest, int(cand[best]), threads)
+        _native.kmeanspp_update_closest(X, closest, int(cand[best]), n_threads)
         current_pot = float(pots[best])
         centers[c] = X[cand[best]]
         indices[c] = cand[best]

@@ -116,23 +116,41 @@ def check_sigma(sigma, kind: str) -> float:
         return 0.0
     if sigma is None:
         raise ValueError(f"sigma is required for kind={kind!r}")
-    sigma = _positive_finite(sigma, "sigma")
+    sigma = check_real(sigma, "sigma", minimum=0.0, strict=True)
     if not np.isfinite(2.0 * sigma * sigma):
         raise ValueError(f"sigma is too large: the temperature 2 sigma^2 overflows; got {sigma}")
     return sigma
 
 
-def _positive_finite(value, name: str) -> float:
+def check_real(value, name: str, *, minimum=None, strict: bool = False) -> float:
+    """A finite real number (a Python/NumPy real scalar or a 0-d real array; bool refused),
+    >= minimum (> minimum with strict). TypeError for a non-number, ValueError otherwise."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (numbers.Real, np.generic))
+        or (isinstance(value, np.generic) and value.dtype.kind not in "iuf")
+    ):
         raise TypeError(f"{name} must be a real number; got {type(value).__name__}")
-    if isinstance(value, np.generic) and value.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real number; got {value.dtype}")
     value = float(value)
-    if not np.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0; got {value}")
+    too_small = minimum is not None and (value <= minimum if strict else value < minimum)
+    if not np.isfinite(value) or too_small:
+        bound = "" if minimum is None else f" and {'>' if strict else '>='} {minimum:g}"
+        raise ValueError(f"{name} must be finite{bound}; got {value}")
     return value
+
+
+def check_int(value, name: str, minimum: int = 1, *, allow_none: bool = False):
+    """An int (Python or NumPy; bool refused) >= minimum, or None when allow_none."""
+    if value is None and allow_none:
+        return None
+    either = "None or " if allow_none else ""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be {either}an int; got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be {either}>= {minimum}; got {value}")
+    return int(value)
 
 
 def check_sample_weight(sample_weight, n: int, dtype=np.float64):
@@ -158,13 +176,7 @@ def check_sample_weight(sample_weight, n: int, dtype=np.float64):
 
 def check_n_threads(n_threads) -> int:
     """None -> 0 (the OpenMP default); otherwise a positive integer."""
-    if n_threads is None:
-        return 0
-    if isinstance(n_threads, (bool, np.bool_)) or not isinstance(n_threads, numbers.Integral):
-        raise TypeError(f"n_threads must be None or a positive int; got {n_threads!r}")
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be None or >= 1; got {n_threads}")
-    return int(n_threads)
+    return check_int(n_threads, "n_threads", 1, allow_none=True) or 0
 
 
 def check_scores(Z, name: str = "Z"):

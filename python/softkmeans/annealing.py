@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import time
 
 import numpy as np
 
-from . import _api, _native, _stats
+from . import _native, _stats
+from . import _validation as v
+from ._steps import run_steps
 
 __all__ = ["AnnealingSchedule", "check_schedule", "run_annealing"]
 
@@ -84,11 +85,7 @@ class AnnealingSchedule:
         if not 0.0 < c < 1.0:
             raise ValueError(f"anneal cooling must be in (0, 1); got {c}")
         for name in ("steps", "splits"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"anneal {name} must be a positive int; got {value!r}")
-            if value < 1:
-                raise ValueError(f"anneal {name} must be >= 1; got {value}")
+            v.check_int(getattr(self, name), f"anneal {name}", 1)
         p = _real(self.perturbation, "perturbation")
         if not 0.0 <= p < 1.0:
             raise ValueError(f"anneal perturbation must be in [0, 1); got {p}")
@@ -106,19 +103,11 @@ class AnnealingSchedule:
 
 
 def _real(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.generic)):
-        raise TypeError(f"anneal {name} must be a real number; got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"anneal {name} must be finite; got {value}")
-    return value
+    return v.check_real(value, f"anneal {name}")
 
 
 def _positive(value, name):
-    value = _real(value, name)
-    if value <= 0:
-        raise ValueError(f"anneal {name} must be > 0; got {value}")
-    return value
+    return v.check_real(value, f"anneal {name}", minimum=0.0, strict=True)
 
 
 def check_schedule(anneal) -> AnnealingSchedule | None:
@@ -156,18 +145,17 @@ def _with_priors(C, p, sigma, dtype):
 
 def _cluster_lambda_max(X, u, n_threads):
     """lambda_max of the covariance of X under weights u (= critical_sigma(X, u)^2)."""
-    _, cov = _native.weighted_covariance(X, u, 0 if n_threads is None else int(n_threads))
+    _, cov = _native.weighted_covariance(X, u, n_threads)
     return _stats.lambda_max(cov)
 
 
 def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
     """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
-    R = _api.responsibilities(
-        Xa, _with_priors(C, p, sigma, X.dtype), sigma, kind=kind, n_threads=n_threads
-    )
+    R = _native.responsibilities(Xa, _with_priors(C, p, sigma, X.dtype), kind, sigma, n_threads)
     m = C.shape[0]
     if m > 1:
-        G = _api.sq_distances(C, C).astype(np.float64)
+        C64 = np.ascontiguousarray(C, dtype=np.float64)
+        G = _native.sq_distances(C64, C64, n_threads)
         G[np.arange(m), np.arange(m)] = np.inf
         nearest = G.min(axis=1)
     else:
@@ -201,9 +189,10 @@ def run_annealing(
     relocate,
     report=None,
 ):
-    """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd, n_iter).
+    """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
-    history: a `softkmeans._driver._History` that records each step and transition.
+    X, w: validated data and float64 weights; n_threads: an int (0: the OpenMP default).
+    history: a `softkmeans._steps.History` that records each step and transition.
     relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
     report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.
@@ -216,7 +205,20 @@ def run_annealing(
     p = np.ones(1)
     sigma = start
     t0 = time.perf_counter()
-    n_iter = 0
+
+    def anneal_step(C):
+        nonlocal p
+        Ca = _with_priors(C, p, sigma, X.dtype)
+        stats, _, _ = _native.block_stats(Xa, Ca, schedule.kind, sigma, w, n_threads)
+        result = _stats.step_result(stats, Ca)
+        C_new = result.centroids[:, :d].astype(np.float64)
+        # A centroid that lost all its mass keeps its place (and its tiny mass).
+        C_new[result.empty] = C[result.empty]
+        p = np.maximum(stats.cluster_weights / W, 1e-300)
+        # The step's margin is that of the augmented space, not the data's: the history
+        # shows nan while annealing.
+        return result._replace(centroids=C_new, min_margin=float("nan")), sigma, schedule.kind
+
     while True:
         if C.shape[0] < n_clusters:
             cands = _split_candidates(X, Xa, w, C, p, sigma, schedule.kind, n_threads)
@@ -233,25 +235,10 @@ def run_annealing(
                     newp.append(p[j])
                 C = np.vstack([C, np.array(newC)])
                 p = np.concatenate([p, newp])
-                history.transition(sigma, n_iter, before, C.shape[0])
-        shift = 0.0
-        step = None
-        for t in range(schedule.steps):
-            Ca = _with_priors(C, p, sigma, X.dtype)
-            step = _api.centroid_step(
-                Xa, Ca, sigma, kind=schedule.kind, sample_weight=w, n_threads=n_threads
-            )
-            C_new = step.centroids[:, :d].astype(np.float64)
-            N = step.cluster_weights
-            # A centroid that lost all its mass keeps its place (and its tiny mass).
-            C_new[step.empty] = C[step.empty]
-            shift = float(((C_new - C) ** 2).sum())
-            n_iter += 1
-            history.record(sigma, step.objective, step.distortion, shift, schedule.kind)
-            C = C_new
-            p = np.maximum(N / W, 1e-300)
-            if t >= 1 and shift <= tol:
-                break
+                history.transition(sigma, history.n_iter, before, C.shape[0])
+        C, step, shift = run_steps(
+            C, anneal_step, max_steps=schedule.steps, tol=tol, history=history, min_steps=2
+        )
         if report is not None:
             report(sigma, step, shift, C.shape[0], time.perf_counter() - t0)
         if sigma <= stop:
@@ -263,7 +250,7 @@ def run_annealing(
         C = _add_farthest(X, w, C, n_clusters, n_threads)
     exact = False
     if schedule.finish:
-        C, sigma, exact, n_fin = finish_exact(
+        C, sigma, exact = finish_exact(
             X,
             w,
             C,
@@ -273,16 +260,15 @@ def run_annealing(
             history=history,
             relocate=relocate,
         )
-        n_iter += n_fin
         if report is not None and history.n_iter:
             report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
-    return C, sigma, exact, n_iter
+    return C, sigma, exact
 
 
 def _add_farthest(X, w, C, k, n_threads):
     """Add centroids, one at a time, at the positive-weight point farthest from all."""
     C = [c for c in C]
-    _, dist = _api.assign(X, np.array(C, dtype=X.dtype), n_threads=n_threads)
+    _, dist = _native.assign(X, np.array(C, dtype=X.dtype), n_threads)
     dist = dist.astype(np.float64) * (w > 0)
     while len(C) < k:
         i = int(np.argmax(dist))
@@ -294,38 +280,39 @@ def _add_farthest(X, w, C, k, n_threads):
 def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
-    Returns (centroids, last sigma, exact_lloyd of the last step, iterations).
+    Returns (centroids, last sigma, exact_lloyd of the last step). NOTE: each step reads X
+    twice, once for the margins that choose its sigma and once for the step itself.
     """
     k = C.shape[0]
     if k < 2:
-        step = _api.centroid_step(X, C, kind="hard", sample_weight=w, n_threads=n_threads)
+        stats, _, _ = _native.block_stats(X, C, "hard", 0.0, w, n_threads)
+        step = _stats.step_result(stats, C)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
-        return step.centroids, sigma, True, 1
+        return step.centroids, sigma, True
     positive = w > 0
     exact = False
-    n_iter = 0
-    for _ in range(max(int(max_iter), 1)):
-        m = float(_api.margins(X, C, n_threads=n_threads)[positive].min())
+
+    def exact_step(C):
+        nonlocal sigma, exact
+        m = float(_native.margins(X, C, n_threads)[positive].min())
         if m > 0.0:
             sigma = min(sigma, math.sqrt(m) / 4.0)
-            step = _api.centroid_step(
-                X, C, sigma, kind="entmax15", sample_weight=w, n_threads=n_threads
-            )
-            exact = sigma <= math.sqrt(step.min_margin) / 2.0
             kind = "entmax15"
         else:
             # A point exactly equidistant from two centroids: no sigma > 0 makes entmax15
             # one-hot there, so this step is Lloyd's own (ties to the smallest index).
-            step = _api.centroid_step(X, C, kind="hard", sample_weight=w, n_threads=n_threads)
-            exact = False
             kind = "hard"
-        C_new = step.centroids
-        if step.empty.any():
-            C_new = relocate(C, step)
-        shift = float(((C_new.astype(np.float64) - C) ** 2).sum())
-        n_iter += 1
-        history.record(sigma, step.objective, step.distortion, shift, kind, step.min_margin)
-        C = C_new
-        if shift == 0.0:
-            break
-    return C, sigma, exact, n_iter
+        stats, _, _ = _native.block_stats(X, C, kind, sigma, w, n_threads)
+        step = _stats.step_result(stats, C)
+        exact = kind == "entmax15" and sigma <= math.sqrt(step.min_margin) / 2.0
+        return step, sigma, kind
+
+    C, _, _ = run_steps(
+        C,
+        exact_step,
+        max_steps=max(int(max_iter), 1),
+        tol=0.0,
+        history=history,
+        relocate=relocate,
+    )
+    return C, sigma, exact

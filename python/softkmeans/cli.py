@@ -187,6 +187,7 @@ def _write_csv(path, array, fmt):
 def cmd_cluster(args):
     # The driver behind SoftKMeans, without scikit-learn's import time (see _driver).
     from ._driver import Fitter
+    from ._params import FitParams
 
     X, description = load_data(args.data)
     kinds = KINDS if args.assignment == "all" else (args.assignment,)
@@ -197,7 +198,7 @@ def cmd_cluster(args):
         raise UserError(f"-k {args.k} is larger than the number of points ({X.shape[0]})")
     rows, models = [], {}
     for kind in kinds:
-        model = Fitter(
+        params = FitParams(
             n_clusters=args.k,
             assignment=kind,
             sigma=args.sigma,
@@ -210,7 +211,7 @@ def cmd_cluster(args):
             verbose=args.verbose,
         )
         t0 = time.perf_counter()
-        model.fit(X)
+        model = Fitter(params).fit(X)
         elapsed = time.perf_counter() - t0
         models[kind] = model
         rows.append(
@@ -275,6 +276,8 @@ def cmd_info(args):
 
 
 def build_parser():
+    from ._params import DEFAULTS
+
     parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
     sub = parser.add_subparsers(dest="command", metavar="{cluster,info}")
     sub.required = True
@@ -312,11 +315,13 @@ def build_parser():
         help="deterministic annealing; optional start, stop, cooling, steps, splits, "
         "perturbation, kind, finish as key=value pairs",
     )
-    c.add_argument("--n-init", type=int, default=1)
-    c.add_argument("--max-iter", type=int, default=300)
-    c.add_argument("--tol", type=float, default=1e-4)
+    c.add_argument("--n-init", type=int, default=DEFAULTS.n_init)
+    c.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
+    c.add_argument("--tol", type=float, default=DEFAULTS.tol)
+    # The command's own choices: a reproducible run by default (the estimator's default
+    # is None, a fresh seed), and k = 3 for the built-in Iris data.
     c.add_argument("--random-state", type=int, default=0)
-    c.add_argument("--threads", type=int, default=None)
+    c.add_argument("--threads", type=int, default=DEFAULTS.n_threads)
     c.add_argument(
         "--out", default=None, metavar="DIR", help="write centroids, labels and summary.json here"
     )

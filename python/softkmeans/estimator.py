@@ -17,9 +17,11 @@ sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a tem
 1 % of the critical one, where the data's first split happens: well inside the clustered
 phase, soft only near cluster boundaries, and scale-equivariant (scaling X scales sigma).
 
-The fitting loop is a thin policy layer over the functional API: each iteration is one
-fused ``softkmeans.centroid_step`` (native), which returns the new centroids, the cluster
-weights, the objective, J and the minimum margin at once.
+The fitting loop (`softkmeans._driver`) is a thin policy layer over the trusted native
+layer: each iteration is one fused ``block_stats`` pass over X, which returns the cluster
+weights, the weighted sums (the new centroids are their ratio), the objective, J and the
+minimum margin at once; one more pass at the final centroids gives the labels, inertia,
+objective and minimum margin that the estimator reports.
 
 ``assignment="hard"`` follows ``sklearn.cluster.KMeans(algorithm="lloyd")`` step for step:
 the tolerance is ``tol`` x the mean feature variance; a run stops after the first
@@ -44,9 +46,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _api
+from . import _native
 from . import _validation as v
-from ._driver import PARAMS, Fitter, _threads_for
+from ._driver import Fitter, _threads_for
+from ._params import DEFAULTS, FitParams
 
 __all__ = ["SoftKMeans"]
 
@@ -124,18 +127,18 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def __init__(
         self,
-        n_clusters=8,
+        n_clusters=DEFAULTS.n_clusters,
         *,
-        assignment="softmax",
-        sigma=None,
-        anneal=None,
-        init="k-means++",
-        n_init=1,
-        max_iter=300,
-        tol=1e-4,
-        random_state=None,
-        n_threads=None,
-        verbose=0,
+        assignment=DEFAULTS.assignment,
+        sigma=DEFAULTS.sigma,
+        anneal=DEFAULTS.anneal,
+        init=DEFAULTS.init,
+        n_init=DEFAULTS.n_init,
+        max_iter=DEFAULTS.max_iter,
+        tol=DEFAULTS.tol,
+        random_state=DEFAULTS.random_state,
+        n_threads=DEFAULTS.n_threads,
+        verbose=DEFAULTS.verbose,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -160,10 +163,10 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
-        fitter = Fitter(ConvergenceWarning, **{name: getattr(self, name) for name in PARAMS})
+        params = FitParams.of(self)
         # scikit-learn's RandomState conventions (None: the global one).
-        fitter.random_state = check_random_state(self.random_state)
-        fitter.fit(X, sample_weight=sample_weight)
+        params.random_state = check_random_state(self.random_state)
+        fitter = Fitter(params, ConvergenceWarning).fit(X, sample_weight=sample_weight)
         for name, value in fitter.results().items():
             setattr(self, name, value)
         self._n_features_out = self.cluster_centers_.shape[0]
@@ -185,7 +188,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """Index of the nearest centroid of each row of X (hard labels, int64)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        labels, _ = _api.assign(X, C, n_threads=threads)
+        labels, _ = _native.assign(X, C, threads)
         return labels
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -198,16 +201,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         One-hot for "hard"; rows sum to 1.
         """
         X = self._check_X(X)
-        kind = self.assignment
-        sigma = self.sigma_ if kind != "hard" else None
         C, threads = self._centers_for(X)
-        return _api.responsibilities(X, C, sigma, kind=kind, n_threads=threads)
+        return _native.responsibilities(X, C, self.assignment, self.sigma_, threads)
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        D = _api.sq_distances(X, C, n_threads=threads)
+        D = _native.sq_distances(X, C, threads)
         return np.sqrt(D, out=D)
 
     def fit_transform(self, X, y=None, sample_weight=None):
@@ -218,7 +219,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``)."""
         X = self._check_X(X)
         w = v.check_sample_weight(sample_weight, X.shape[0])
-        kind = self.assignment
-        sigma = self.sigma_ if kind != "hard" else None
         C, threads = self._centers_for(X)
-        return -_api.objective(X, C, sigma, kind=kind, sample_weight=w, n_threads=threads)
+        stats, _, _ = _native.block_stats(
+            X, C, self.assignment, self.sigma_, w, threads, sums=False
+        )
+        return -float(stats.objective)

@@ -1,0 +1,100 @@
+"""How many times one fit reads X: counted by wrapping every entry point of the trusted
+native layer (`softkmeans._native`) and the data validation.
+
+A fit validates X once, computes one weighted covariance (critical_sigma_ and the
+tolerance), seeds (k-means++: one `kmeanspp_update_closest` per centre and one
+`kmeanspp_candidate_potentials` per centre after the first), makes one `block_stats`
+pass per iteration, and one final `block_stats` pass at the final centroids that yields
+the labels, inertia, objective and minimum margin. Nothing else touches X.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from softkmeans import _native
+from softkmeans import _validation as v
+
+pytest.importorskip("sklearn")
+from sklearn.datasets import make_blobs  # noqa: E402
+
+from softkmeans import SoftKMeans  # noqa: E402
+
+PASSES_OVER_X = (
+    "sq_distances",
+    "assign",
+    "margins",
+    "responsibilities",
+    "block_stats",
+    "weighted_covariance",
+    "kmeanspp_candidate_potentials",
+    "kmeanspp_update_closest",
+)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts of calls into _native (by name) and into check_data, while the test runs."""
+    counts = collections.Counter()
+
+    def wrap(name, f):
+        def counting(*args, **kwargs):
+            counts[name] += 1
+            return f(*args, **kwargs)
+
+        return counting
+
+    for name in PASSES_OVER_X:
+        monkeypatch.setattr(_native, name, wrap(name, getattr(_native, name)))
+    monkeypatch.setattr(v, "check_data", wrap("check_data", v.check_data))
+    return counts
+
+
+def _data(dtype):
+    X, _ = make_blobs(3000, n_features=5, centers=6, cluster_std=2.0, random_state=0)
+    return X.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
+def test_a_fit_from_given_centroids_reads_x_once_per_iteration(counted, kind, dtype):
+    X = _data(dtype)
+    init = X[:6].copy()
+    m = SoftKMeans(6, assignment=kind, init=init, n_init=1, max_iter=50, random_state=0)
+    m.fit(X)
+    assert m.n_iter_ >= 2
+    assert counted["check_data"] == 1
+    assert counted["weighted_covariance"] == 1
+    assert counted["block_stats"] == m.n_iter_ + 1  # + the final pass
+    others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 2
+    assert others == 0, dict(counted)
+
+
+@pytest.mark.parametrize("k", [1, 6])
+def test_kmeans_plusplus_seeding_adds_two_passes_per_centre(counted, k):
+    X = _data(np.float64)
+    m = SoftKMeans(k, assignment="hard", n_init=1, max_iter=50, random_state=0).fit(X)
+    assert counted["kmeanspp_update_closest"] == k
+    assert counted["kmeanspp_candidate_potentials"] == k - 1
+    assert counted["block_stats"] == m.n_iter_ + 1
+    assert counted["weighted_covariance"] == 1
+    assert counted["check_data"] == 1
+    assert sum(counted[name] for name in PASSES_OVER_X) == 2 * k - 1 + m.n_iter_ + 2
+
+
+def test_the_final_pass_reports_what_separate_passes_would(counted):
+    """The fitted labels, inertia, objective and margin equal the public functions' values."""
+    import softkmeans
+
+    X = _data(np.float64)
+    m = SoftKMeans(6, assignment="softmax", init=X[:6].copy(), max_iter=30).fit(X)
+    C = m.cluster_centers_
+    np.testing.assert_array_equal(m.labels_, softkmeans.assign(X, C)[0])
+    assert m.inertia_ == pytest.approx(softkmeans.objective(X, C, kind="hard"), rel=1e-12)
+    assert m.objective_ == pytest.approx(
+        softkmeans.objective(X, C, m.sigma_, kind="softmax"), rel=1e-12
+    )
+    assert m.min_margin_ == pytest.approx(float(softkmeans.margins(X, C).min()), rel=1e-12)

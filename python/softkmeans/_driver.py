@@ -18,6 +18,7 @@ at the step's input).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -32,7 +33,7 @@ from ._seeding import _check_random_state, greedy_kmeans_plusplus
 from ._steps import History, run_steps
 from .annealing import run_annealing
 
-__all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter"]
+__all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState"]
 
 RESULTS = (
     "cluster_centers_",
@@ -128,6 +129,17 @@ def _threads_for(n_threads, n, k, d):
     return v.check_n_threads(n_threads)
 
 
+@dataclasses.dataclass
+class StreamState:
+    """What a streaming fit carries from one batch to the next (SPEC.md, "Streaming")."""
+
+    centroids: np.ndarray  # (k, d), the dtype of the first batch
+    totals: np.ndarray  # (k,) float64, the running N_j(t)
+    sigma: float  # fixed at the first batch (0.0 for "hard")
+    critical_sigma: float  # of the first batch
+    n_steps: int  # batches seen
+
+
 class Fitter:
     """One fit: `params` (a FitParams), the fitted attributes after `fit`.
 
@@ -143,9 +155,11 @@ class Fitter:
         """The fitted attributes, by name."""
         return {name: getattr(self, name) for name in RESULTS}
 
-    def _init_centroids(self, X, w, k, init, rng):
+    def _init_centroids(self, X, w, k, init, rng, unit_weights):
         if isinstance(init, str) and init == "k-means++":
-            centers, _ = greedy_kmeans_plusplus(X, k, w, rng, n_threads=self._n_threads)
+            centers, _ = greedy_kmeans_plusplus(
+                X, k, w, rng, n_threads=self._n_threads, unit_weights=unit_weights
+            )
         elif isinstance(init, str) and init == "random":
             seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
             centers = X[seeds]
@@ -268,14 +282,7 @@ class Fitter:
         crit = _stats.critical_sigma_of(cov)
         self.critical_sigma_ = crit
         tol = _tolerance(cov, params.tol)
-        if kind == "hard":
-            sigma = 0.0
-        elif params.sigma is not None:
-            sigma = float(params.sigma)
-        else:
-            sigma = DEFAULT_SIGMA_FRACTION * crit
-            if not sigma > 0:  # all points identical (positive weight): any width will do
-                sigma = 1.0
+        sigma = _width(kind, params.sigma, crit)
         relocate = self._relocator(X, w, kind, notes)
         n_init = params.n_init
         if not isinstance(init, str) and not callable(init) and n_init != 1:
@@ -298,7 +305,7 @@ class Fitter:
                         X, w, k, schedule, crit, tol, rng, relocate, progress
                     )
                 else:
-                    C0 = self._init_centroids(X, w, k, init, rng)
+                    C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
                     C, sig, history = self._run_iterative(
                         X, w, C0, kind, sigma, tol, relocate, progress, t0
                     )
@@ -342,12 +349,50 @@ class Fitter:
         notes.flush()
         return self
 
+    def partial_fit(self, X, sample_weight=None, state: StreamState | None = None):
+        """One streaming step on the batch X (SPEC.md, "Streaming").
+
+        The first batch (state None) checks the parameters, fixes sigma (from this batch's
+        critical width when sigma is None) and initialises the centroids on this batch;
+        every batch then makes one `block_stats` pass at the current centroids and moves
+        them by the running-mean rule. Returns (the new StreamState, the batch's
+        BlockStats at the centroids before the update, its labels there).
+        """
+        params = self.params
+        X = v.check_data(X)
+        w = _check_weights(sample_weight, X.shape[0])
+        if state is None:
+            k, kind, schedule, init = params.check(X)
+            if schedule is not None:
+                raise ValueError(
+                    "partial_fit does not anneal: annealing needs all the data at every "
+                    "width; use fit, or anneal=None"
+                )
+            self._n_threads = _threads_for(params.n_threads, X.shape[0], k, X.shape[1])
+            _, cov = _native.weighted_covariance(X, w, self._n_threads)
+            crit = _stats.critical_sigma_of(cov)
+            rng = _check_random_state(params.random_state)
+            C = self._init_centroids(X, w, k, init, rng, sample_weight is None)
+            state = StreamState(C, np.zeros(k), _width(kind, params.sigma, crit), crit, 0)
+        k, d = state.centroids.shape
+        self._n_threads = _threads_for(params.n_threads, X.shape[0], k, d)
+        C = state.centroids.astype(X.dtype, copy=False)
+        stats, labels, _ = _native.block_stats(
+            X, C, params.assignment, state.sigma, w, self._n_threads, labels=True
+        )
+        C_new, totals = _stats.running_update(state.centroids, state.totals, stats)
+        new_state = StreamState(C_new, totals, state.sigma, state.critical_sigma, state.n_steps + 1)
+        return new_state, stats, labels
+
     @staticmethod
     def _warn_about_empty_clusters(X, w, labels, k, notes):
-        n_found = np.unique(labels[w > 0]).size
+        positive = w > 0
+        # Without n-sized temporaries in the usual case (every weight positive).
+        held = labels if positive.all() else labels[positive]
+        n_found = int(np.count_nonzero(np.bincount(held, minlength=k)))
         if n_found < k or notes.has("dup"):
             # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
-            n_distinct = np.unique(X[w > 0], axis=0).shape[0]
+            n_distinct = np.unique(X[positive], axis=0).shape[0]
             if n_distinct < k:
                 notes.add(
                     "distinct",
@@ -360,6 +405,17 @@ class Fitter:
                 f"Number of distinct clusters ({n_found}) found smaller than n_clusters ({k}). "
                 "Possibly due to duplicate points in X.",
             )
+
+
+def _width(kind, sigma, critical_sigma):
+    """The sigma a fit runs at: 0 for "hard", the given one, or the default fraction of
+    the critical width (1.0 when every point is the same, where any width will do)."""
+    if kind == "hard":
+        return 0.0
+    if sigma is not None:
+        return float(sigma)
+    sigma = DEFAULT_SIGMA_FRACTION * critical_sigma
+    return sigma if sigma > 0 else 1.0
 
 
 def _tolerance(cov, tol):

@@ -120,25 +120,32 @@ def greedy_kmeans_plusplus(
     n, d = X.shape
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    positive = np.flatnonzero(w > 0)
     centers = np.empty((n_clusters, d), dtype=X.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
-    first = int(rng.choice(n, p=w / w.sum()))
+    # scikit-learn draws the first centre with rng.choice(n, p=w / w.sum()): one uniform
+    # draw, searched in the cumulative weights. The same draw, searched without the three
+    # n-sized temporaries of choice (p, its cumulative sum, a sign check).
+    first = int(_draw(w, np.array([rng.random_sample() * float(w.sum())]))[0])
     centers[0] = X[first]
     indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
     _native.kmeanspp_update_closest(X, closest, first, n_threads)
     current_pot = float(closest @ w)
+    weighted_buf = None if unit_weights else np.empty(n)
 
     for c in range(1, n_clusters):
         rand_vals = rng.uniform(size=n_local_trials) * current_pot
         if current_pot > 0.0:
-            weighted = closest if unit_weights else w * closest
+            if unit_weights:
+                weighted = closest
+            else:
+                weighted = np.multiply(w, closest, out=weighted_buf)
             cand = _draw(weighted, rand_vals)
         else:
             # Every point coincides with a chosen centre: any positive-weight point will do.
+            positive = np.flatnonzero(w > 0)
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
         cand = np.ascontiguousarray(cand, dtype=np.int64)
         pots = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)

@@ -100,3 +100,21 @@ def lambda_max(cov: np.ndarray) -> float:
 def critical_sigma_of(cov: np.ndarray) -> float:
     """sqrt(lambda_max) (SPEC.md, "Critical temperature")."""
     return float(np.sqrt(lambda_max(cov)))
+
+
+def running_update(
+    C: np.ndarray, totals: np.ndarray, batch: BlockStats
+) -> tuple[np.ndarray, np.ndarray]:
+    """SPEC.md, "Streaming": (new C in the dtype of C, new running totals N(t)).
+
+    N_j(t) = N_j(t-1) + N_j(batch); c_j <- c_j + (S_j(batch) - N_j(batch) c_j) / N_j(t),
+    the running weighted mean of the points a centroid has been responsible for (no
+    learning rate). Clusters the batch does not touch stay where they are. With zero
+    totals this is the batch's own step S_j / N_j.
+    """
+    N_b, S_b = batch.cluster_weights, batch.sums
+    new_totals = totals + N_b
+    touched = N_b > 0
+    C64 = C.astype(np.float64)
+    C64[touched] += (S_b[touched] - N_b[touched, None] * C64[touched]) / new_totals[touched, None]
+    return C64.astype(C.dtype), new_totals

@@ -44,6 +44,7 @@ from sklearn.base import (
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _native
@@ -163,12 +164,52 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
+        fitter = Fitter(self._fit_params(), ConvergenceWarning).fit(X, sample_weight=sample_weight)
+        self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
+        self.__dict__.pop("n_steps_", None)
+        self.__dict__.pop("cluster_weights_", None)
+        for name, value in fitter.results().items():
+            setattr(self, name, value)
+        self._n_features_out = self.cluster_centers_.shape[0]
+        return self
+
+    def _fit_params(self):
         params = FitParams.of(self)
         # scikit-learn's RandomState conventions (None: the global one).
         params.random_state = check_random_state(self.random_state)
-        fitter = Fitter(params, ConvergenceWarning).fit(X, sample_weight=sample_weight)
-        for name, value in fitter.results().items():
-            setattr(self, name, value)
+        return params
+
+    @available_if(lambda self: self.anneal is None or self.anneal is False)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the centroids with one batch X (n_b, d): streaming K-Means (SPEC.md).
+
+        Each centroid moves to the running weighted mean of the points it has been
+        responsible for, N_j(t) = N_j(t-1) + N_j(batch), c_j <- c_j + (S_j - N_j c_j) / N_j(t):
+        closed form, no learning rate; clusters the batch does not touch stay where they
+        are. The first call (or the first after `fit`) checks the parameters, initialises
+        the centroids on this batch with ``init`` and fixes sigma (None: 0.1 x this batch's
+        critical width). Not available with ``anneal`` (annealing needs all the data at
+        every width).
+
+        After each call: ``cluster_centers_``, ``cluster_weights_`` (the running N_j),
+        ``n_steps_`` (batches seen), and of this batch at the centroids before its update:
+        ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
+        """
+        stream = self.__dict__.get("_stream")
+        _refuse_lossy_dtypes(X)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=stream is None)
+        fitter = Fitter(self._fit_params(), ConvergenceWarning)
+        stream, stats, labels = fitter.partial_fit(X, sample_weight, stream)
+        self._stream = stream
+        self.cluster_centers_ = stream.centroids
+        self.cluster_weights_ = stream.totals
+        self.n_steps_ = stream.n_steps
+        self.labels_ = labels
+        self.inertia_ = float(stats.distortion)
+        self.objective_ = float(stats.objective)
+        self.min_margin_ = float(stats.min_margin)
+        self.sigma_ = float(stream.sigma)
+        self.critical_sigma_ = float(stream.critical_sigma)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 

@@ -21,6 +21,7 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 #include "softkmeans/config.hpp"
 
@@ -76,58 +77,48 @@ inline V vmax(V a, V b) {
   return a > b ? a : b;
 }
 
-// True when a_q < b_q in every lane. NOTE: a lane loop over a vector-extension
-// mask compiles to one extract per lane (~50 instructions for 16 floats); the
-// compare-to-mask instructions make it one compare and one test.
-inline bool all_less(vf a, vf b) {
+// Lane comparisons, one bit per lane (lane q = bit q). NOTE: a lane loop over
+// a vector-extension mask compiles to one extract per lane (~50 instructions
+// for 16 floats); the compare-to-mask instructions make it one compare and one
+// move. Ordered: NaN lanes compare false.
+enum class Cmp { lt, le };
+
+template <Cmp op, typename V>
+inline unsigned lane_bits(V a, V b) {
+  constexpr bool f32 = std::is_same<V, vf>::value;
 #if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
-  return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_LT_OQ) == 0xFFFF;
+  constexpr int imm = op == Cmp::lt ? _CMP_LT_OQ : _CMP_LE_OQ;
+  if constexpr (f32)
+    return _mm512_cmp_ps_mask((__m512)a, (__m512)b, imm);
+  else
+    return _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, imm);
 #elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
-  return _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_LT_OQ)) == 0xFF;
+  constexpr int imm = op == Cmp::lt ? _CMP_LT_OQ : _CMP_LE_OQ;
+  if constexpr (f32)
+    return _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, imm));
+  else
+    return _mm256_movemask_pd(_mm256_cmp_pd((__m256d)a, (__m256d)b, imm));
 #else
-  const auto m = a < b;
-  bool all = true;
-  for (index_t q = 0; q < VT<float>::W; ++q) all &= (m[q] != 0);
-  return all;
-#endif
-}
-inline bool all_less(vd a, vd b) {
-#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
-  return _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LT_OQ) == 0xFF;
-#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
-  return _mm256_movemask_pd(_mm256_cmp_pd((__m256d)a, (__m256d)b, _CMP_LT_OQ)) == 0xF;
-#else
-  const auto m = a < b;
-  bool all = true;
-  for (index_t q = 0; q < VT<double>::W; ++q) all &= (m[q] != 0);
-  return all;
+  (void)f32;
+  const auto m = op == Cmp::lt ? (a < b) : (a <= b);
+  unsigned bits = 0;
+  for (index_t q = 0; q < index_t(sizeof(V) / sizeof(a[0])); ++q)
+    bits |= static_cast<unsigned>(m[q] != 0) << q;
+  return bits;
 #endif
 }
 
-// True when a_q <= b_q in at least one lane (ordered: NaN lanes are false).
-inline bool any_less_equal(vf a, vf b) {
-#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
-  return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_LE_OQ) != 0;
-#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
-  return _mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_LE_OQ)) != 0;
-#else
-  const auto m = a <= b;
-  bool any = false;
-  for (index_t q = 0; q < VT<float>::W; ++q) any |= (m[q] != 0);
-  return any;
-#endif
+// True when a_q < b_q in every lane.
+template <typename V>
+inline bool all_less(V a, V b) {
+  constexpr unsigned all = (1u << (sizeof(V) / sizeof(a[0]))) - 1;
+  return lane_bits<Cmp::lt>(a, b) == all;
 }
-inline bool any_less_equal(vd a, vd b) {
-#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
-  return _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_LE_OQ) != 0;
-#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
-  return _mm256_movemask_pd(_mm256_cmp_pd((__m256d)a, (__m256d)b, _CMP_LE_OQ)) != 0;
-#else
-  const auto m = a <= b;
-  bool any = false;
-  for (index_t q = 0; q < VT<double>::W; ++q) any |= (m[q] != 0);
-  return any;
-#endif
+
+// True when a_q <= b_q in at least one lane.
+template <typename V>
+inline bool any_less_equal(V a, V b) {
+  return lane_bits<Cmp::le>(a, b) != 0;
 }
 
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }

@@ -28,8 +28,8 @@ void bm_assign(benchmark::State& state, const Shape& s, int n_threads) {
   std::vector<std::int64_t> labels(static_cast<size_t>(s.n));
   std::vector<T> min_sq(static_cast<size_t>(s.n));
   for (auto _ : state) {
-    softkmeans::assign<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, labels.data(), min_sq.data(),
-                          n_threads);
+    softkmeans::kernels<T>().assign(p.X.data(), s.n, s.d, p.C.data(), s.k, labels.data(),
+                                    min_sq.data(), n_threads);
     benchmark::DoNotOptimize(labels.data());
     benchmark::DoNotOptimize(min_sq.data());
     benchmark::ClobberMemory();
@@ -44,7 +44,7 @@ void bm_margins(benchmark::State& state, const Shape& s, int n_threads) {
   const auto& p = skbench::cached_problem<T>(s.n, s.d, s.k);
   std::vector<T> out(static_cast<size_t>(s.n));
   for (auto _ : state) {
-    softkmeans::margins<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, out.data(), n_threads);
+    softkmeans::kernels<T>().margins(p.X.data(), s.n, s.d, p.C.data(), s.k, out.data(), n_threads);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

@@ -110,7 +110,8 @@ Problem<T> make_problem(index_t n, index_t d, index_t k, std::uint64_t seed = 12
   std::uniform_int_distribution<index_t> pick_blob(0, blobs - 1);
   for (index_t i = 0; i < n; ++i) {
     const double* c = centres.data() + pick_blob(rng) * d;
-    for (index_t l = 0; l < d; ++l) p.X[static_cast<size_t>(i * d + l)] = static_cast<T>(c[l] + gauss(rng));
+    for (index_t l = 0; l < d; ++l)
+      p.X[static_cast<size_t>(i * d + l)] = static_cast<T>(c[l] + gauss(rng));
   }
   // Distinct rows (a partial Fisher-Yates shuffle) when k <= n: equal centroids
   // would make every margin-based temperature zero.
@@ -174,8 +175,8 @@ template <typename Fn>
 void register_sweep(const std::string& base, const Shape& shape, Fn fn) {
   for (softkmeans::SimdLevel level : softkmeans::available_simd_levels()) {
     for (int t : thread_counts()) {
-      const std::string name = base + "/" + softkmeans::simd_level_name(level) +
-                               "/threads:" + std::to_string(t);
+      const std::string name =
+          base + "/" + softkmeans::simd_level_name(level) + "/threads:" + std::to_string(t);
       benchmark::RegisterBenchmark(name.c_str(),
                                    [=](benchmark::State& state) {
                                      if (!select_level(state, level)) return;

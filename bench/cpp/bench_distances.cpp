@@ -25,7 +25,8 @@ void bm_sq_distances(benchmark::State& state, const Shape& s, int n_threads) {
   const auto& p = skbench::cached_problem<T>(s.n, s.d, s.k);
   std::vector<T> D(static_cast<size_t>(s.n * s.k));
   for (auto _ : state) {
-    softkmeans::sq_distances<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, D.data(), n_threads);
+    softkmeans::kernels<T>().sq_distances(p.X.data(), s.n, s.d, p.C.data(), s.k, D.data(),
+                                          n_threads);
     benchmark::DoNotOptimize(D.data());
     benchmark::ClobberMemory();
   }

@@ -47,7 +47,7 @@ void bm_entmax15(benchmark::State& state, const Shape& s, int n_threads) {
   const auto& Z = cached_scores<T>(s.n, s.k, s.param);
   std::vector<T> R(static_cast<size_t>(s.n * s.k));
   for (auto _ : state) {
-    softkmeans::entmax15<T>(Z.data(), s.n, s.k, R.data(), n_threads);
+    softkmeans::kernels<T>().entmax15(Z.data(), s.n, s.k, R.data(), n_threads);
     benchmark::DoNotOptimize(R.data());
     benchmark::ClobberMemory();
   }
@@ -59,15 +59,17 @@ void bm_entmax15(benchmark::State& state, const Shape& s, int n_threads) {
 
 void register_all() {
   const bool tiny = skbench::sizes() == skbench::Sizes::tiny;
-  const std::vector<index_t> ks = tiny ? std::vector<index_t>{8, 64}
-                                       : std::vector<index_t>{8, 64, 1024};
+  const std::vector<index_t> ks =
+      tiny ? std::vector<index_t>{8, 64} : std::vector<index_t>{8, 64, 1024};
   for (index_t k : ks) {
     const index_t n = tiny ? 4096 : (index_t{1} << 22) / k;
     for (int t : {low, high}) {
       const Shape s{n, 1, k, t};
       const char* temp = t == low ? "support:low" : "support:high";
-      std::string base_f = "entmax15/f32/n:" + std::to_string(n) + "/k:" + std::to_string(k) + "/" + temp;
-      std::string base_d = "entmax15/f64/n:" + std::to_string(n) + "/k:" + std::to_string(k) + "/" + temp;
+      std::string base_f =
+          "entmax15/f32/n:" + std::to_string(n) + "/k:" + std::to_string(k) + "/" + temp;
+      std::string base_d =
+          "entmax15/f64/n:" + std::to_string(n) + "/k:" + std::to_string(k) + "/" + temp;
       skbench::register_sweep(base_f, s, bm_entmax15<float>);
       skbench::register_sweep(base_d, s, bm_entmax15<double>);
     }

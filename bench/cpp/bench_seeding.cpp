@@ -31,7 +31,7 @@ using skbench::Shape;
 template <typename T>
 std::vector<double> initial_closest(const skbench::Problem<T>& p) {
   std::vector<double> closest(static_cast<size_t>(p.n), std::numeric_limits<double>::infinity());
-  softkmeans::kmeanspp_update_closest<T>(p.X.data(), p.n, p.d, 0, closest.data(), 0);
+  softkmeans::kernels<T>().kmeanspp_update_closest(p.X.data(), p.n, p.d, 0, closest.data(), 0);
   return closest;
 }
 
@@ -41,8 +41,8 @@ void bm_update_closest(benchmark::State& state, const Shape& s, int n_threads) {
   std::vector<double> closest = initial_closest(p);
   std::int64_t center = 1;
   for (auto _ : state) {
-    softkmeans::kmeanspp_update_closest<T>(p.X.data(), s.n, s.d, center, closest.data(),
-                                           n_threads);
+    softkmeans::kernels<T>().kmeanspp_update_closest(p.X.data(), s.n, s.d, center, closest.data(),
+                                                     n_threads);
     benchmark::DoNotOptimize(closest.data());
     benchmark::ClobberMemory();
     center = (center * 7919 + 1) % s.n;
@@ -63,8 +63,8 @@ void bm_candidate_potentials(benchmark::State& state, const Shape& s, int n_thre
   for (auto& c : cand) c = pick(rng);
   std::vector<double> pot(static_cast<size_t>(L));
   for (auto _ : state) {
-    softkmeans::kmeanspp_candidate_potentials<T>(p.X.data(), s.n, s.d, w, closest.data(),
-                                                 cand.data(), L, pot.data(), n_threads);
+    softkmeans::kernels<T>().kmeanspp_candidate_potentials(p.X.data(), s.n, s.d, w, closest.data(),
+                                                           cand.data(), L, pot.data(), n_threads);
     benchmark::DoNotOptimize(pot.data());
     benchmark::ClobberMemory();
   }
@@ -77,10 +77,10 @@ void bm_candidate_potentials(benchmark::State& state, const Shape& s, int n_thre
 
 void register_all() {
   const bool tiny = skbench::sizes() == skbench::Sizes::tiny;
-  const std::vector<index_t> ds = tiny ? std::vector<index_t>{2, 16}
-                                       : std::vector<index_t>{2, 16, 64, 256};
-  const std::vector<index_t> ks = tiny ? std::vector<index_t>{8}
-                                       : std::vector<index_t>{8, 64, 1024};
+  const std::vector<index_t> ds =
+      tiny ? std::vector<index_t>{2, 16} : std::vector<index_t>{2, 16, 64, 256};
+  const std::vector<index_t> ks =
+      tiny ? std::vector<index_t>{8} : std::vector<index_t>{8, 64, 1024};
   for (index_t d : ds) {
     // About 2^24 coordinates of X (64 MB float32): larger than the last-level cache.
     const index_t n = tiny ? 4096 : (index_t{1} << 24) / d;

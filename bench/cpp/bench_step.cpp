@@ -51,8 +51,9 @@ void bm_step(benchmark::State& state, const Shape& s, int n_threads) {
   std::vector<double> N(static_cast<size_t>(s.k)), S(static_cast<size_t>(s.k * s.d));
   double W = 0.0, obj = 0.0, J = 0.0, mm = 0.0;
   for (auto _ : state) {
-    softkmeans::block_stats<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, kind, sigma, w, &W,
-                               N.data(), S.data(), &obj, &J, &mm, nullptr, nullptr, n_threads);
+    softkmeans::kernels<T>().block_stats(p.X.data(), s.n, s.d, p.C.data(), s.k, kind, sigma, w, &W,
+                                         N.data(), S.data(), &obj, &J, &mm, nullptr, nullptr,
+                                         n_threads);
     benchmark::DoNotOptimize(S.data());
     benchmark::DoNotOptimize(obj);
     benchmark::ClobberMemory();
@@ -72,9 +73,9 @@ void bm_gradients(benchmark::State& state, const Shape& s, int n_threads) {
   std::vector<double> N(static_cast<size_t>(s.k)), S(static_cast<size_t>(s.k * s.d));
   double W = 0.0, obj = 0.0, J = 0.0, mm = 0.0;
   for (auto _ : state) {
-    softkmeans::block_stats<T>(p.X.data(), s.n, s.d, p.C.data(), s.k, Kind::softmax, sigma, w,
-                               &W, N.data(), S.data(), &obj, &J, &mm, nullptr, gX.data(),
-                               n_threads);
+    softkmeans::kernels<T>().block_stats(p.X.data(), s.n, s.d, p.C.data(), s.k, Kind::softmax,
+                                         sigma, w, &W, N.data(), S.data(), &obj, &J, &mm, nullptr,
+                                         gX.data(), n_threads);
     benchmark::DoNotOptimize(gX.data());
     benchmark::DoNotOptimize(S.data());
     benchmark::ClobberMemory();
@@ -89,7 +90,8 @@ void register_all() {
   const bool tiny = skbench::sizes() == skbench::Sizes::tiny;
   std::vector<Shape> shapes;
   for (auto [d, k] : skbench::table_dk())
-    shapes.push_back({tiny ? 2048 : skbench::rows_for_work(1e9, d, k, 1024, index_t{1} << 20), d, k});
+    shapes.push_back(
+        {tiny ? 2048 : skbench::rows_for_work(1e9, d, k, 1024, index_t{1} << 20), d, k});
   if (!tiny)
     for (index_t n : {index_t{1} << 14, index_t{1} << 18}) shapes.push_back({n, 16, 64});
   for (const Shape& base : shapes) {

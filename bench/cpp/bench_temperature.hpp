@@ -32,8 +32,8 @@ double lambda_max(const Problem<T>& p) {
   if (last == &p && last_n == p.n && last_d == p.d && last_k == p.k) return value;
   const index_t d = p.d;
   std::vector<double> mean(static_cast<size_t>(d)), cov(static_cast<size_t>(d * d));
-  softkmeans::weighted_covariance<T>(p.X.data(), p.n, d, unit_weights(p.n), mean.data(),
-                                     cov.data(), 0);
+  softkmeans::kernels<T>().weighted_covariance(p.X.data(), p.n, d, unit_weights(p.n), mean.data(),
+                                               cov.data(), 0);
   // Power iteration: the covariance is positive semi-definite, so it converges
   // to the largest eigenvalue; 200 steps are plenty for a benchmark's sigma.
   std::vector<double> v(static_cast<size_t>(d), 1.0), u(static_cast<size_t>(d));
@@ -71,7 +71,7 @@ double recovery_sigma(const Problem<T>& p) {
   static double value = 0.0;
   if (last == &p && last_n == p.n && last_d == p.d && last_k == p.k) return value;
   std::vector<T> m(static_cast<size_t>(p.n));
-  softkmeans::margins<T>(p.X.data(), p.n, p.d, p.C.data(), p.k, m.data(), 0);
+  softkmeans::kernels<T>().margins(p.X.data(), p.n, p.d, p.C.data(), p.k, m.data(), 0);
   double dmin = std::numeric_limits<double>::infinity();
   for (T v : m) dmin = std::min(dmin, static_cast<double>(v));
   // A zero margin (two equal centroids) would give sigma = 0; fall back to a

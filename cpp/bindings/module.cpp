@@ -1,15 +1,17 @@
 // pybind11 bindings for the softkmeans core: convert, validate shapes and
 // dtypes, allocate outputs, release the GIL, call. No algorithm lives here.
+#include <omp.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <omp.h>
 
-#include <csignal>
-#include <cmath>
 #include <atomic>
+#include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
@@ -38,6 +40,54 @@ void check_pair(const py::array& X, const py::array& C) {
     throw py::value_error("X and C must have the same number of columns");
   if (X.shape(0) < 1 || X.shape(1) < 1 || C.shape(0) < 1)
     throw py::value_error("X and C must be non-empty");
+}
+
+template <typename T>
+carray<T> as_vector(const py::array& a, const char* name, index_t n) {
+  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style))
+    throw py::type_error(std::string(name) + " must be a C-contiguous array of dtype " +
+                         py::str(py::dtype::of<T>()).cast<std::string>());
+  if (a.ndim() != 1 || a.shape(0) != n)
+    throw py::value_error(std::string(name) + " must be 1-dimensional with " + std::to_string(n) +
+                          " entries");
+  return py::reinterpret_borrow<carray<T>>(a);
+}
+
+// X (n, d) and C (k, d) of one dtype, checked.
+template <typename T>
+struct PairArgs {
+  carray<T> X, C;
+  index_t n, d, k;
+  PairArgs(const py::array& Xa, const py::array& Ca)
+      : X(as_matrix<T>(Xa, "X")), C(as_matrix<T>(Ca, "C")) {
+    check_pair(X, C);
+    n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  }
+};
+
+// X (n, d) alone, non-empty; the sample weights (n,) where the call takes them.
+template <typename T>
+struct DataArgs {
+  carray<T> X;
+  index_t n, d;
+  explicit DataArgs(const py::array& Xa) : X(as_matrix<T>(Xa, "X")) {
+    n = X.shape(0), d = X.shape(1);
+    if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
+  }
+  carray<double> weights(const py::array& wa) const {
+    return as_vector<double>(wa, "sample_weight", n);
+  }
+};
+
+// An output array of `shape` when `wanted`, its data in *data; else None and
+// nullptr.
+template <typename U>
+py::object optional_output(bool wanted, std::vector<py::ssize_t> shape, U** data) {
+  *data = nullptr;
+  if (!wanted) return py::none();
+  carray<U> a(std::move(shape));
+  *data = a.mutable_data();
+  return std::move(a);
 }
 
 // SIGINT during a long kernel: a handler chained in front of Python's sets a
@@ -104,41 +154,25 @@ void run_native(F&& f) {
 
 template <typename T>
 py::array sq_distances_t(const py::array& Xa, const py::array& Ca, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  carray<T> D({n, k});
+  const PairArgs<T> a(Xa, Ca);
+  carray<T> D({a.n, a.k});
   run_native([&] {
-    softkmeans::sq_distances<T>(X.data(), n, d, C.data(), k, D.mutable_data(), n_threads);
+    softkmeans::kernels<T>().sq_distances(a.X.data(), a.n, a.d, a.C.data(), a.k, D.mutable_data(),
+                                          n_threads);
   });
   return D;
 }
 
 template <typename T>
 py::tuple assign_t(const py::array& Xa, const py::array& Ca, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  carray<std::int64_t> labels(n);
-  carray<T> mind(n);
+  const PairArgs<T> a(Xa, Ca);
+  carray<std::int64_t> labels(a.n);
+  carray<T> mind(a.n);
   run_native([&] {
-    softkmeans::assign<T>(X.data(), n, d, C.data(), k, labels.mutable_data(), mind.mutable_data(),
-                          n_threads);
+    softkmeans::kernels<T>().assign(a.X.data(), a.n, a.d, a.C.data(), a.k, labels.mutable_data(),
+                                    mind.mutable_data(), n_threads);
   });
   return py::make_tuple(labels, mind);
-}
-
-template <typename T>
-carray<T> as_vector(const py::array& a, const char* name, index_t n) {
-  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style))
-    throw py::type_error(std::string(name) + " must be a C-contiguous array of dtype " +
-                         py::str(py::dtype::of<T>()).cast<std::string>());
-  if (a.ndim() != 1 || a.shape(0) != n)
-    throw py::value_error(std::string(name) + " must be 1-dimensional with " +
-                          std::to_string(n) + " entries");
-  return py::reinterpret_borrow<carray<T>>(a);
 }
 
 softkmeans::Kind parse_kind(const std::string& kind) {
@@ -157,13 +191,11 @@ double check_sigma(double sigma, softkmeans::Kind kind) {
 
 template <typename T>
 py::array margins_t(const py::array& Xa, const py::array& Ca, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  auto C = as_matrix<T>(Ca, "C");
-  check_pair(X, C);
-  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  carray<T> out(n);
+  const PairArgs<T> a(Xa, Ca);
+  carray<T> out(a.n);
   run_native([&] {
-    softkmeans::margins<T>(X.data(), n, d, C.data(), k, out.mutable_data(), n_threads);
+    softkmeans::kernels<T>().margins(a.X.data(), a.n, a.d, a.C.data(), a.k, out.mutable_data(),
+                                     n_threads);
   });
   return out;
 }
@@ -174,29 +206,24 @@ py::array entmax15_t(const py::array& Za, int n_threads) {
   const index_t n = Z.shape(0), k = Z.shape(1);
   if (n < 1 || k < 1) throw py::value_error("Z must be non-empty");
   carray<T> R({n, k});
-  run_native([&] {
-    softkmeans::entmax15<T>(Z.data(), n, k, R.mutable_data(), n_threads);
-  });
+  run_native(
+      [&] { softkmeans::kernels<T>().entmax15(Z.data(), n, k, R.mutable_data(), n_threads); });
   return R;
 }
 
 // The checked arguments of the kind-dependent calls (responsibilities,
 // block_stats); weights only where the call takes them.
 template <typename T>
-struct KindArgs {
-  carray<T> X, C;
+struct KindArgs : PairArgs<T> {
   softkmeans::Kind kind;
   double sigma;
-  index_t n, d, k;
   KindArgs(const py::array& Xa, const py::array& Ca, const std::string& kind_s, double sigma_in)
-      : X(as_matrix<T>(Xa, "X")), C(as_matrix<T>(Ca, "C")) {
-    check_pair(X, C);
+      : PairArgs<T>(Xa, Ca) {
     kind = parse_kind(kind_s);
     sigma = check_sigma(sigma_in, kind);
-    n = X.shape(0), d = X.shape(1), k = C.shape(0);
   }
   carray<double> weights(const py::array& wa) const {
-    return as_vector<double>(wa, "sample_weight", n);
+    return as_vector<double>(wa, "sample_weight", this->n);
   }
 };
 
@@ -206,8 +233,8 @@ py::array responsibilities_t(const py::array& Xa, const py::array& Ca, const std
   const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
   carray<T> R({a.n, a.k});
   run_native([&] {
-    softkmeans::responsibilities<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma,
-                                    R.mutable_data(), n_threads);
+    softkmeans::kernels<T>().responsibilities(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind,
+                                              a.sigma, R.mutable_data(), n_threads);
   });
   return R;
 }
@@ -220,47 +247,32 @@ py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::str
                         bool with_labels, bool with_grad) {
   const KindArgs<T> a(Xa, Ca, kind_s, sigma_in);
   auto w = a.weights(wa);
-  py::object N = py::none(), S = py::none(), labels = py::none(), gX = py::none();
-  double* N_p = nullptr;
-  double* S_p = nullptr;
-  std::int64_t* labels_p = nullptr;
-  T* gX_p = nullptr;
-  if (sums) {
-    carray<double> N_a(a.k), S_a({a.k, a.d});
-    N_p = N_a.mutable_data();
-    S_p = S_a.mutable_data();
-    N = N_a;
-    S = S_a;
-  }
-  if (with_labels) {
-    carray<std::int64_t> l(a.n);
-    labels_p = l.mutable_data();
-    labels = l;
-  }
-  if (with_grad) {
-    carray<T> g({a.n, a.d});
-    gX_p = g.mutable_data();
-    gX = g;
-  }
+  double *N_p, *S_p;
+  std::int64_t* labels_p;
+  T* gX_p;
+  py::object N = optional_output(sums, {a.k}, &N_p);
+  py::object S = optional_output(sums, {a.k, a.d}, &S_p);
+  py::object labels = optional_output(with_labels, {a.n}, &labels_p);
+  py::object gX = optional_output(with_grad, {a.n, a.d}, &gX_p);
   double W, obj, J, mm;
   run_native([&] {
-    softkmeans::block_stats<T>(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma, w.data(),
-                               &W, N_p, S_p, &obj, &J, &mm, labels_p, gX_p, n_threads);
+    softkmeans::kernels<T>().block_stats(a.X.data(), a.n, a.d, a.C.data(), a.k, a.kind, a.sigma,
+                                         w.data(), &W, N_p, S_p, &obj, &J, &mm, labels_p, gX_p,
+                                         n_threads);
   });
   return py::make_tuple(W, N, S, obj, J, mm, labels, gX);
 }
 
 template <typename T>
 py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  const index_t n = X.shape(0), d = X.shape(1);
-  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
-  auto w = as_vector<double>(wa, "sample_weight", n);
+  const DataArgs<T> x(Xa);
+  const index_t n = x.n, d = x.d;
+  auto w = x.weights(wa);
   carray<double> mean(d);
   carray<double> cov({d, d});
   run_native([&] {
-    softkmeans::weighted_covariance<T>(X.data(), n, d, w.data(), mean.mutable_data(),
-                                       cov.mutable_data(), n_threads);
+    softkmeans::kernels<T>().weighted_covariance(x.X.data(), n, d, w.data(), mean.mutable_data(),
+                                                 cov.mutable_data(), n_threads);
   });
   return py::make_tuple(mean, cov);
 }
@@ -268,91 +280,90 @@ py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_
 template <typename T>
 py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::array& cla,
                            const py::array& ca, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  const index_t n = X.shape(0), d = X.shape(1);
-  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
-  auto w = as_vector<double>(wa, "sample_weight", n);
+  const DataArgs<T> x(Xa);
+  const index_t n = x.n, d = x.d;
+  auto w = x.weights(wa);
   auto closest = as_vector<double>(cla, "closest", n);
   if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
   auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
   const index_t L = cand.shape(0);
   if (L < 1) throw py::value_error("cand_idx must not be empty");
   for (index_t a = 0; a < L; ++a)
-    if (cand.data()[a] < 0 || cand.data()[a] >= n)
-      throw py::index_error("cand_idx out of range");
+    if (cand.data()[a] < 0 || cand.data()[a] >= n) throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
   run_native([&] {
-    softkmeans::kmeanspp_candidate_potentials<T>(X.data(), n, d, w.data(), closest.data(),
-                                                 cand.data(), L, pot.mutable_data(), n_threads);
+    softkmeans::kernels<T>().kmeanspp_candidate_potentials(
+        x.X.data(), n, d, w.data(), closest.data(), cand.data(), L, pot.mutable_data(), n_threads);
   });
   return pot;
 }
 
 template <typename T>
 void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int n_threads) {
-  auto X = as_matrix<T>(Xa, "X");
-  const index_t n = X.shape(0), d = X.shape(1);
-  if (n < 1 || d < 1) throw py::value_error("X must be non-empty");
+  const DataArgs<T> x(Xa);
+  const index_t n = x.n, d = x.d;
   auto closest = as_vector<double>(cla, "closest", n);
   if (!closest.writeable()) throw py::value_error("closest must be writeable");
   if (center < 0 || center >= n) throw py::index_error("center_idx out of range");
   run_native([&] {
-    softkmeans::kmeanspp_update_closest<T>(X.data(), n, d, center, closest.mutable_data(),
-                                           n_threads);
+    softkmeans::kernels<T>().kmeanspp_update_closest(x.X.data(), n, d, center,
+                                                     closest.mutable_data(), n_threads);
   });
 }
 
-// By equivalence, not identity: an equal but non-canonical float32 dtype
-// object (e.g. a byte-order-qualified one) is still float32.
-bool is_float32(const py::array& a) { return a.dtype().equal(py::dtype::of<float>()); }
+// Calls f(T{}) with T the dtype of X: float for float32, double otherwise (the
+// callee's as_matrix rejects anything but float64 there). By equivalence, not
+// identity: an equal but non-canonical float32 dtype object (e.g. a
+// byte-order-qualified one) is still float32.
+template <typename F>
+auto by_dtype(const py::array& X, F&& f) {
+  if (X.dtype().equal(py::dtype::of<float>())) return f(float{});
+  return f(double{});
+}
 
-}  // namespace
-
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
-
+// The kernels of softkmeans/kernels.hpp.
+void def_kernels(py::module_& m) {
   m.def(
       "sq_distances",
       [](const py::array& X, const py::array& C, int n_threads) {
-        return is_float32(X) ? sq_distances_t<float>(X, C, n_threads)
-                             : sq_distances_t<double>(X, C, n_threads);
+        return by_dtype(X, [&](auto t) { return sq_distances_t<decltype(t)>(X, C, n_threads); });
       },
       py::arg("X"), py::arg("C"), py::arg("n_threads") = 0);
   m.def(
       "assign",
       [](const py::array& X, const py::array& C, int n_threads) {
-        return is_float32(X) ? assign_t<float>(X, C, n_threads)
-                             : assign_t<double>(X, C, n_threads);
+        return by_dtype(X, [&](auto t) { return assign_t<decltype(t)>(X, C, n_threads); });
       },
       py::arg("X"), py::arg("C"), py::arg("n_threads") = 0);
 
   m.def(
       "margins",
       [](const py::array& X, const py::array& C, int n_threads) {
-        return is_float32(X) ? margins_t<float>(X, C, n_threads) : margins_t<double>(X, C, n_threads);
+        return by_dtype(X, [&](auto t) { return margins_t<decltype(t)>(X, C, n_threads); });
       },
       py::arg("X"), py::arg("C"), py::arg("n_threads") = 0);
   m.def(
       "entmax15",
       [](const py::array& Z, int n_threads) {
-        return is_float32(Z) ? entmax15_t<float>(Z, n_threads) : entmax15_t<double>(Z, n_threads);
+        return by_dtype(Z, [&](auto t) { return entmax15_t<decltype(t)>(Z, n_threads); });
       },
       py::arg("Z"), py::arg("n_threads") = 0);
   m.def(
       "responsibilities",
       [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
          int n_threads) {
-        return is_float32(X) ? responsibilities_t<float>(X, C, kind, sigma, n_threads)
-                             : responsibilities_t<double>(X, C, kind, sigma, n_threads);
+        return by_dtype(X, [&](auto t) {
+          return responsibilities_t<decltype(t)>(X, C, kind, sigma, n_threads);
+        });
       },
       py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("n_threads") = 0);
   m.def(
       "block_stats",
       [](const py::array& X, const py::array& C, const std::string& kind, double sigma,
          const py::array& w, int n_threads, bool sums, bool labels, bool grad_x) {
-        return is_float32(X)
-                   ? block_stats_t<float>(X, C, kind, sigma, w, n_threads, sums, labels, grad_x)
-                   : block_stats_t<double>(X, C, kind, sigma, w, n_threads, sums, labels, grad_x);
+        return by_dtype(X, [&](auto t) {
+          return block_stats_t<decltype(t)>(X, C, kind, sigma, w, n_threads, sums, labels, grad_x);
+        });
       },
       py::arg("X"), py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
       py::arg("n_threads") = 0, py::arg("sums") = true, py::arg("labels") = false,
@@ -361,16 +372,17 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {
-        return is_float32(X) ? weighted_covariance_t<float>(X, w, n_threads)
-                             : weighted_covariance_t<double>(X, w, n_threads);
+        return by_dtype(
+            X, [&](auto t) { return weighted_covariance_t<decltype(t)>(X, w, n_threads); });
       },
       py::arg("X"), py::arg("sample_weight"), py::arg("n_threads") = 0, "(mean (d,), cov (d, d))");
   m.def(
       "kmeanspp_candidate_potentials",
       [](const py::array& X, const py::array& w, const py::array& closest,
          const py::array& cand_idx, int n_threads) {
-        return is_float32(X) ? kpp_potentials_t<float>(X, w, closest, cand_idx, n_threads)
-                             : kpp_potentials_t<double>(X, w, closest, cand_idx, n_threads);
+        return by_dtype(X, [&](auto t) {
+          return kpp_potentials_t<decltype(t)>(X, w, closest, cand_idx, n_threads);
+        });
       },
       py::arg("X"), py::arg("sample_weight"), py::arg("closest"), py::arg("cand_idx"),
       py::arg("n_threads") = 0,
@@ -378,12 +390,14 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "kmeanspp_update_closest",
       [](const py::array& X, py::array& closest, std::int64_t center_idx, int n_threads) {
-        if (is_float32(X)) kpp_update_t<float>(X, closest, center_idx, n_threads);
-        else kpp_update_t<double>(X, closest, center_idx, n_threads);
+        by_dtype(X, [&](auto t) { kpp_update_t<decltype(t)>(X, closest, center_idx, n_threads); });
       },
       py::arg("X"), py::arg("closest"), py::arg("center_idx"), py::arg("n_threads") = 0,
       "in place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2)");
+}
 
+// SIMD levels, threads, and how the module was built.
+void def_runtime(py::module_& m) {
   m.def("available_simd_levels", [] {
     py::list out;
     for (auto l : softkmeans::available_simd_levels()) out.append(softkmeans::simd_level_name(l));
@@ -410,4 +424,12 @@ PYBIND11_MODULE(_core, m) {
 #else
   m.attr("compiler") = "unknown";
 #endif
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
+  def_kernels(m);
+  def_runtime(m);
 }

@@ -17,17 +17,21 @@ def assign(X: _F, C: _F, n_threads: int = 0) -> tuple[_I64, _F]: ...
 def margins(X: _F, C: _F, n_threads: int = 0) -> _F: ...
 def entmax15(Z: _F, n_threads: int = 0) -> _F: ...
 def responsibilities(X: _F, C: _F, kind: str, sigma: float, n_threads: int = 0) -> _F: ...
-def objective(
-    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
-) -> float: ...
-def centroid_step(
-    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
-) -> tuple[_F, _F64, float, float, float, npt.NDArray[np.bool_]]:
-    """(centroids, cluster_weights, objective, distortion, min_margin, empty)"""
+def block_stats(
+    X: _F,
+    C: _F,
+    kind: str,
+    sigma: float,
+    sample_weight: _F64,
+    n_threads: int = 0,
+    sums: bool = True,
+    labels: bool = False,
+    grad_x: bool = False,
+) -> tuple[float, _F64 | None, _F64 | None, float, float, float, _I64 | None, _F | None]:
+    """(W, N, S, objective, distortion, min_margin, labels, grad_X) of the rows of X, one
+    fused pass; N (k,) and S (k, d) with `sums`, labels (n,) with `labels`, grad_X (n, d)
+    with `grad_x`, None where not asked."""
 
-def gradients(
-    X: _F, C: _F, kind: str, sigma: float, sample_weight: _F64, n_threads: int = 0
-) -> tuple[_F, _F]: ...
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

@@ -2,10 +2,10 @@
 //
 // Conventions: T is float or double; X [in] (n, d), C [in] (k, d) row-major
 // and contiguous; outputs are allocated by the caller. n_threads <= 0 means
-// the OpenMP default (omp_get_max_threads() at the call, so OMP_NUM_THREADS and
-// threadpoolctl limits apply). Results never depend on the thread count
-// (bitwise). Callers validate inputs (finite values, n, k, d >= 1, sigma > 0
-// for the soft kinds, weights >= 0 with a positive sum); kernels do not throw.
+// the OpenMP default (omp_get_max_threads() at the call, resolved by the kernel, so OMP_NUM_THREADS
+// and threadpoolctl limits apply). Results never depend on the thread count (bitwise). Callers
+// validate inputs (finite values, n, k, d >= 1, sigma > 0 for the soft kinds, weights >= 0 with a
+// positive sum); kernels do not throw.
 //
 // Numerics: distances are ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s) with a
 // shift s near the centroids (d > kSmallDim), or direct differences (d <=
@@ -32,66 +32,84 @@ const std::atomic<int>* thread_cancel_flag();
 // The assignment maps of SPEC.md.
 enum class Kind : int { hard = 0, softmax = 1, entmax15 = 2 };
 
-// D [out] (n, k): D_ij = ||x_i - c_j||^2, never negative.
+// The kernel table: one function pointer per kernel, each signature written
+// here once. Every SIMD level fills one table per dtype from the same source
+// (cpp/src/impl/table.hpp); kernels<T>() returns the selected level's. Call as
+// softkmeans::kernels<float>().assign(X, n, d, C, k, labels, min_sq_dist, 0).
 template <typename T>
-void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int n_threads);
+struct Kernels {
+  // D [out] (n, k): D_ij = ||x_i - c_j||^2, never negative.
+  void (*sq_distances)(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
+                       int n_threads) = nullptr;
 
-// labels [out] (n,): argmin_j D_ij, ties to the smallest j.
-// min_sq_dist [out] (n,): min_j D_ij.
-template <typename T>
-void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
-            T* min_sq_dist, int n_threads);
+  // labels [out] (n,): argmin_j D_ij, ties to the smallest j.
+  // min_sq_dist [out] (n,): min_j D_ij.
+  void (*assign)(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
+                 T* min_sq_dist, int n_threads) = nullptr;
 
-// margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
-// distances (inf when k == 1).
-template <typename T>
-void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* margins, int n_threads);
+  // margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
+  // distances (inf when k == 1).
+  void (*margins)(const T* X, index_t n, index_t d, const T* C, index_t k, T* margins,
+                  int n_threads) = nullptr;
 
-// Z [in] (n, k) scores; R [out] (n, k) row-wise entmax15(Z), exact zeros off
-// the support. Candidate-filtered sort-based threshold computed in double.
-template <typename T>
-void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads);
+  // Z [in] (n, k) scores; R [out] (n, k) row-wise entmax15(Z), exact zeros off
+  // the support. Candidate-filtered sort-based threshold computed in double.
+  void (*entmax15)(const T* Z, index_t n, index_t k, T* R, int n_threads) = nullptr;
 
-// R [out] (n, k): responsibilities of `kind` at width sigma (ignored for hard).
-template <typename T>
-void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
-                      double sigma, T* R, int n_threads);
+  // R [out] (n, k): responsibilities of `kind` at width sigma (ignored for hard).
+  void (*responsibilities)(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                           double sigma, T* R, int n_threads) = nullptr;
 
-// The raw statistics of the rows of X (SPEC.md, "Block statistics"), one fused
-// pass (no (n, k) array). w [in] (n,) sample weights.
-// W [out]: sum_i w_i.  N [out, nullable] (k,): sum_i w_i r_ij; S [out, nullable]
-// (k, d): sum_i w_i r_ij x_i (N and S both or neither).  objective [out]: J,
-// F_sigma or G_sigma of `kind` at C; distortion [out]: J; min_margin [out]:
-// Delta_min over w_i > 0 (inf when k == 1).  labels [out, nullable] (n,):
-// argmin_j D_ij.  grad_X [out, nullable] (n, d): 2 w_i (x_i - sum_j r_ij c_j).
-// Statistics of disjoint blocks merge by adding and taking the minimum
-// (softkmeans._stats); the centroid step S_j / N_j is formed there, once.
-template <typename T>
-void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
-                 const double* w, double* W, double* N, double* S, double* objective,
-                 double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
-                 int n_threads);
+  // The raw statistics of the rows of X (SPEC.md, "Block statistics"), one
+  // fused pass (no (n, k) array). w [in] (n,) sample weights.
+  // W [out]: sum_i w_i.  N [out, nullable] (k,): sum_i w_i r_ij; S [out,
+  // nullable] (k, d): sum_i w_i r_ij x_i (N and S both or neither).
+  // objective [out]: J, F_sigma or G_sigma of `kind` at C; distortion [out]: J;
+  // min_margin [out]: Delta_min over w_i > 0 (inf when k == 1).
+  // labels [out, nullable] (n,): argmin_j D_ij.  grad_X [out, nullable] (n, d):
+  // 2 w_i (x_i - sum_j r_ij c_j).  Statistics of disjoint blocks merge by
+  // adding and taking the minimum (softkmeans._stats); the centroid step
+  // S_j / N_j is formed there, once.
+  void (*block_stats)(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                      double sigma, const double* w, double* W, double* N, double* S,
+                      double* objective, double* distortion, double* min_margin,
+                      std::int64_t* labels, T* grad_X, int n_threads) = nullptr;
 
-// mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the weighted
-// population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
-template <typename T>
-void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
-                         double* cov, int n_threads);
+  // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
+  // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
+  void (*weighted_covariance)(const T* X, index_t n, index_t d, const double* w, double* mean,
+                              double* cov, int n_threads) = nullptr;
 
-// Greedy k-means++ (as scikit-learn's _kmeans_plusplus), one fused pass:
-// cand [in] (L,) row indices of X (0 <= cand < n); closest [in] (n,) current
-// squared distance of each point to its nearest chosen center;
-// potentials [out] (L,): sum_i w_i min(closest_i, ||x_i - x_cand_l||^2).
-template <typename T>
-void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
-                                   const double* closest, const std::int64_t* cand, index_t L,
-                                   double* potentials, int n_threads);
+  // Greedy k-means++ (as scikit-learn's _kmeans_plusplus), one fused pass:
+  // w [in] (n,); closest [in] (n,) current squared distance of each point to
+  // its nearest chosen center; cand [in] (L,) row indices of X (0 <= cand < n);
+  // potentials [out] (L,): sum_i w_i min(closest_i, ||x_i - x_cand_l||^2).
+  void (*kmeanspp_candidate_potentials)(const T* X, index_t n, index_t d, const double* w,
+                                        const double* closest, const std::int64_t* cand, index_t L,
+                                        double* potentials, int n_threads) = nullptr;
 
-// closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2), the distance
-// computed by direct differences in double.
+  // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2), the distance
+  // computed by direct differences in double; 0 <= center < n.
+  void (*kmeanspp_update_closest)(const T* X, index_t n, index_t d, std::int64_t center,
+                                  double* closest, int n_threads) = nullptr;
+};
+
+// The names of the members of Kernels, for code generated per kernel (the
+// per-ISA tables).
+#define SOFTKMEANS_KERNEL_NAMES(F) \
+  F(sq_distances)                  \
+  F(assign)                        \
+  F(margins)                       \
+  F(entmax15)                      \
+  F(responsibilities)              \
+  F(block_stats)                   \
+  F(weighted_covariance)           \
+  F(kmeanspp_candidate_potentials) \
+  F(kmeanspp_update_closest)
+
+// The table of the currently selected SIMD level (softkmeans/simd.hpp).
 template <typename T>
-void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t center,
-                             double* closest, int n_threads);
+const Kernels<T>& kernels();
 
 // The number of threads a parallel region started with n_threads uses.
 int resolve_threads(int n_threads);

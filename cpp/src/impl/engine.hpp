@@ -1,0 +1,295 @@
+// The distance engine: centroids prepared once per call, then distance blocks
+// (or register-held row reductions, on the direct path) per row block.
+//
+// Two paths, chosen by d:
+// - direct (d <= kSmallDim): differences x - c vectorized over centroids
+//   (ct, cpad), or over rows with centroids broadcast (craw);
+// - micro-kernel (d > kSmallDim): ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s)
+//   with a shift s near the centroids, MR x NR register blocks (cp, cn).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "impl/rows.hpp"
+#include "impl/vec.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// Calls f(std::integral_constant<int, D>{}) for the direct path's d in 1..4.
+template <typename F>
+inline decltype(auto) with_small_dim(index_t d, F&& f) {
+  switch (d) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    default:
+      return f(std::integral_constant<int, 4>{});
+  }
+}
+
+// Per-thread scratch of the engine and of the row reductions that consume its
+// blocks. Kernels with more per-thread state derive from it.
+template <typename T>
+struct Workspace {
+  std::vector<T> xb;               // (mb_pad, d) shifted rows (micro-kernel path)
+  std::vector<T> xn;               // (mb_pad,) their squared norms
+  std::vector<T> dbuf;             // (mb_pad, kp) the distance block, then responsibilities
+  std::vector<RowMin<T>> mins;     // (mb_pad,) row reductions of the direct path
+  std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
+  std::vector<double> cval;        // (kp,) their values, then their responsibilities
+};
+
+// The shift of the micro-kernel path: the mean of C rounded to a multiple of a
+// power of two no larger than the centroids' spread. Distances are invariant
+// under it; it removes the cancellation of the norm expansion far from the
+// origin (points at 100 with spread 0.1), and on integer data with spread >= 1
+// it is an integer, so integer-valued distances stay exact.
+template <typename T>
+std::vector<T> centroid_shift(const T* C, index_t k, index_t d) {
+  std::vector<double> mu(d, 0.0);
+  for (index_t j = 0; j < k; ++j)
+    for (index_t l = 0; l < d; ++l) mu[l] += static_cast<double>(C[j * d + l]);
+  for (index_t l = 0; l < d; ++l) mu[l] /= static_cast<double>(k);
+  double spread = 0.0;
+  for (index_t j = 0; j < k; ++j)
+    for (index_t l = 0; l < d; ++l)
+      spread = std::max(spread, std::fabs(static_cast<double>(C[j * d + l]) - mu[l]));
+  std::vector<T> shift(d, T(0));
+  for (index_t l = 0; l < d; ++l) {
+    if (spread > 0.0) {
+      const double q = std::ldexp(1.0, std::ilogb(spread));
+      shift[l] = static_cast<T>(std::nearbyint(mu[l] / q) * q);
+    } else {
+      shift[l] = C[l];  // all centroids equal: shift by them exactly
+    }
+  }
+  return shift;
+}
+
+template <typename T>
+struct Engine {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
+  static constexpr index_t W = VT<T>::W;
+  static constexpr index_t NR = 2 * W;
+  static constexpr index_t MR = SOFTKMEANS_MR;
+
+  index_t d = 0, k = 0, kp = 0, mb = 0;
+  bool small = false;    // the direct path
+  std::vector<T> shift;  // (d,)
+  std::vector<T> cp;     // micro-kernel path: (kp / NR) panels of (d, NR)
+  std::vector<T> cn;     // (kp,) ||c_j - s||^2, +inf in the padding
+  std::vector<T> ct;     // direct path: (d, kp) transposed centroids
+  std::vector<T> cpad;   // direct path: (kp,) 0, then +inf in the padding
+  std::vector<T> craw;   // direct path: (k, d) the centroids (across-rows reduction)
+
+  // block_bytes: size of the distance block (rows x kp) a row block fills.
+  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes) : d(d_), k(k_) {
+    small = d <= kSmallDim;
+    kp = round_up(k, small ? W : NR);
+    const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
+    mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
+    if (small) {
+      ct.assign(d * kp, T(0));
+      for (index_t j = 0; j < k; ++j)
+        for (index_t l = 0; l < d; ++l) ct[l * kp + j] = C[j * d + l];
+      cpad.assign(kp, T(0));
+      for (index_t j = k; j < kp; ++j) cpad[j] = std::numeric_limits<T>::infinity();
+      craw.assign(C, C + k * d);
+      return;
+    }
+    shift = centroid_shift(C, k, d);
+    cp.assign((kp / NR) * d * NR, T(0));
+    cn.assign(kp, std::numeric_limits<T>::infinity());
+    for (index_t j = 0; j < k; ++j) {
+      const index_t p = j / NR, jj = j % NR;
+      double nrm = 0.0;
+      for (index_t l = 0; l < d; ++l) {
+        const T c = C[j * d + l] - shift[l];
+        cp[(p * d + l) * NR + jj] = c;
+        nrm += static_cast<double>(c) * static_cast<double>(c);
+      }
+      cn[j] = static_cast<T>(nrm);
+    }
+  }
+
+  index_t mb_pad() const { return round_up(mb, MR); }
+
+  void init(Workspace<T>& ws) const {
+    ws.dbuf.assign(mb_pad() * kp, T(0));
+    if (small) ws.mins.assign(mb_pad(), RowMin<T>{});
+    if (!small) {
+      ws.xb.assign(mb_pad() * d, T(0));
+      ws.xn.assign(mb_pad(), T(0));
+    }
+    ws.cval.assign(kp, 0.0);
+    ws.cidx.assign(kp, 0);
+  }
+
+  // dbuf [out] (rows, kp) with row stride kp: D of rows X[0..rows), +inf in
+  // the padding columns k..kp.
+  void distances(const T* X, index_t rows, Workspace<T>& ws) const {
+    T* out = ws.dbuf.data();
+    if (small) {
+      with_small_dim(d, [&](auto D) { direct<D>(X, rows, out); });
+      return;
+    }
+    T* xb = ws.xb.data();
+    T* xn = ws.xn.data();
+    const index_t rows_pad = round_up(rows, MR);
+    for (index_t r = 0; r < rows; ++r) {
+      T nrm = 0;
+      for (index_t l = 0; l < d; ++l) {
+        const T v = X[r * d + l] - shift[l];
+        xb[r * d + l] = v;
+        nrm += v * v;
+      }
+      xn[r] = nrm;
+    }
+    for (index_t r = rows; r < rows_pad; ++r) {
+      for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
+      xn[r] = T(0);
+    }
+    for (index_t p = 0; p < kp / NR; ++p)
+      for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
+        micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
+              out + r0 * kp + p * NR);
+  }
+
+  // Direct differences, vectorized over centroids with broadcasts of x.
+  template <int D>
+  void direct(const T* X, index_t rows, T* out) const {
+    for (index_t r = 0; r < rows; ++r) {
+      V xs[D];
+      for (int l = 0; l < D; ++l) xs[l] = vset<T>(X[r * D + l]);
+      T* o = out + r * kp;
+      for (index_t j = 0; j < kp; j += W) {
+        V s = V{};
+        for (int l = 0; l < D; ++l) {
+          const V df = xs[l] - vload(ct.data() + l * kp + j);
+          s += df * df;
+        }
+        vstore(o + j, s + vload(cpad.data() + j));
+      }
+    }
+  }
+
+  // Direct path fused with the reduction: the two smallest distances of row x
+  // and the first argmin, in registers (no distance row is stored).
+  template <int D>
+  RowMin<T> direct_min2(const T* x) const {
+    V xs[D];
+    for (int l = 0; l < D; ++l) xs[l] = vset<T>(x[l]);
+    Min2<T> m;
+    for (index_t j = 0; j < kp; j += W) {
+      V s = vload(cpad.data() + j);
+      for (int l = 0; l < D; ++l) {
+        const V df = xs[l] - vload(ct.data() + l * kp + j);
+        s += df * df;
+      }
+      m.push(s);
+    }
+    return m.finish();
+  }
+
+  // xv [out] (D,): rows X[r0 .. r0 + rn) in the lanes, coordinate by
+  // coordinate; lanes past rn repeat the last row.
+  template <int D>
+  static void load_row_lanes(const T* X, index_t r0, index_t rn, V* xv) {
+    alignas(64) T xt[D][W];
+    for (index_t q = 0; q < W; ++q) {
+      const index_t r = r0 + std::min<index_t>(q, rn - 1);
+      for (int l = 0; l < D; ++l) xt[l][q] = X[r * D + l];
+    }
+    for (int l = 0; l < D; ++l) xv[l] = vload(&xt[l][0]);
+  }
+
+  // Rows in the lanes (xv (D,), from load_row_lanes), centroids broadcast: per
+  // lane the running min v1, second min v2 and first argmin i1 (strict <: ties
+  // keep the smallest j).
+  template <int D>
+  void lane_min2(const V* xv, V& v1, V& v2, VI& i1) const {
+    const T inf = std::numeric_limits<T>::infinity();
+    v1 = vset<T>(inf);
+    v2 = vset<T>(inf);
+    i1 = VI{};
+    const T* c = craw.data();
+    for (index_t j = 0; j < k; ++j) {
+      V sv = V{};
+      for (int l = 0; l < D; ++l) {
+        const V df = xv[l] - c[j * D + l];
+        sv += df * df;
+      }
+      const VI lt = sv < v1;
+      v2 = vmin(v2, vmax(v1, sv));
+      i1 = lt ? (VI{} + static_cast<Int>(j)) : i1;
+      v1 = vmin(v1, sv);
+    }
+  }
+
+  // Small k: W rows at a time in the lanes. out [out] (rows,).
+  template <int D>
+  void direct_min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
+    for (index_t r0 = 0; r0 < rows; r0 += W) {
+      const index_t rn = std::min<index_t>(W, rows - r0);
+      V xv[D], v1, v2;
+      VI i1;
+      load_row_lanes<D>(X, r0, rn, xv);
+      lane_min2<D>(xv, v1, v2, i1);
+      for (index_t q = 0; q < rn; ++q) out[r0 + q] = {v1[q], v2[q], static_cast<index_t>(i1[q])};
+    }
+  }
+
+  // Reduces rows X[0..rows) to RowMin (direct path), out [out] (rows,).
+  void min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
+    if (k <= kSmallK) {
+      with_small_dim(d, [&](auto D) { direct_min2_rows<D>(X, rows, out); });
+      return;
+    }
+    for (index_t r = 0; r < rows; ++r)
+      out[r] = with_small_dim(d, [&](auto D) { return direct_min2<D>(X + r * d); });
+  }
+
+  // The register-blocked micro-kernel: MR rows x NR centroids of x.c
+  // accumulated over d in MR x 2 vector registers, then
+  // D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0, stored with row stride kp.
+  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const {
+    V a0[MR], a1[MR];
+#pragma GCC unroll 16
+    for (index_t r = 0; r < MR; ++r) a0[r] = a1[r] = V{};
+    for (index_t l = 0; l < d; ++l) {
+      const V c0 = vload(cpan + l * NR);
+      const V c1 = vload(cpan + l * NR + W);
+#pragma GCC unroll 16
+      for (index_t r = 0; r < MR; ++r) {
+        const V xv = vset<T>(xb[r * d + l]);
+        a0[r] += xv * c0;
+        a1[r] += xv * c1;
+      }
+    }
+    const V cn0 = vload(cnp), cn1 = vload(cnp + W);
+#pragma GCC unroll 16
+    for (index_t r = 0; r < MR; ++r) {
+      const V x = vset<T>(xn[r]);
+      V d0 = (x + cn0) - (a0[r] + a0[r]);
+      V d1 = (x + cn1) - (a1[r] + a1[r]);
+      d0 = vmax(d0, V{});
+      d1 = vmax(d1, V{});
+      vstore(out + r * kp, d0);
+      vstore(out + r * kp + W, d1);
+    }
+  }
+};
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

@@ -1,0 +1,157 @@
+// The per-row API kernels: one output row per input row, no reduction across
+// rows (sq_distances, assign, margins, entmax15, responsibilities).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "impl/drive.hpp"
+#include "impl/engine.hpp"
+#include "impl/rows.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+template <typename T>
+void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int n_threads) {
+  const Engine<T> E(C, k, d);
+  auto wss = per_thread(E, n_threads);
+  drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+    for (index_t r = 0; r < rows; ++r)
+      std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.kp, k * sizeof(T));
+  });
+}
+
+// Calls f(i, RowMin of row i) for every row of X: in registers on the direct
+// path, from the distance block otherwise.
+template <typename T, typename F>
+void for_each_row_min(const T* X, index_t n, index_t d, const T* C, index_t k, int n_threads, F f) {
+  const Engine<T> E(C, k, d);
+  auto wss = per_thread(E, n_threads);
+  drive_rows(
+      E, X, n, wss,
+      [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+        if (E.small) E.min2_rows(X + i0 * d, rows, ws.mins.data());
+        for (index_t r = 0; r < rows; ++r)
+          f(i0 + r, E.small ? ws.mins[r] : row_min2(ws.dbuf.data() + r * E.kp, E.kp));
+      },
+      !E.small);
+}
+
+template <typename T>
+void assign(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
+            T* min_sq_dist, int n_threads) {
+  for_each_row_min(X, n, d, C, k, n_threads, [&](index_t i, const RowMin<T>& m) {
+    labels[i] = m.a;
+    min_sq_dist[i] = m.m1;
+  });
+}
+
+template <typename T>
+void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, int n_threads) {
+  for_each_row_min(X, n, d, C, k, n_threads,
+                   [&](index_t i, const RowMin<T>& m) { out[i] = m.m2 - m.m1; });
+}
+
+// entmax15 of one score row z (k,) into o (k,); cval, cidx (k,) scratch.
+template <typename T>
+void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  const index_t kv = k / W * W;
+  T zmax = -std::numeric_limits<T>::infinity();
+  if (kv > 0) {
+    V vm = vload(z);
+    for (index_t j = W; j < kv; j += W) vm = vmax(vm, vload(z + j));
+    for (index_t q = 0; q < W; ++q) zmax = std::max(zmax, vm[q]);
+  }
+  for (index_t j = kv; j < k; ++j) zmax = std::max(zmax, z[j]);
+  // u = z/2 - max(z)/2: halved before the subtraction, so it cannot
+  // overflow. Candidates u > -1, i.e. z > max(z) - 2 (a superset test in T,
+  // then the exact one in double).
+  const double half_max = static_cast<double>(zmax) / 2.0;
+  const T lo = zmax - T(2) - std::fabs(zmax) * T(1e-6);
+  const V vlo = vset<T>(lo);
+  index_t count = 0;
+  auto consider = [&](index_t j) {
+    const double u = static_cast<double>(z[j]) / 2.0 - half_max;
+    if (u > -1.0) {
+      cval[count] = u;
+      cidx[count] = j;
+      ++count;
+    }
+  };
+  for (index_t j = 0; j < kv; j += W) {
+    const auto m = vload(z + j) > vlo;
+    vstore(o + j, V{});
+    bool any = false;
+    for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
+    if (any)
+      for (index_t q = 0; q < W; ++q) consider(j + q);
+  }
+  for (index_t j = kv; j < k; ++j) {
+    o[j] = T(0);
+    consider(j);
+  }
+  const double tau = entmax_tau(cval, cidx, count);
+  for (index_t a = 0; a < count; ++a) {
+    const double t = cval[a] - tau;
+    if (t <= 0.0) break;
+    o[cidx[a]] = static_cast<T>(t * t);
+  }
+}
+
+template <typename T>
+void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
+  const int nt = resolve_threads(n_threads);
+  std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
+  std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
+  const std::atomic<int>* cancel = thread_cancel_flag();
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (index_t i = 0; i < n; ++i) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
+    const int th = omp_get_thread_num();
+    entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
+  }
+}
+
+template <typename T>
+void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
+                      double sigma, T* R, int n_threads) {
+  const Engine<T> E(C, k, d);
+  auto wss = per_thread(E, n_threads);
+  const double sigma2 = sigma * sigma;
+  const T inv_t =
+      static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
+    for (index_t r = 0; r < rows; ++r) {
+      T* row = ws.dbuf.data() + r * E.kp;
+      T* o = R + (i0 + r) * k;
+      const RowMin<T> m = row_min2(row, E.kp);
+      if (kind == Kind::hard) {
+        std::fill(o, o + k, T(0));
+        o[m.a] = T(1);
+      } else if (kind == Kind::softmax) {
+        softmax_row(row, E.kp, m.m1, inv_t, true);
+        std::memcpy(o, row, k * sizeof(T));
+      } else {
+        double extra;
+        const index_t s =
+            entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+        std::fill(o, o + k, T(0));
+        for (index_t a = 0; a < s; ++a) o[ws.cidx[a]] = static_cast<T>(ws.cval[a]);
+      }
+    }
+  });
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

@@ -1,0 +1,209 @@
+// Row reductions of a distance row: the two smallest entries and the first
+// argmin (Min2, RowMin), the softmax of a row, and the entmax15 threshold and
+// responsibilities of a row.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "impl/vec.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// ---------------------------------------------------------------------------
+// Running two smallest values and first argmin, per lane.
+// ---------------------------------------------------------------------------
+
+template <typename T>
+struct RowMin {
+  T m1, m2;
+  index_t a;
+};
+
+template <typename T>
+struct Min2 {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  static constexpr index_t W = VT<T>::W;
+  V v1, v2;
+  VI i1, idx;
+  Min2() {
+    v1 = v2 = vset<T>(std::numeric_limits<T>::infinity());
+    i1 = VI{};
+    for (index_t q = 0; q < W; ++q) idx[q] = q;
+  }
+  // The next W entries (columns idx .. idx + W).
+  inline void push(V x) {
+    const VI lt = x < v1;  // strict: a lane keeps its first minimum
+    v2 = vmin(v2, vmax(v1, x));
+    i1 = lt ? idx : i1;
+    v1 = vmin(v1, x);
+    idx += static_cast<typename std::remove_reference<decltype(idx[0])>::type>(W);
+  }
+  // Merges the lanes with log2(W) shuffles: m1 = the smallest value, a = the
+  // smallest index among lanes holding it, m2 = the smallest of the second
+  // minima and of the other lanes' minima (m1 again when two lanes hold it).
+  inline RowMin<T> finish() const {
+    using Int = typename std::remove_reference<decltype(i1[0])>::type;
+    const V m1v = hmin(v1);
+    const VI big = VI{} + std::numeric_limits<Int>::max();
+    const VI at_min = v1 == m1v;
+    const VI a_v = hmin_i(at_min ? i1 : big);
+    const V inf = vset<T>(std::numeric_limits<T>::infinity());
+    const V others = (i1 == a_v) & at_min ? inf : v1;
+    const V m2v = hmin(vmin(v2, others));
+    return {m1v[0], m2v[0], static_cast<index_t>(a_v[0])};
+  }
+  // Lane-wise min with the lanes S apart, then 2S, ... (constant shuffle masks).
+  template <index_t S, typename U>
+  static inline U hmin_from(U v) {
+    if constexpr (S < W) {
+      VI m;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < W; ++q) m[q] = q ^ S;
+      return hmin_from<2 * S>(vmin(v, __builtin_shuffle(v, m)));
+    } else {
+      return v;
+    }
+  }
+  static inline V hmin(V v) { return hmin_from<1>(v); }
+  static inline VI hmin_i(VI v) { return hmin_from<1>(v); }
+};
+
+// The two smallest entries of a row (padding +inf) and the first argmin.
+template <typename T>
+inline RowMin<T> row_min2(const T* row, index_t kp) {
+  constexpr index_t W = VT<T>::W;
+  Min2<T> m;
+  for (index_t j = 0; j < kp; j += W) m.push(vload(row + j));
+  return m.finish();
+}
+
+// Softmax of the row from its distances: row_j <- exp(-(D_j - m1) / (2 sigma^2))
+// (the log-sum-exp shift by the row max, written on the gap so the nearest
+// centroid gets exp(0) = 1 exactly and exact ties share). Returns sum_j e_j
+// (>= 1). With normalize, row_j <- e_j / sum.
+// nz [out, nullable] (kp / W,): 0 where a W-block of the row is all exact
+// zeros (every score underflows; its exp is skipped), else 1.
+template <typename T>
+inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
+                          std::uint8_t* nz = nullptr) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  const V vm = vset<T>(m1), vi = vset<T>(inv_t);
+  const V vlo = vset<T>(sizeof(T) == 4 ? T(-87) : T(-708));  // vexp's flush threshold
+  V acc = V{};
+  for (index_t j = 0; j < kp; j += W) {
+    const V g = vload(row + j) - vm;
+    const V s = g > V{} ? -(g * vi) : V{};  // no 0 * inf
+    if (all_less(s, vlo)) {
+      vstore(row + j, V{});
+      if (nz) nz[j / W] = 0;
+      continue;
+    }
+    const V e = vexp(s);
+    vstore(row + j, e);
+    acc += e;
+    if (nz) nz[j / W] = 1;
+  }
+  double sum = 0.0;
+  for (index_t q = 0; q < W; ++q) sum += static_cast<double>(acc[q]);
+  if (normalize) {
+    const V sc = vset<T>(static_cast<T>(1.0 / sum));
+    for (index_t j = 0; j < kp; j += W) vstore(row + j, vload(row + j) * sc);
+  }
+  return sum;
+}
+
+// entmax15 threshold by SPEC.md's sort-based algorithm on candidates
+// u (count,) in (-1, 0] (halved, max-shifted scores; the max is 0): sorts
+// them descending (with their indices), returns tau. Running sums in double;
+// values in (-1, 0] keep Q_s - M_s^2 well conditioned.
+inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+  // Insertion sort for the usual handful of candidates, Shell sort (in place,
+  // no allocation inside the parallel region) for many.
+  index_t gap = 1;
+  while (gap < count / 3) gap = 3 * gap + 1;
+  for (; gap >= 1; gap /= 3) {
+    for (index_t a = gap; a < count; ++a) {
+      const double v = u[a];
+      const std::int64_t iv = idx[a];
+      index_t b = a;
+      for (; b >= gap && u[b - gap] < v; b -= gap) {
+        u[b] = u[b - gap];
+        idx[b] = idx[b - gap];
+      }
+      u[b] = v;
+      idx[b] = iv;
+    }
+  }
+  double s1 = 0.0, s2 = 0.0, tau = u[0] - 1.0;
+  for (index_t s = 1; s <= count; ++s) {
+    const double v = u[s - 1];
+    s1 += v;
+    s2 += v * v;
+    const double ds = static_cast<double>(s);
+    const double M = s1 / ds, Q = s2 / ds;
+    const double delta = (1.0 - ds * (Q - M * M)) / ds;
+    const double tau_s = M - std::sqrt(std::max(delta, 0.0));
+    // The qualifying sizes form a prefix 1..s* (as in deep-spin/entmax, which
+    // counts them): stop at the first failure.
+    if (tau_s > v) break;
+    tau = tau_s;
+  }
+  return tau;
+}
+
+// entmax15 responsibilities of a distance row: candidates are the j with
+// D_j - m1 < 4 sigma^2 (u_j = -(D_j - m1) / (4 sigma^2) > -1); cval/cidx
+// [out] get the support's r values and indices, returns its size.
+// extra [out]: sum_j r_j (D_j - m1) - 2 sigma^2 H(r), the Tsallis objective
+// minus m1 (one-hot rows give exactly 0).
+template <typename T>
+inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double* cval,
+                          std::int64_t* cidx, double* extra) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  // NOTE: u = -gap / (4 sigma^2) by division, not by a precomputed inverse, and
+  // gap == 0 always a candidate: when 4 sigma^2 is subnormal or underflows to 0
+  // the inverse is inf (0 * inf = NaN) and `gap < thr` would admit nothing.
+  const double thr = 4.0 * sigma2;
+  const V vthr = vset<T>(static_cast<T>(std::min<double>(thr, std::numeric_limits<T>::max())));
+  const V vm = vset<T>(m1);
+  index_t count = 0;
+  for (index_t j = 0; j < kp; j += W) {
+    const V g = vload(row + j) - vm;
+    if (!any_less_equal(g, vthr)) continue;  // a superset; exact test below in double
+    for (index_t q = 0; q < W; ++q) {
+      const double gap = static_cast<double>(row[j + q]) - static_cast<double>(m1);
+      if (gap < thr || gap == 0.0) {
+        cval[count] = gap > 0.0 ? -gap / thr : 0.0;
+        cidx[count] = j + q;
+        ++count;
+      }
+    }
+  }
+  const double tau = entmax_tau(cval, cidx, count);
+  index_t supp = 0;
+  double lin = 0.0, p15 = 0.0;
+  for (index_t a = 0; a < count; ++a) {
+    const double t = cval[a] - tau;
+    if (t <= 0.0) break;  // sorted descending
+    const double r = t * t;
+    const double gap = -cval[a] * thr;
+    lin += r * gap;
+    p15 += r * t;  // r^(3/2) = t^3
+    cval[supp] = r;
+    cidx[supp] = cidx[a];
+    ++supp;
+  }
+  *extra = lin - 2.0 * sigma2 * (4.0 / 3.0) * (1.0 - p15);
+  return supp;
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

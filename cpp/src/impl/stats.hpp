@@ -1,0 +1,114 @@
+// The fused block-statistics kernel (SPEC.md, "Block statistics"): one pass
+// over the rows of X gives W, N, S, the objective, J and the min margin (and
+// optionally labels and grad_X), with no (n, k) array.
+//
+// Structure: the row pass (StatsPass) reduces each row to its assignment of
+// the kind (one-hot, softmax, entmax15) and adds the scalar statistics to its
+// chunk; one accumulator type per assignment path, chosen once per call, adds
+// the row's w r x and w r into a per-thread float tile partial and folds it
+// into the chunk's double totals at each tile end (the units of deterministic
+// reduction, config.hpp); chunks merge in chunk order.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "impl/drive.hpp"
+#include "impl/engine.hpp"
+#include "impl/rows.hpp"
+#include "impl/stats_accumulators.hpp"
+#include "impl/stats_pass.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+inline index_t stats_chunks(index_t n, index_t k, index_t d) {
+  const index_t per = (k * d + k) * 8 + 64;
+  const index_t cap = std::max<index_t>(4, std::min<index_t>(kMaxChunks, kChunkStatsBytes / per));
+  return std::min(n_tiles_of(n), cap);
+}
+
+// The outputs of block_stats (kernels.hpp); N and S nullable.
+struct BlockStatsOut {
+  double *W, *N, *S, *objective, *distortion, *min_margin;
+};
+
+// The statistics of disjoint chunks merged in chunk order: sums added, margins
+// minimized. The result does not depend on which thread computed which chunk.
+inline void merge_in_chunk_order(const std::vector<ChunkStats>& chunks, index_t k, index_t d,
+                                 const BlockStatsOut& out) {
+  double obj = 0.0, J = 0.0, W = 0.0, mm = std::numeric_limits<double>::infinity();
+  if (out.N) std::fill(out.N, out.N + k, 0.0);
+  if (out.S) std::fill(out.S, out.S + k * d, 0.0);
+  for (const ChunkStats& c : chunks) {
+    W += c.W;
+    obj += c.obj;
+    J += c.J;
+    mm = std::min(mm, c.mm);
+    if (out.N)
+      for (index_t j = 0; j < k; ++j) out.N[j] += c.N[j];
+    if (out.S)
+      for (index_t q = 0; q < k * d; ++q) out.S[q] += c.S[q];
+  }
+  *out.W = W;
+  *out.objective = obj;
+  *out.distortion = J;
+  *out.min_margin = (k >= 2) ? mm : std::numeric_limits<double>::infinity();
+}
+
+// Per-thread scratch of the pass: the engine's workspace and the
+// accumulator's tile partial.
+template <typename T, typename Tile>
+struct StatsScratch : Workspace<T> {
+  Tile tile;
+};
+
+// Runs the pass with accumulator acc and merges the chunks into out.
+template <typename T, typename Acc>
+void run_block_stats(const StatsPass<T>& p, const Acc& acc, index_t n, int n_threads,
+                     const BlockStatsOut& out) {
+  const index_t k = p.E.k, d = p.E.d;
+  std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
+  if (acc.sums)
+    for (ChunkStats& c : chunks) {
+      c.N.assign(k, 0.0);
+      c.S.assign(k * d, 0.0);
+    }
+  using Scratch = StatsScratch<T, typename Acc::Tile>;
+  auto scratch = per_thread<Scratch>(p.E, n_threads, [&](Scratch& s) { acc.init(s.tile); });
+  drive(
+      p.E, p.X, n, static_cast<index_t>(chunks.size()), scratch,
+      [&](index_t c, Scratch& s, index_t i0, index_t rows) {
+        acc.block(p, chunks[c], s, s.tile, i0, rows);
+      },
+      [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, !p.in_registers);
+  merge_in_chunk_order(chunks, k, d, out);
+}
+
+template <typename T>
+void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind, double sigma,
+                 const double* w, double* W, double* N, double* S, double* objective,
+                 double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
+                 int n_threads) {
+  // Softmax accumulation streams its (d + 1, kp) tile partial once per row
+  // block: larger blocks amortize it.
+  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
+  const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
+  const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
+  const bool sums = N != nullptr || S != nullptr;
+  if (p.in_registers && kind == Kind::hard && k <= kLaneAccK && grad_X == nullptr)
+    run_block_stats(p, HardLaneAccumulator<T>(E, sums), n, n_threads, out);
+  else if (!sums)
+    run_block_stats(p, ObjectiveOnly<T>{}, n, n_threads, out);
+  else if (kind == Kind::softmax)
+    run_block_stats(p, DenseSoftmaxAccumulator<T>(E), n, n_threads, out);
+  else
+    run_block_stats(p, SparseAccumulator<T>(E), n, n_threads, out);
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

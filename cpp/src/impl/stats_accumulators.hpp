@@ -1,0 +1,241 @@
+// The accumulators of the block-statistics kernel, one per assignment path.
+// Each holds the per-call constants of its path and defines
+//   Tile                      its per-thread float tile partial,
+//   init(tile)                allocates it (outside the parallel region),
+//   block(pass, chunk, ws, tile, i0, rows)   one row block,
+//   fold(tile, chunk)         adds the tile partial into the chunk's double
+//                             totals and clears it (at each tile end),
+//   sums                      whether N and S are accumulated at all;
+// the row-at-a-time ones (all but HardLaneAccumulator) also define
+//   nonzero_blocks(tile, r), row(tile, r, x, wi, assignment, ws), block_end,
+// called by stats_rows.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "impl/engine.hpp"
+#include "impl/product.hpp"
+#include "impl/stats_pass.hpp"
+#include "impl/vec.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// Hard, direct path (d <= kSmallDim), k <= kLaneAccK, no grad_X: W rows per
+// vector, distances, argmin, margin and the accumulation of N, S and J by
+// label masks, all in the lanes (one masked add per centroid and coordinate
+// per W rows).
+template <typename T>
+struct HardLaneAccumulator {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  using Int = typename Engine<T>::Int;
+  static constexpr index_t W = VT<T>::W;
+  // lanes (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
+  struct Tile {
+    std::vector<T> lanes;
+  };
+  index_t k, d;
+  bool sums;
+
+  HardLaneAccumulator(const Engine<T>& E, bool sums_) : k(E.k), d(E.d), sums(sums_) {}
+
+  void init(Tile& t) const {
+    t.lanes.assign((k * (d + 1) + 2) * W, T(0));
+    std::fill(t.lanes.end() - W, t.lanes.end(), std::numeric_limits<T>::infinity());
+  }
+
+  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>&, Tile& t, index_t i0,
+             index_t rows) const {
+    for (index_t r = 0; r < rows; ++r) chunk.W += p.w[i0 + r];
+    with_small_dim(d, [&](auto D) {
+      hard_rows<D>(p.E, p.X + i0 * d, p.w + i0, rows, t.lanes.data(),
+                   p.labels ? p.labels + i0 : nullptr);
+    });
+  }
+
+  // w [in] (rows,); labels [out, nullable] (rows,): the argmins.
+  template <int D>
+  void hard_rows(const Engine<T>& E, const T* X, const double* w, index_t rows, T* acc,
+                 std::int64_t* labels) const {
+    const T inf = std::numeric_limits<T>::infinity();
+    T* nacc = acc;
+    T* sacc = acc + k * W;
+    T* jacc = acc + k * (D + 1) * W;
+    T* macc = jacc + W;
+    for (index_t r0 = 0; r0 < rows; r0 += W) {
+      const index_t rn = std::min<index_t>(W, rows - r0);
+      alignas(64) T wt[W];
+      for (index_t q = 0; q < W; ++q) wt[q] = q < rn ? static_cast<T>(w[r0 + q]) : T(0);
+      V xv[D], v1, v2;
+      VI i1;
+      E.template load_row_lanes<D>(X, r0, rn, xv);
+      E.template lane_min2<D>(xv, v1, v2, i1);
+      const V wv = vload(wt);  // padding lanes weigh 0
+      if (labels)
+        for (index_t q = 0; q < rn; ++q) labels[r0 + q] = static_cast<std::int64_t>(i1[q]);
+      vstore(jacc, vload(jacc) + wv * v1);
+      const V gap = v2 - v1;
+      vstore(macc, vmin(vload(macc), wv > V{} ? gap : vset<T>(inf)));
+      V wx[D];
+      for (int l = 0; l < D; ++l) wx[l] = wv * xv[l];
+      for (index_t j = 0; j < k; ++j) {
+        const VI hit = i1 == (VI{} + static_cast<Int>(j));
+        vstore(nacc + j * W, vload(nacc + j * W) + (hit ? wv : V{}));
+        for (int l = 0; l < D; ++l) {
+          T* sp = sacc + (j * D + l) * W;
+          vstore(sp, vload(sp) + (hit ? wx[l] : V{}));
+        }
+      }
+    }
+  }
+
+  void fold(Tile& t, ChunkStats& chunk) const {
+    T* a = t.lanes.data();
+    auto lane_sum = [&](T* v) {
+      double s = 0.0;
+      for (index_t q = 0; q < W; ++q) {
+        s += static_cast<double>(v[q]);
+        v[q] = T(0);
+      }
+      return s;
+    };
+    if (sums) {
+      for (index_t j = 0; j < k; ++j) chunk.N[j] += lane_sum(a + j * W);
+      for (index_t q = 0; q < k * d; ++q) chunk.S[q] += lane_sum(a + (k + q) * W);
+    } else {
+      std::fill(a, a + k * (d + 1) * W, T(0));
+    }
+    const double jt = lane_sum(a + k * (d + 1) * W);
+    chunk.J += jt;
+    chunk.obj += jt;
+    T* m = a + (k * (d + 1) + 1) * W;
+    for (index_t q = 0; q < W; ++q) {
+      chunk.mm = std::min(chunk.mm, static_cast<double>(m[q]));
+      m[q] = std::numeric_limits<T>::infinity();
+    }
+  }
+};
+
+// Hard and entmax15 rows (a support of one or a few centroids): w r x added
+// by axpy into a (k, d) float tile partial of S, w r into a (k,) double
+// partial of N.
+template <typename T>
+struct SparseAccumulator {
+  struct Tile {
+    std::vector<T> S;       // (k, d)
+    std::vector<double> N;  // (k,)
+  };
+  index_t k, d;
+  static constexpr bool sums = true;
+
+  explicit SparseAccumulator(const Engine<T>& E) : k(E.k), d(E.d) {}
+
+  void init(Tile& t) const {
+    t.S.assign(k * d, T(0));
+    t.N.assign(k, 0.0);
+  }
+  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
+             index_t rows) const {
+    stats_rows(p, *this, chunk, ws, t, i0, rows);
+  }
+  std::uint8_t* nonzero_blocks(Tile&, index_t) const { return nullptr; }
+  void row(Tile& t, index_t, const T* x, double wi, const RowAssignment& a,
+           const Workspace<T>& ws) const {
+    if (wi == 0.0) return;
+    for (index_t s = 0; s < a.supp; ++s) {
+      const double wr = wi * ws.cval[s];  // hard: wi * 1.0, exactly wi
+      const index_t j = ws.cidx[s];
+      t.N[j] += wr;
+      const T f = static_cast<T>(wr);
+      T* sj = t.S.data() + j * d;
+#pragma omp simd
+      for (index_t l = 0; l < d; ++l) sj[l] += f * x[l];
+    }
+  }
+  void block_end(Tile&, const Workspace<T>&, index_t) const {}
+  void fold(Tile& t, ChunkStats& chunk) const {
+    for (index_t q = 0; q < k * d; ++q) {
+      chunk.S[q] += static_cast<double>(t.S[q]);
+      t.S[q] = T(0);
+    }
+    for (index_t j = 0; j < k; ++j) {
+      chunk.N[j] += t.N[j];
+      t.N[j] = 0.0;
+    }
+  }
+};
+
+// Softmax rows (dense): the weighted rows, transposed, are collected per row
+// block and St += A R by the blocked product accumulate_rt_x, into a
+// transposed (d + 1, kp) float tile partial whose row d is N.
+template <typename T>
+struct DenseSoftmaxAccumulator {
+  static constexpr index_t W = VT<T>::W;
+  struct Tile {
+    std::vector<T> St;             // (dp, kp): S^T in rows 0..d-1, N in row d
+    std::vector<T> A;              // (dp, lda) the block's w r x^T and w, transposed
+    std::vector<std::uint8_t> nz;  // (lda, kp / W) nonzero W-blocks of the rows
+  };
+  index_t k, d, kp, lda;
+  index_t mbl;  // rows of the accumulation micro-kernel
+  index_t dp;   // d + 1 rounded up to mbl
+  static constexpr bool sums = true;
+
+  explicit DenseSoftmaxAccumulator(const Engine<T>& E) : k(E.k), d(E.d), kp(E.kp), lda(E.mb_pad()) {
+    mbl = (d + 1 <= 4) ? 4 : 8;
+    dp = round_up(d + 1, mbl);
+  }
+
+  void init(Tile& t) const {
+    t.St.assign(dp * kp, T(0));
+    t.A.assign(dp * lda, T(0));
+    t.nz.assign(lda * (kp / W), 0);
+  }
+  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
+             index_t rows) const {
+    stats_rows(p, *this, chunk, ws, t, i0, rows);
+  }
+  std::uint8_t* nonzero_blocks(Tile& t, index_t r) const { return t.nz.data() + r * (kp / W); }
+  void row(Tile& t, index_t r, const T* x, double, const RowAssignment& a,
+           const Workspace<T>&) const {
+    const T wt = static_cast<T>(a.weight);
+    for (index_t l = 0; l < d; ++l) t.A[l * lda + r] = wt * x[l];
+    t.A[d * lda + r] = wt;
+  }
+  void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
+    if (mbl == 4)
+      accumulate_rt_x<4>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+    else
+      accumulate_rt_x<8>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+  }
+  void fold(Tile& t, ChunkStats& chunk) const {
+    for (index_t j = 0; j < k; ++j)
+      for (index_t l = 0; l < d; ++l) chunk.S[j * d + l] += static_cast<double>(t.St[l * kp + j]);
+    for (index_t j = 0; j < k; ++j) chunk.N[j] += static_cast<double>(t.St[d * kp + j]);
+    std::fill(t.St.begin(), t.St.end(), T(0));
+  }
+};
+
+// No N and S (the objective, J, margins, labels and grad_X only).
+template <typename T>
+struct ObjectiveOnly {
+  struct Tile {};
+  static constexpr bool sums = false;
+
+  void init(Tile&) const {}
+  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
+             index_t rows) const {
+    stats_rows(p, *this, chunk, ws, t, i0, rows);
+  }
+  std::uint8_t* nonzero_blocks(Tile&, index_t) const { return nullptr; }
+  void row(Tile&, index_t, const T*, double, const RowAssignment&, const Workspace<T>&) const {}
+  void block_end(Tile&, const Workspace<T>&, index_t) const {}
+  void fold(Tile&, ChunkStats&) const {}
+};
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

@@ -1,0 +1,147 @@
+// The row pass of the block-statistics kernel (stats.hpp): the per-call
+// constants, the assignment of one row of the kind, its data gradient, and the
+// loop over a row block shared by the row-at-a-time accumulators.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "impl/engine.hpp"
+#include "impl/rows.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// The double statistics of one chunk: W, N (k,), S (k, d) (N and S empty
+// without sums), objective, J, min margin.
+struct ChunkStats {
+  std::vector<double> N, S;
+  double W = 0.0, obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
+};
+
+// The assignment of one row. Its support (hard, entmax15) is in the
+// workspace: cidx[0 .. supp) the centroids, cval their responsibilities;
+// softmax responsibilities are in the row's distance buffer.
+struct RowAssignment {
+  double objective;  // o_i: m1, m1 - 2 sigma^2 lse shifted, or the Tsallis term
+  double weight;     // the weight of the row in a dense accumulation (softmax)
+  index_t supp;      // support size (0 for softmax)
+};
+
+template <typename T>
+struct StatsPass {
+  const Engine<T>& E;
+  const T* X;       // (n, d)
+  const double* w;  // (n,)
+  Kind kind;
+  double sigma2, two_s2;
+  T inv_t;                  // 1 / (2 sigma^2), capped at the largest T
+  bool in_registers;        // direct path, hard/entmax15: rows reduced in registers, no block
+  std::int64_t* labels;     // (n,) nullable
+  T* grad_X;                // (n, d) nullable
+  std::vector<double> C64;  // (k, d) the centroids in double (with grad_X)
+
+  StatsPass(const Engine<T>& E_, const T* X_, const T* C, const double* w_, Kind kind_,
+            double sigma, std::int64_t* labels_, T* grad_X_)
+      : E(E_), X(X_), w(w_), kind(kind_), labels(labels_), grad_X(grad_X_) {
+    sigma2 = sigma * sigma;
+    two_s2 = 2.0 * sigma2;
+    inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+    in_registers = E.small && kind != Kind::softmax;
+    if (grad_X) C64.assign(C, C + E.k * E.d);
+  }
+
+  // The kind's responsibilities of row x (distance row `row`, RowMin m, weight
+  // wi). Softmax: row <- e_j, normalized with grad_X (else 1 / sum is folded
+  // into the weight); nz [out, nullable] its nonzero W-blocks.
+  RowAssignment assign_row(const T* x, T* row, const RowMin<T>& m, double wi, Workspace<T>& ws,
+                           std::uint8_t* nz) const {
+    const double m1 = static_cast<double>(m.m1);
+    if (kind == Kind::softmax) {
+      const double sum = softmax_row(row, E.kp, m.m1, inv_t, grad_X != nullptr, nz);
+      return {m1 - two_s2 * std::log(sum), grad_X ? wi : wi / sum, 0};
+    }
+    const double margin = static_cast<double>(m.m2) - m1;
+    // Margin >= 4 sigma^2 (> 0: a tie is never one-hot): the argmin is the only
+    // entmax15 candidate (z_j <= max z - 2 for all others), r is one-hot and
+    // G_i = m1 exactly (SPEC.md), the bits of the hard step.
+    if (kind == Kind::hard || (margin > 0.0 && margin >= 4.0 * sigma2)) {
+      ws.cval[0] = 1.0;
+      ws.cidx[0] = m.a;
+      return {m1, wi, 1};
+    }
+    if (in_registers) E.distances(x, 1, ws);
+    double extra;
+    const index_t supp =
+        entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+    return {m1 + extra, wi, supp};
+  }
+
+  // grad_X row i: 2 w_i (x_i - sum_j r_ij c_j), in double.
+  void data_gradient(index_t i, const T* x, double wi, const RowMin<T>& m, const T* row,
+                     const RowAssignment& a, const Workspace<T>& ws) const {
+    const index_t d = E.d, k = E.k;
+    T* g = grad_X + i * d;
+    for (index_t l = 0; l < d; ++l) {
+      double mix = 0.0;
+      if (kind == Kind::hard) {
+        mix = C64[m.a * d + l];
+      } else if (kind == Kind::softmax) {
+        for (index_t j = 0; j < k; ++j)
+          if (row[j] != T(0)) mix += static_cast<double>(row[j]) * C64[j * d + l];
+      } else {
+        for (index_t s = 0; s < a.supp; ++s) mix += ws.cval[s] * C64[ws.cidx[s] * d + l];
+      }
+      g[l] = static_cast<T>(2.0 * wi * (static_cast<double>(x[l]) - mix));
+    }
+  }
+};
+
+// a * b rounded to double and never fused into the add that consumes it.
+// NOTE: the chunk sums of the objective and of J are sum += w_i o_i with the
+// product rounded first, as the core has always computed them; under
+// -ffp-contract=fast the compiler may otherwise fuse it into an FMA or not
+// depending on the shape of the surrounding code, and the bits would change
+// with unrelated edits.
+inline double rounded_product(double a, double b) {
+  double p = a * b;
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+x"(p));
+#else
+  asm("" : "+m"(p));
+#endif
+  return p;
+}
+
+// The row pass over a row block, for the accumulators that take one row at a
+// time: per row its RowMin, the kind's assignment, the scalar statistics (in
+// row order), acc.row and grad_X; then acc.block_end.
+template <typename T, typename Acc>
+void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
+                typename Acc::Tile& tile, index_t i0, index_t rows) {
+  const index_t d = p.E.d, kp = p.E.kp;
+  if (p.in_registers) p.E.min2_rows(p.X + i0 * d, rows, ws.mins.data());
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t i = i0 + r;
+    const double wi = p.w[i];
+    const T* x = p.X + i * d;
+    T* row = ws.dbuf.data() + (p.in_registers ? 0 : r * kp);
+    const RowMin<T> m = p.in_registers ? ws.mins[r] : row_min2(row, kp);
+    chunk.W += wi;
+    if (p.labels) p.labels[i] = m.a;
+    if (wi > 0.0) chunk.mm = std::min(chunk.mm, static_cast<double>(m.m2 - m.m1));
+    const RowAssignment a = p.assign_row(x, row, m, wi, ws, acc.nonzero_blocks(tile, r));
+    chunk.obj += rounded_product(wi, a.objective);
+    chunk.J += rounded_product(wi, static_cast<double>(m.m1));
+    acc.row(tile, r, x, wi, a, ws);
+    if (p.grad_X) p.data_gradient(i, x, wi, m, row, a, ws);
+  }
+  acc.block_end(tile, ws, rows);
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

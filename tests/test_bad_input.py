@@ -110,6 +110,7 @@ XC_BAD = [
     ("C-1d", X0, C0[0], ValueError, "C must be 2-dimensional"),
     ("C-3d", X0, C0[None], ValueError, "C must be 2-dimensional"),
     ("d-mismatch", X0, C0[:, :2], ValueError, "C has 2 features but X has 3"),
+    ("d-mismatch-wider", X0, np.ones((3, 5)), ValueError, "C has 5 features but X has 3"),
     ("n=0", np.empty((0, 3)), C0, ValueError, "X must not be empty"),
     ("d=0", np.empty((9, 0)), np.empty((3, 0)), ValueError, "X must not be empty"),
     ("k=0", X0, np.empty((0, 3)), ValueError, "C must not be empty"),
@@ -119,6 +120,7 @@ XC_BAD = [
     ("X-longdouble", X0.astype(np.longdouble), C0, TypeError, "X must be a real numeric array"),
     ("C-longdouble", X0, C0.astype(np.longdouble), TypeError, "C must be a real numeric array"),
     ("X-str", X0.astype(str), C0, TypeError, "X must be a real numeric array"),
+    ("X-str-letters", np.array([["a", "b", "c"]]), C0, TypeError, "X must be a real numeric array"),
     ("X-datetime", np.zeros((9, 3), "M8[s]"), C0, TypeError, "X must be a real numeric array"),
     ("X-ragged", [[1.0, 2.0, 3.0], [1.0]], C0, TypeError, "X could not be converted"),
     ("X-none", None, C0, TypeError, "X must be a real numeric array"),
@@ -210,6 +212,10 @@ WEIGHT_BAD = [
     ("scalar", 1.0, ValueError, "sample_weight must be 1-dimensional"),
     ("object", W0.astype(object), TypeError, "sample_weight must be a real numeric array"),
     ("complex", W0.astype(complex), TypeError, "sample_weight must be a real numeric array"),
+    ("longdouble", W0.astype(np.longdouble), TypeError, "sample_weight must be a real numeric"),
+    ("str", W0.astype(str), TypeError, "sample_weight must be a real numeric array"),
+    ("datetime", np.zeros(9, "M8[s]"), TypeError, "sample_weight must be a real numeric array"),
+    ("ragged", [[1.0], [1.0, 2.0]], TypeError, "sample_weight could not be converted"),
 ]
 
 
@@ -228,17 +234,12 @@ def test_bad_sample_weight(fname, w, exc, match):
         _raises_same(_all_backends(fname, X0, C0, SIGMA0, kind, w), exc, match)
 
 
-@pytest.mark.parametrize(
-    ("Xb", "exc", "match"),
-    [
-        (NAN_X, ValueError, "X contains NaN"),
-        (X0[0], ValueError, "X must be 2-dimensional"),
-        (np.empty((0, 3)), ValueError, "X must not be empty"),
-        (np.empty((4, 0)), ValueError, "X must not be empty"),
-        (X0.astype(object), TypeError, "X must be a real numeric array"),
-        (X0 * 1e160, ValueError, "X has values up to"),
-    ],
-)
+# critical_sigma takes X alone: every row of XC_BAD whose C is good, and d = 0.
+X_BAD = [(name, Xb, exc, match) for name, Xb, Cb, exc, match in XC_BAD if Cb is C0]
+X_BAD.append(("d=0", np.empty((4, 0)), ValueError, "X must not be empty"))
+
+
+@pytest.mark.parametrize(("Xb", "exc", "match"), [p[1:] for p in X_BAD], ids=[p[0] for p in X_BAD])
 def test_bad_critical_sigma(Xb, exc, match):
     calls = [lambda api=api: api.critical_sigma(Xb) for api in BACKENDS.values()]
     _raises_same(calls, exc, match)
@@ -255,6 +256,11 @@ def test_bad_critical_sigma(Xb, exc, match):
         (np.empty((3, 0)), ValueError, "Z must not be empty"),
         (np.zeros((2, 2), dtype=object), TypeError, "Z must be a real numeric array"),
         (np.zeros((2, 2), dtype=np.complex64), TypeError, "Z must be a real numeric array"),
+        (np.zeros((2, 2), dtype=np.longdouble), TypeError, "Z must be a real numeric array"),
+        (np.zeros((2, 2)).astype(str), TypeError, "Z must be a real numeric array"),
+        (np.zeros((2, 2), "M8[s]"), TypeError, "Z must be a real numeric array"),
+        ([[0.0, 1.0], [0.0]], TypeError, "Z could not be converted"),
+        (None, TypeError, "Z must be a real numeric array"),
     ],
     ids=repr,
 )
@@ -342,6 +348,16 @@ def test_lossless_conversions_equal_float64(backend, conv):
 
 
 @_backend_params()
+def test_arguments_convert_each_on_its_own(backend):
+    """X, C and sample_weight of different lossless dtypes (int32, int64, uint8) each
+    convert to float64: the same result as all-float64 input."""
+    api = BACKENDS[backend]
+    expected = _call_all(api, XI.astype(np.float64), CI.astype(np.float64), WI.astype(np.float64))
+    got = _call_all(api, XI.astype(np.int32), CI.astype(np.int64), WI.astype(np.uint8))
+    _assert_all_identical(got, expected)
+
+
+@_backend_params()
 def test_bool_arrays_convert(backend):
     api = BACKENDS[backend]
     Xb = XI > 3
@@ -384,6 +400,7 @@ def _layouts(a):
         "strided": big[::2, ::3],
         "fortran": np.asfortranarray(a),
         "negative-strides": rev,
+        "reversed-rows": np.ascontiguousarray(a[::-1])[::-1],
         "read-only": ro,
         "transposed-view": np.ascontiguousarray(a.T).T,
     }
@@ -392,7 +409,8 @@ def _layouts(a):
 @_backend_params()
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
-    "layout", ["strided", "fortran", "negative-strides", "read-only", "transposed-view"]
+    "layout",
+    ["strided", "fortran", "negative-strides", "reversed-rows", "read-only", "transposed-view"],
 )
 def test_layouts_give_the_contiguous_result(backend, dtype, layout):
     api = BACKENDS[backend]
@@ -756,14 +774,3 @@ def test_estimator_predict_checks_features():
             method(XE[:, :2])
         with pytest.raises(ValueError, match="NaN"):
             method(np.where(XE > 1.5, np.nan, XE))
-
-
-def test_core_accepts_equivalent_float32_dtype():
-    """Regression: the binding told float32 by dtype identity and refused an equal dtype."""
-    from softkmeans import _core
-
-    a = np.ones((3, 2), dtype=np.dtype("<f4").newbyteorder("="))
-    assert a.dtype == np.float32 and a.dtype is not np.dtype(np.float32)
-    D = _core.sq_distances(a, a, 0)
-    assert D.dtype == np.float32
-    np.testing.assert_array_equal(D, np.zeros((3, 3)))

@@ -1,9 +1,15 @@
-"""Thread safety and GIL release of the native core.
+"""Concurrent Python threads calling the native core: thread safety and GIL release.
+
+This file is about several Python threads calling softkmeans at the same time. The
+`n_threads` argument (OpenMP threads inside one call) is tested elsewhere: its results
+are bitwise identical across thread counts in tests/test_determinism.py, and equal the
+reference in tests/test_parity.py (which parametrizes over thread counts).
 
 - Four Python threads calling every native function (with different dtypes, kinds and
-  OpenMP thread counts) at the same time give bit-for-bit the results of sequential calls
+  `n_threads`) at the same time give bit-for-bit the results of sequential calls
   (the core's sums are deterministic by construction, STYLE.md).
-- Estimators fitted in four threads at once equal sequential fits.
+- Estimators fitted in four Python threads at once equal sequential fits, and four
+  Python threads predicting with one fitted estimator get sequential results.
 - The GIL is released during a native call: a pure-Python thread keeps running while one
   long native call is in flight.
 """
@@ -55,7 +61,7 @@ def _calls():
     return out
 
 
-def test_concurrent_calls_equal_sequential():
+def test_python_threads_calling_concurrently_get_sequential_results():
     calls = _calls()
     expected = {name: f() for name, f in calls}
     rng = np.random.default_rng(0)
@@ -75,7 +81,7 @@ def test_concurrent_calls_equal_sequential():
             assert_identical(got, expected[name], name, nan_equal=True)
 
 
-def test_concurrent_estimator_fits_equal_sequential():
+def test_estimators_fitted_in_concurrent_python_threads_equal_sequential_fits():
     SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
     if SoftKMeans is None:
         pytest.skip("softkmeans.SoftKMeans does not exist yet")
@@ -106,7 +112,7 @@ def test_concurrent_estimator_fits_equal_sequential():
             assert_identical(got, expected[c], f"fit {configs[c]}", nan_equal=True)
 
 
-def test_concurrent_predictions_on_one_fitted_estimator():
+def test_python_threads_predicting_with_one_shared_estimator_get_sequential_results():
     SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
     if SoftKMeans is None:
         pytest.skip("softkmeans.SoftKMeans does not exist yet")
@@ -195,7 +201,7 @@ def _longest_pause(call):
 
 
 @pytest.mark.parametrize("name", softkmeans.native_functions())
-def test_gil_released_during_native_call(name):
+def test_gil_released_to_other_python_threads_during_native_call(name):
     """A pure-Python counter thread keeps ticking while one long native call runs.
 
     The counter records a timestamp every few hundred increments. If the call held the

@@ -143,3 +143,47 @@ def test_partial_fit_bad_input():
         SoftKMeans(3, assignment="hard").partial_fit(X[:2])
     with pytest.raises(AttributeError, match="partial_fit"):
         SoftKMeans(3, anneal=True).partial_fit(X)
+
+
+class _RowSlices:
+    """An array-like read only by row slices, as an h5py or zarr dataset is; converting it
+    whole (np.asarray) is refused, so a fit cannot load it into memory by accident."""
+
+    def __init__(self, array):
+        self._array = array
+        self.shape = array.shape
+        self.dtype = array.dtype
+        self.reads = 0
+
+    def __getitem__(self, key):
+        assert isinstance(key, slice) and key.step is None, key
+        assert key.stop - key.start <= 1 << 16, "read in bounded blocks"
+        self.reads += 1
+        return np.array(self._array[key])
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the whole array-like was converted to memory")
+
+
+def test_row_sliceable_array_like_is_spooled_in_blocks_with_the_in_memory_result(tmp_path):
+    X, _ = make_blobs(150_000, n_features=8, centers=5, random_state=2)
+    X = X.astype(np.float32)
+    source = _RowSlices(X)
+    model = SoftKMeans(5, assignment="hard", random_state=0).fit(source)
+    assert source.reads == -(-150_000 // (1 << 16))
+    in_memory = SoftKMeans(5, assignment="hard", random_state=0).fit(X)
+    np.testing.assert_array_equal(model.cluster_centers_, in_memory.cluster_centers_)
+    np.testing.assert_array_equal(model.labels_, in_memory.labels_)
+    assert model.cluster_centers_.dtype == np.float32
+
+
+def test_row_sliceable_array_like_with_nan_is_refused_and_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    X = np.ones((100_000, 3))
+    X[90_000, 1] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        SoftKMeans(2, assignment="hard").fit(_RowSlices(X))
+    assert list(tmp_path.iterdir()) == []

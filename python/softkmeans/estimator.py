@@ -161,7 +161,21 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return tags
 
     def fit(self, X, y=None, sample_weight=None):
-        """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
+        """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional.
+
+        X may also be an array-like read by row slices that is not in memory (an h5py or
+        zarr dataset): it is copied block by block into a temporary memory-mapped file
+        (in ``TMPDIR``), fitted there and the file removed; memory stays bounded.
+        """
+        if v.is_row_sliceable(X):
+            import os
+
+            X, path = v.spool_to_memmap(X)
+            try:
+                return self.fit(X, sample_weight=sample_weight)
+            finally:
+                del X
+                os.unlink(path)
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
         fitter = Fitter(self._fit_params(), ConvergenceWarning).fit(X, sample_weight=sample_weight)

@@ -100,8 +100,13 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
   const bool sums = N != nullptr || S != nullptr;
-  if (p.in_registers && kind == Kind::hard && k <= kLaneAccK && grad_X == nullptr)
-    run_block_stats(p, HardLaneAccumulator<T>(E, sums), n, n_threads, out);
+  // Hard and entmax15 take the same lane accumulator on its path, so that
+  // below the threshold their sums agree bit for bit (SPEC.md).
+  const bool lanes = p.in_registers && k <= kLaneAccK && grad_X == nullptr;
+  if (lanes && kind == Kind::hard)
+    run_block_stats(p, LaneAccumulator<T, Kind::hard>(p, sums), n, n_threads, out);
+  else if (lanes && kind == Kind::entmax15)
+    run_block_stats(p, LaneAccumulator<T, Kind::entmax15>(p, sums), n, n_threads, out);
   else if (!sums)
     run_block_stats(p, ObjectiveOnly<T>{}, n, n_threads, out);
   else if (kind == Kind::softmax)

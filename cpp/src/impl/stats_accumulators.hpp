@@ -6,12 +6,13 @@
 //   fold(tile, chunk)         adds the tile partial into the chunk's double
 //                             totals and clears it (at each tile end),
 //   sums                      whether N and S are accumulated at all;
-// the row-at-a-time ones (all but HardLaneAccumulator) also define
+// the row-at-a-time ones (all but LaneAccumulator) also define
 //   nonzero_blocks(tile, r), row(tile, r, x, wi, assignment, ws), block_end,
 // called by stats_rows.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -24,46 +25,79 @@
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
-// Hard, direct path (d <= kSmallDim), k <= kLaneAccK, no grad_X: W rows per
-// vector, distances, argmin, margin and the accumulation of N, S and J by
-// label masks, all in the lanes (one masked add per centroid and coordinate
-// per W rows).
-template <typename T>
-struct HardLaneAccumulator {
+// Hard and entmax15, direct path (d <= kSmallDim), k <= kLaneAccK, no grad_X:
+// W rows per vector, distances, argmin, margin and the accumulation of N, S
+// and J by label masks, all in the lanes (one masked add per centroid and
+// coordinate per W rows).
+//
+// entmax15 (K == Kind::entmax15) shares the hard code: a lane whose margin is
+// >= 4 sigma^2 (> 0) is one-hot (StatsPass::assign_row's test, in double), and
+// one-hot lanes take the masked adds of hard, so with every lane one-hot the
+// step performs hard's operations on hard's values and returns its bits
+// (SPEC.md, "Margins and temperatures"). The other lanes of positive weight
+// (rare below the threshold) are taken row by row as in stats_rows: distance
+// row, entmax_row, the support's w r x and w r into a separate row-wise tile
+// partial (as SparseAccumulator), the row's objective extra (its Tsallis
+// objective minus m1, whose w m1 is in J's lanes) into a double. Zero-weight
+// lanes are masked adds of zero weight either way, as in hard.
+template <typename T, Kind K>
+struct LaneAccumulator {
+  static_assert(K == Kind::hard || K == Kind::entmax15, "hard or entmax15");
+  static constexpr bool kEntmax = K == Kind::entmax15;
   using V = typename VT<T>::v;
   using VI = typename VT<T>::i;
   using Int = typename Engine<T>::Int;
   static constexpr index_t W = VT<T>::W;
-  // lanes (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
   struct Tile {
+    // lanes (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
     std::vector<T> lanes;
+    // entmax15 rows that are not one-hot: S (k, d) (with sums), N (k,) (with
+    // sums), their sum of w_i extra_i, and whether anything was added.
+    std::vector<T> S;
+    std::vector<double> N;
+    double extra = 0.0;
+    bool any = false;
   };
   index_t k, d;
   bool sums;
+  // entmax15: thr = 4 sigma^2 as StatsPass::assign_row has it, thr_up the
+  // smallest T >= thr. A lane with gap > thr_up in T has, in double,
+  // gap > thr_up >= thr (rounding is monotone and exact at thr_up): it is
+  // one-hot. Lanes failing this T test (a superset of the not one-hot ones,
+  // NaN included) get assign_row's test itself.
+  double thr;
+  T thr_up;
 
-  HardLaneAccumulator(const Engine<T>& E, bool sums_) : k(E.k), d(E.d), sums(sums_) {}
+  LaneAccumulator(const StatsPass<T>& p, bool sums_)
+      : k(p.E.k), d(p.E.d), sums(sums_), thr(4.0 * p.sigma2) {
+    thr_up = static_cast<T>(std::min<double>(thr, std::numeric_limits<T>::max()));
+    if (static_cast<double>(thr_up) < thr)
+      thr_up = std::nextafter(thr_up, std::numeric_limits<T>::infinity());
+  }
 
   void init(Tile& t) const {
     t.lanes.assign((k * (d + 1) + 2) * W, T(0));
     std::fill(t.lanes.end() - W, t.lanes.end(), std::numeric_limits<T>::infinity());
+    if (kEntmax && sums) {
+      t.S.assign(k * d, T(0));
+      t.N.assign(k, 0.0);
+    }
   }
 
-  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>&, Tile& t, index_t i0,
+  void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
     for (index_t r = 0; r < rows; ++r) chunk.W += p.w[i0 + r];
-    with_small_dim(d, [&](auto D) {
-      hard_rows<D>(p.E, p.X + i0 * d, p.w + i0, rows, t.lanes.data(),
-                   p.labels ? p.labels + i0 : nullptr);
-    });
+    with_small_dim(d, [&](auto D) { lane_rows<D>(p, ws, t, i0, rows); });
   }
 
-  // w [in] (rows,); labels [out, nullable] (rows,): the argmins.
+  // Rows i0 .. i0 + rows of p; p.labels [out, nullable] get the argmins.
   template <int D>
-  void hard_rows(const Engine<T>& E, const T* X, const double* w, index_t rows, T* acc,
-                 std::int64_t* labels) const {
+  void lane_rows(const StatsPass<T>& p, Workspace<T>& ws, Tile& t, index_t i0, index_t rows) const {
     const T inf = std::numeric_limits<T>::infinity();
-    T* nacc = acc;
-    T* sacc = acc + k * W;
+    const T* X = p.X + i0 * D;
+    const double* w = p.w + i0;
+    std::int64_t* labels = p.labels ? p.labels + i0 : nullptr;
+    T* acc = t.lanes.data();
     T* jacc = acc + k * (D + 1) * W;
     T* macc = jacc + W;
     for (index_t r0 = 0; r0 < rows; r0 += W) {
@@ -72,24 +106,78 @@ struct HardLaneAccumulator {
       for (index_t q = 0; q < W; ++q) wt[q] = q < rn ? static_cast<T>(w[r0 + q]) : T(0);
       V xv[D], v1, v2;
       VI i1;
-      E.template load_row_lanes<D>(X, r0, rn, xv);
-      E.template lane_min2<D>(xv, v1, v2, i1);
+      p.E.template load_row_lanes<D>(X, r0, rn, xv);
+      p.E.template lane_min2<D>(xv, v1, v2, i1);
       const V wv = vload(wt);  // padding lanes weigh 0
       if (labels)
         for (index_t q = 0; q < rn; ++q) labels[r0 + q] = static_cast<std::int64_t>(i1[q]);
       vstore(jacc, vload(jacc) + wv * v1);
       const V gap = v2 - v1;
       vstore(macc, vmin(vload(macc), wv > V{} ? gap : vset<T>(inf)));
-      V wx[D];
-      for (int l = 0; l < D; ++l) wx[l] = wv * xv[l];
-      for (index_t j = 0; j < k; ++j) {
-        const VI hit = i1 == (VI{} + static_cast<Int>(j));
-        vstore(nacc + j * W, vload(nacc + j * W) + (hit ? wv : V{}));
-        for (int l = 0; l < D; ++l) {
-          T* sp = sacc + (j * D + l) * W;
-          vstore(sp, vload(sp) + (hit ? wx[l] : V{}));
-        }
+      unsigned rowwise = 0;  // lanes taken row by row (entmax15, not one-hot)
+      if constexpr (kEntmax) {
+        constexpr unsigned all = (1u << W) - 1;
+        const unsigned sure = lane_bits<Cmp::lt>(vset<T>(thr_up), gap);
+        if (sure != all)
+          for (index_t q = 0; q < rn; ++q) {
+            if (((sure >> q) & 1u) || !(w[r0 + q] > 0.0)) continue;
+            const double g = static_cast<double>(v2[q]) - static_cast<double>(v1[q]);
+            if (!(g > 0.0 && g >= thr)) rowwise |= 1u << q;
+          }
       }
+      if (rowwise == 0) {
+        masked_adds<D, false>(acc, xv, wv, i1, VI{});
+      } else {
+        // With every row taken row by row only the padding lanes (weight 0)
+        // are left: their +-0 adds cannot change a fold, which starts at +0.0.
+        if (rowwise != (1u << rn) - 1) {
+          VI keep;
+          for (index_t q = 0; q < W; ++q) keep[q] = ((rowwise >> q) & 1u) ? Int(0) : Int(-1);
+          masked_adds<D, true>(acc, xv, wv, i1, keep);
+        }
+        for (index_t q = 0; q < rn; ++q)
+          if ((rowwise >> q) & 1u) entmax_lane_row(p, ws, t, i0 + r0 + q, v1[q]);
+      }
+    }
+  }
+
+  // N_j += w, S_j += w x on the lanes labelled j (and in keep, with Keep).
+  template <int D, bool Keep>
+  void masked_adds(T* acc, const V* xv, V wv, VI i1, VI keep) const {
+    T* nacc = acc;
+    T* sacc = acc + k * W;
+    V wx[D];
+    for (int l = 0; l < D; ++l) wx[l] = wv * xv[l];
+    for (index_t j = 0; j < k; ++j) {
+      VI hit = i1 == (VI{} + static_cast<Int>(j));
+      if constexpr (Keep) hit &= keep;
+      vstore(nacc + j * W, vload(nacc + j * W) + (hit ? wv : V{}));
+      for (int l = 0; l < D; ++l) {
+        T* sp = sacc + (j * D + l) * W;
+        vstore(sp, vload(sp) + (hit ? wx[l] : V{}));
+      }
+    }
+  }
+
+  // entmax15 row i (weight > 0, not one-hot, min distance m1) as stats_rows
+  // takes it: its responsibilities into the row-wise partial.
+  void entmax_lane_row(const StatsPass<T>& p, Workspace<T>& ws, Tile& t, index_t i, T m1) const {
+    const T* x = p.X + i * d;
+    const double wi = p.w[i];
+    p.E.distances(x, 1, ws);
+    double extra;
+    const index_t supp =
+        entmax_row(ws.dbuf.data(), p.E.kp, m1, p.sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+    t.extra += rounded_product(wi, extra);
+    t.any = true;
+    if (!sums) return;
+    for (index_t s = 0; s < supp; ++s) {
+      const double wr = wi * ws.cval[s];
+      const index_t j = ws.cidx[s];
+      t.N[j] += wr;
+      const T f = static_cast<T>(wr);
+      T* sj = t.S.data() + j * d;
+      for (index_t l = 0; l < d; ++l) sj[l] += f * x[l];
     }
   }
 
@@ -116,6 +204,22 @@ struct HardLaneAccumulator {
     for (index_t q = 0; q < W; ++q) {
       chunk.mm = std::min(chunk.mm, static_cast<double>(m[q]));
       m[q] = std::numeric_limits<T>::infinity();
+    }
+    // Only when something was added: + 0.0 would turn a -0.0 into +0.0.
+    if (kEntmax && t.any) {
+      if (sums) {
+        for (index_t q = 0; q < k * d; ++q) {
+          chunk.S[q] += static_cast<double>(t.S[q]);
+          t.S[q] = T(0);
+        }
+        for (index_t j = 0; j < k; ++j) {
+          chunk.N[j] += t.N[j];
+          t.N[j] = 0.0;
+        }
+      }
+      chunk.obj += t.extra;
+      t.extra = 0.0;
+      t.any = false;
     }
   }
 };

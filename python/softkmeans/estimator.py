@@ -163,10 +163,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
+        return self._fit_with(Fitter, X, sample_weight)
+
+    def _fit_with(self, fitter_class, X, sample_weight):
+        """Fit with `fitter_class` (a `Fitter`; softkmeans.dask passes its own)."""
         params = FitParams.of(self)
         # scikit-learn's RandomState conventions (None: the global one).
         params.random_state = check_random_state(self.random_state)
-        fitter = Fitter(params, ConvergenceWarning).fit(X, sample_weight=sample_weight)
+        fitter = fitter_class(params, ConvergenceWarning).fit(X, sample_weight=sample_weight)
         for name, value in fitter.results().items():
             setattr(self, name, value)
         self._n_features_out = self.cluster_centers_.shape[0]

@@ -58,6 +58,8 @@ block passes yet).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 try:
@@ -139,18 +141,27 @@ def _chain(exc):
         exc = exc.__cause__ or exc.__context__
 
 
+# Statistics of up to this many consecutive blocks merge in one task: a tree whose shape
+# depends only on the number of blocks (one level up to 8 blocks, two up to 64, ...).
+MERGE_FAN_IN = 8
+
+
 def _tree(parts, merge, name):
-    """Pairwise merges in block order, level by level; the shape depends on len(parts)."""
+    """Merges of consecutive groups of MERGE_FAN_IN parts, in block order, level by level.
+
+    merge(list) -> part combines its list in the order given. Each task combines a fixed
+    range of blocks, so the result does not depend on who computed which block, or when.
+    """
     level = 0
     while len(parts) > 1:
         key = f"{name}-{level}-" + dask.base.tokenize(parts)
-        merged = [
-            dask.delayed(merge, pure=True)(parts[i], parts[i + 1], dask_key_name=(key, i // 2))
-            for i in range(0, len(parts) - 1, 2)
+        parts = [
+            dask.delayed(merge, pure=True)(
+                parts[i : i + MERGE_FAN_IN], dask_key_name=(key, i // MERGE_FAN_IN)
+            )
+            for i in range(0, len(parts), MERGE_FAN_IN)
         ]
-        if len(parts) % 2:
-            merged.append(parts[-1])
-        parts, level = merged, level + 1
+        level += 1
     return parts[0]
 
 
@@ -169,23 +180,12 @@ def _weights(w, n):
 
 
 def _block_stats(X, w, C, kind, sigma, n_threads, sums, labels):
+    """BlockStats of the block at C; (BlockStats, labels) when `labels`."""
     X = np.ascontiguousarray(X)
     stats, lab, _ = _native.block_stats(
         X, C, kind, sigma, _weights(w, X.shape[0]), n_threads, sums=sums, labels=labels
     )
-    return stats, lab
-
-
-def _first(pair):
-    return pair[0]
-
-
-def _second(pair):
-    return pair[1]
-
-
-def _merge_stats(a, b):
-    return _stats.merge([a, b])
+    return (stats, lab) if labels else stats
 
 
 def _block_moments(X, w, n_threads):
@@ -205,7 +205,11 @@ def _block_moments(X, w, n_threads):
     return W, mean, W * cov
 
 
-def _merge_moments(a, b):
+def _merge_moments(parts):
+    return functools.reduce(_merge_moment_pair, parts)
+
+
+def _merge_moment_pair(a, b):
     """Chan et al.'s pairwise update of (W, mean, W x covariance)."""
     Wa, ma, Ma = a
     Wb, mb, Mb = b
@@ -229,8 +233,8 @@ def _block_farthest(X, w, C, m, n_threads):
     return dist[top], X[top], w[top]
 
 
-def _concat_farthest(a, b):
-    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
+def _concat_farthest(parts):
+    return tuple(np.concatenate(column) for column in zip(*parts))
 
 
 def _labels_block(X, C, n_threads):
@@ -264,7 +268,7 @@ def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
     try:
         token = dask.base.tokenize(X, w, C.ref, kind, sigma, sums, labels)
         parts = [
-            dask.delayed(_block_stats, pure=True, nout=2)(
+            dask.delayed(_block_stats, pure=True)(
                 xb,
                 wb,
                 C.ref,
@@ -277,12 +281,11 @@ def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
             )
             for i, (xb, wb) in enumerate(_blocks(X, w))
         ]
-        stats = [dask.delayed(_first, pure=True)(p) for p in parts]
-        root = _tree(stats, _merge_stats, "softkmeans-merge")
         if not labels:
-            (merged,) = _compute(root)
+            (merged,) = _compute(_tree(parts, _stats.merge, "softkmeans-merge"))
             return merged, None
-        merged, *labs = _compute(root, *[dask.delayed(_second, pure=True)(p) for p in parts])
+        root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
+        merged, *labs = _compute(root, *[p[1] for p in parts])
         return merged, np.concatenate(labs)
     finally:
         C.release()

@@ -11,8 +11,8 @@ passes over the blocks of a Dask array (`_DaskFitter`):
 
 - **A pass** maps the native block-statistics kernel (`softkmeans._native.block_stats`)
   over the row blocks, one task per block, on the workers. The centroids are sent once per
-  pass: ``client.scatter(C, broadcast=True)`` with a distributed client (one key every block
-  task depends on; a ``dask.delayed`` key without one), never embedded in the block tasks.
+  pass: one ``dask.delayed`` key of the pass's graph that every block task depends on
+  (each worker fetches it once), never embedded in the block tasks.
 - **The merge** of the block statistics (`softkmeans._stats.merge`) is a tree of pairwise
   merges in block order -- (0, 1), (2, 3), ..., then the same on the results -- whose shape
   depends only on the number of blocks, so the result does not depend on which worker
@@ -100,27 +100,23 @@ def _client():
         return None
 
 
-class _Broadcast:
-    """The centroids of one pass, sent once: a scattered future or a delayed key."""
+def _broadcast(C):
+    """The centroids of one pass as one graph key that every block task depends on: sent
+    to the scheduler once with the pass's graph and from there to each worker once, never
+    embedded in the block tasks.
 
-    def __init__(self, C):
-        client = _client()
-        self.ref = (
-            client.scatter(C, broadcast=True, hash=False)
-            if client is not None
-            else dask.delayed(C, name="softkmeans-centroids-" + dask.base.tokenize(C))
-        )
-
-    def release(self):
-        if hasattr(self.ref, "release"):
-            self.ref.release()
+    NOTE: not ``client.scatter(C, broadcast=True)``: a broadcast waits for every worker,
+    and hangs while one that just died is being restarted; a key in the graph is simply
+    recomputed wherever it is needed (and costs the same here, ~20 ms per pass).
+    """
+    return dask.delayed(C, name="softkmeans-centroids-" + dask.base.tokenize(C))
 
 
 _LOST = (
-    "a Dask worker died and blocks of X (or sample_weight) it held cannot be recomputed: "
-    "they were scattered or computed outside Dask's graph. Build X from a recomputable "
-    "source (da.from_array, da.from_zarr, dd.read_parquet, ...) and persist it, so that "
-    "Dask can recompute lost blocks"
+    "the Dask fit lost data it cannot recompute: most likely a worker died holding blocks "
+    "of X (or sample_weight) that were scattered from the client rather than computed "
+    "from a graph. Build X from a recomputable source (da.from_array, da.from_zarr, "
+    "dd.read_parquet, ...) and persist it, so that Dask can recompute lost blocks"
 )
 
 
@@ -130,7 +126,7 @@ def _compute(*objs):
         return dask.compute(*objs)
     except Exception as exc:
         names = {type(e).__name__ for e in _chain(exc)}
-        if names & {"FutureCancelledError", "CancelledError", "KilledWorker"}:
+        if names & {"FutureCancelledError", "CancelledError"}:
             raise RuntimeError(f"{_LOST} ({type(exc).__name__}: {exc})") from exc
         raise
 
@@ -264,31 +260,28 @@ def _proba_block(X, C, kind, sigma, n_threads):
 
 def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
     """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
-    C = _Broadcast(C)
-    try:
-        token = dask.base.tokenize(X, w, C.ref, kind, sigma, sums, labels)
-        parts = [
-            dask.delayed(_block_stats, pure=True)(
-                xb,
-                wb,
-                C.ref,
-                kind,
-                sigma,
-                n_threads,
-                sums,
-                labels,
-                dask_key_name=(f"softkmeans-block_stats-{token}", i),
-            )
-            for i, (xb, wb) in enumerate(_blocks(X, w))
-        ]
-        if not labels:
-            (merged,) = _compute(_tree(parts, _stats.merge, "softkmeans-merge"))
-            return merged, None
-        root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
-        merged, *labs = _compute(root, *[p[1] for p in parts])
-        return merged, np.concatenate(labs)
-    finally:
-        C.release()
+    C = _broadcast(C)
+    token = dask.base.tokenize(X, w, C, kind, sigma, sums, labels)
+    parts = [
+        dask.delayed(_block_stats, pure=True)(
+            xb,
+            wb,
+            C,
+            kind,
+            sigma,
+            n_threads,
+            sums,
+            labels,
+            dask_key_name=(f"softkmeans-block_stats-{token}", i),
+        )
+        for i, (xb, wb) in enumerate(_blocks(X, w))
+    ]
+    if not labels:
+        (merged,) = _compute(_tree(parts, _stats.merge, "softkmeans-merge"))
+        return merged, None
+    root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
+    merged, *labs = _compute(root, *[p[1] for p in parts])
+    return merged, np.concatenate(labs)
 
 
 def _moments(X, w, n_threads):
@@ -444,11 +437,12 @@ class _DaskFitter(Fitter):
 
         def relocate(C_old, step):
             m = int(step.empty.sum())
+            C_ref = _broadcast(C_old)
             parts = [
                 dask.delayed(_block_farthest, pure=True)(
                     xb,
                     wb,
-                    C_old,
+                    C_ref,
                     m,
                     self._n_threads,
                     dask_key_name=(f"softkmeans-farthest-{dask.base.tokenize(X, C_old)}", i),

@@ -328,7 +328,7 @@ def _as_array(X, *, lengths):
         columns = list(X.columns)
         if columns and all(isinstance(c, str) for c in columns):
             names = np.asarray(columns, dtype=object)
-        X = X.to_dask_array(lengths=lengths)
+        X = X.to_dask_array(lengths=True if lengths else None)
     elif not isinstance(X, da.Array):
         raise TypeError(f"expected a Dask array or DataFrame; got {type(X).__name__}")
     if X.ndim != 2:

@@ -32,6 +32,7 @@ def client():
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
+        client.run(lambda: __import__("softkmeans.dask"))  # warm the workers up once
         yield client
 
 
@@ -82,7 +83,7 @@ def test_independent_of_the_chunking(client, problem, kind):
     X, C, w = problem
     fits = [
         _fit(skd.SoftKMeans, da.from_array(X, chunks=chunks), C, kind, w)
-        for chunks in ((CHUNKS, -1), (1000, 2), (250, -1))
+        for chunks in ((1000, 2), (250, -1))
     ]
     for other in fits[1:]:
         assert_same_fit(other, fits[0])

@@ -104,8 +104,10 @@ def main(argv=None):
 
     for name, t, times in rows:
         print(f"{name:42s} {t:8.3f} s   ({', '.join(f'{x:.3f}' for x in times)})")
-    same = bool(np.array_equal(model.labels_, mem.labels_))
-    print(f"dask / in-memory: {t_ours / t_mem:.2f}x the time (same labels: {same})")
+    same = float(np.mean(model.labels_ == mem.labels_))
+    # float32: the centroids are rounded to float32 after each step, so the block order
+    # of the sums can move a boundary point over 20 iterations (float64 fits agree exactly).
+    print(f"dask / in-memory: {t_ours / t_mem:.2f}x the time (labels agreeing: {same:.5f})")
     if t_ml is not None:
         print(f"dask-ml / ours:   {t_ml / t_ours:.1f}x faster (labels agreeing with dask-ml: "
               f"{agree:.4f})")

@@ -61,9 +61,10 @@ def main(argv=None):
     C0 = X[rng.choice(args.n, args.k, replace=False)].copy()
     iters = args.iters
 
-    with LocalCluster(
+    cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, Client(cluster) as client:
+    )
+    with cluster, Client(cluster) as client:
         Xd = da.from_array(X, chunks=(-(-args.n // args.chunks), -1)).persist()
         wait(Xd)
         client.run(lambda: __import__("softkmeans.dask"))
@@ -74,9 +75,7 @@ def main(argv=None):
         rows = []
 
         def ours():
-            return DaskSoftKMeans(args.k, assignment="hard", init=C0, max_iter=iters, tol=0).fit(
-                Xd
-            )
+            return DaskSoftKMeans(args.k, assignment="hard", init=C0, max_iter=iters, tol=0).fit(Xd)
 
         t_ours, times, model = _median_time(ours, args.repeat)
         assert model.n_iter_ == iters, model.n_iter_
@@ -109,8 +108,10 @@ def main(argv=None):
     # of the sums can move a boundary point over 20 iterations (float64 fits agree exactly).
     print(f"dask / in-memory: {t_ours / t_mem:.2f}x the time (labels agreeing: {same:.5f})")
     if t_ml is not None:
-        print(f"dask-ml / ours:   {t_ml / t_ours:.1f}x faster (labels agreeing with dask-ml: "
-              f"{agree:.4f})")
+        print(
+            f"dask-ml / ours:   {t_ml / t_ours:.1f}x faster (labels agreeing with dask-ml: "
+            f"{agree:.4f})"
+        )
 
 
 if __name__ == "__main__":

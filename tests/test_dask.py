@@ -11,6 +11,7 @@ import signal
 
 import numpy as np
 import pytest
+
 from conftest import KINDS, make_blobs, rel_close
 
 da = pytest.importorskip("dask.array")
@@ -29,9 +30,10 @@ CHUNKS = (700, 1100, 300, 899, 1)  # uneven, and a one-row block
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(
+    cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    )
+    with cluster, distributed.Client(cluster) as client:
         client.run(lambda: __import__("softkmeans.dask"))  # warm the workers up once
         yield client
 

@@ -155,7 +155,32 @@ class Fitter:
         """The fitted attributes, by name."""
         return {name: getattr(self, name) for name in RESULTS}
 
-    def _init_centroids(self, X, w, k, init, rng, unit_weights):
+    # ------------------------------------------------------------------ reading the data
+    # Every read of X in a fit goes through these methods (and _init_centroids, _relocator,
+    # _warn_about_empty_clusters), so that `softkmeans.dask` can run the same fit on blocks
+    # held by Dask workers by overriding them.
+
+    def _check_data(self, X):
+        return v.check_data(X)
+
+    def _check_weights(self, sample_weight, X):
+        return _check_weights(sample_weight, X.shape[0])
+
+    def _threads(self, n_threads, X, k):
+        return _threads_for(n_threads, X.shape[0], k, X.shape[1])
+
+    def _covariance(self, X, w):
+        """(weighted mean (d,), weighted population covariance (d, d)) of X."""
+        return _native.weighted_covariance(X, w, self._n_threads)
+
+    def _pass(self, X, w, C, kind, sigma, *, sums=True, labels=False):
+        """One block_stats pass over X at C: (BlockStats, labels or None)."""
+        stats, lab, _ = _native.block_stats(
+            X, C, kind, sigma, w, self._n_threads, sums=sums, labels=labels
+        )
+        return stats, lab
+
+    def _init_centroids(self, X, w, k, init, rng, unit_weights=False):
         if isinstance(init, str) and init == "k-means++":
             centers, _ = greedy_kmeans_plusplus(
                 X, k, w, rng, n_threads=self._n_threads, unit_weights=unit_weights
@@ -216,10 +241,8 @@ class Fitter:
         return relocate
 
     def _run_iterative(self, X, w, C, kind, sigma, tol, relocate, progress, t0):
-        n_threads = self._n_threads
-
         def step(C):
-            stats, _, _ = _native.block_stats(X, C, kind, sigma, w, n_threads)
+            stats, _ = self._pass(X, w, C, kind, sigma)
             return _stats.step_result(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
@@ -269,16 +292,16 @@ class Fitter:
     def fit(self, X, sample_weight=None):
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
         params = self.params
-        X = v.check_data(X)
+        X = self._check_data(X)
         k, kind, schedule, init = params.check(X)
-        w = _check_weights(sample_weight, X.shape[0])
+        w = self._check_weights(sample_weight, X)
         rng = _check_random_state(params.random_state)
-        self._n_threads = _threads_for(params.n_threads, X.shape[0], k, X.shape[1])
+        self._n_threads = self._threads(params.n_threads, X, k)
         notes = _OncePerFit(self.warning_category)
         t0 = time.perf_counter()
 
         # One covariance: the critical width and the tolerance (tol x the mean variance).
-        _, cov = _native.weighted_covariance(X, w, self._n_threads)
+        _, cov = self._covariance(X, w)
         crit = _stats.critical_sigma_of(cov)
         self.critical_sigma_ = crit
         tol = _tolerance(cov, params.tol)
@@ -310,9 +333,7 @@ class Fitter:
                         X, w, C0, kind, sigma, tol, relocate, progress, t0
                     )
                 # The final pass: labels, inertia, objective and margin at the final C.
-                final, labels, _ = _native.block_stats(
-                    X, C, kind, sig, w, self._n_threads, sums=False, labels=True
-                )
+                final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
                 run = (final, C, labels, sig, history)
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)

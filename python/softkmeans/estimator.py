@@ -178,7 +178,12 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 os.unlink(path)
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
-        fitter = Fitter(self._fit_params(), ConvergenceWarning).fit(X, sample_weight=sample_weight)
+        return self._fit_with(Fitter, X, sample_weight)
+
+    def _fit_with(self, fitter_class, X, sample_weight):
+        """Fit with `fitter_class` (a `Fitter`; softkmeans.dask passes its own)."""
+        fitter = fitter_class(self._fit_params(), ConvergenceWarning)
+        fitter.fit(X, sample_weight=sample_weight)
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
         self.__dict__.pop("n_steps_", None)
         self.__dict__.pop("cluster_weights_", None)

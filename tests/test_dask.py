@@ -1,0 +1,207 @@
+"""softkmeans.dask on a 2-process LocalCluster: the same fit as in memory (float64: 1e-10
+relative, same labels) for every kind, with uneven chunks and weights, independent of the
+chunking; a worker killed mid-fit changes nothing (or, for unrecomputable input, the error
+says what happened); bad input fails before any work is scheduled."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+
+import numpy as np
+import pytest
+
+from conftest import KINDS, make_blobs, rel_close
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import dask  # noqa: E402
+
+import softkmeans  # noqa: E402
+from softkmeans import dask as skd  # noqa: E402
+
+RTOL = 1e-10
+CHUNKS = (700, 1100, 300, 899, 1)  # uneven, and a one-row block
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as client:
+        client.run(lambda: __import__("softkmeans.dask"))  # warm the workers up once
+        yield client
+
+
+@pytest.fixture(scope="module")
+def problem():
+    X, C = make_blobs(sum(CHUNKS), 4, 5, seed=3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, size=X.shape[0])
+    return X, C, w
+
+
+def _fit(cls, X, C, kind, w=None, **kw):
+    kw = {"max_iter": 40, "tol": 1e-4, **kw}
+    return cls(C.shape[0], assignment=kind, init=C, **kw).fit(X, sample_weight=w)
+
+
+def assert_same_fit(a, b, rtol=RTOL):
+    assert a.n_iter_ == b.n_iter_
+    assert rel_close(a.cluster_centers_, b.cluster_centers_, rtol)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    for name in ("inertia_", "objective_", "critical_sigma_", "sigma_"):
+        assert rel_close(getattr(a, name), getattr(b, name), rtol), name
+    # The margin is a difference of squared distances: relative to their size.
+    scale = float((b.cluster_centers_.astype(np.float64) ** 2).sum(axis=1).max())
+    assert abs(a.min_margin_ - b.min_margin_) <= rtol * scale
+    assert rel_close(a.history_["objective"], b.history_["objective"], rtol)
+    assert a.exact_lloyd_ == b.exact_lloyd_
+    assert isinstance(a.cluster_centers_, np.ndarray) and isinstance(a.labels_, np.ndarray)
+
+
+def test_workers_import_the_same_softkmeans(client):
+    files = client.run(lambda: __import__("softkmeans").__file__)
+    assert set(files.values()) == {softkmeans.__file__}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_equals_the_in_memory_fit(client, problem, kind):
+    X, C, w = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1)).persist()
+    wd = da.from_array(w, chunks=(CHUNKS,))
+    for weights, weights_d in ((None, None), (w, wd)):
+        expected = _fit(softkmeans.SoftKMeans, X, C, kind, weights)
+        got = _fit(skd.SoftKMeans, Xd, C, kind, weights_d)
+        assert_same_fit(got, expected)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_independent_of_the_chunking(client, problem, kind):
+    X, C, w = problem
+    fits = [
+        _fit(skd.SoftKMeans, da.from_array(X, chunks=chunks), C, kind, w)
+        for chunks in ((1000, 2), (250, -1))
+    ]
+    for other in fits[1:]:
+        assert_same_fit(other, fits[0])
+
+
+def test_float32_and_dataframe_input(client, problem):
+    X, C, _ = problem
+    X32, C32 = X.astype(np.float32), C.astype(np.float32)
+    got = _fit(skd.SoftKMeans, da.from_array(X32, chunks=(CHUNKS, -1)), C32, "hard")
+    expected = _fit(softkmeans.SoftKMeans, X32, C32, "hard")
+    assert got.cluster_centers_.dtype == np.float32
+    assert_same_fit(got, expected, rtol=1e-5)
+
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    got = _fit(skd.SoftKMeans, dd.from_pandas(df, npartitions=3), C, "softmax")
+    expected = _fit(softkmeans.SoftKMeans, df, C, "softmax")
+    assert_same_fit(got, expected)
+    assert list(got.feature_names_in_) == list(df.columns)
+    labels = got.predict(dd.from_pandas(df, npartitions=2))
+    np.testing.assert_array_equal(labels.compute(), expected.labels_)
+
+
+def test_numpy_input_is_passed_through(problem):
+    X, C, w = problem
+    assert_same_fit(
+        _fit(skd.SoftKMeans, X, C, "entmax15", w), _fit(softkmeans.SoftKMeans, X, C, "entmax15", w)
+    )
+
+
+def test_kmeanspp_on_small_data_equals_the_in_memory_seeding(client, problem):
+    X, _, _ = problem
+    got = skd.SoftKMeans(5, assignment="hard", random_state=0).fit(da.from_array(X, chunks=900))
+    expected = softkmeans.SoftKMeans(5, assignment="hard", random_state=0).fit(X)
+    assert_same_fit(got, expected)
+
+
+def test_predict_side_is_lazy_and_the_model_pickles(client, problem):
+    X, C, _ = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    model = _fit(skd.SoftKMeans, Xd, C, "softmax")
+    for method in ("predict", "transform", "predict_proba"):
+        lazy = getattr(model, method)(Xd)
+        assert isinstance(lazy, da.Array), method
+        np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X), rtol=1e-12)
+    assert model.score(Xd) == pytest.approx(model.score(X), rel=1e-12)
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X), model.labels_)
+
+
+def _boom(block):
+    raise AssertionError("a block was computed")
+
+
+def test_bad_input_fails_before_any_work(client, problem):
+    X, C, w = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1)).map_blocks(_boom, dtype=X.dtype)
+    model = skd.SoftKMeans(5, init=C)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        model.fit(Xd[Xd[:, 0] > 0])
+    with pytest.raises(ValueError, match="chunks"):
+        model.fit(Xd, sample_weight=da.from_array(w, chunks=1000))
+    with pytest.raises(TypeError, match="numeric columns only.*'name'"):
+        df = pd.DataFrame({"a": X[:, 0], "name": ["x"] * X.shape[0]})
+        ddf = dd.from_pandas(df, npartitions=2).map_partitions(_boom, meta=df.iloc[:0])
+        model.fit(ddf)
+    with pytest.raises(TypeError, match="real numeric"):
+        model.fit(Xd.astype(np.complex128))
+    with pytest.raises(NotImplementedError, match="annealing on dask arrays"):
+        skd.SoftKMeans(5, anneal=True).fit(Xd)
+
+
+def test_bad_values_are_reported_from_the_workers(client, problem):
+    X, C, _ = problem
+    bad = X.copy()
+    bad[1500, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        skd.SoftKMeans(5, init=C).fit(da.from_array(bad, chunks=(CHUNKS, -1)))
+
+
+def _kill_a_worker_on_pass(monkeypatch, client, number, holding):
+    """Make the `number`-th pass of the fit start by killing the worker holding `holding`."""
+    original, calls = skd._stats_pass, [0]
+
+    def pass_(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == number:
+            address = next(iter(client.who_has(holding).values()))[0]
+            os.kill(client.run(os.getpid)[address], signal.SIGKILL)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(skd, "_stats_pass", pass_)
+    return calls
+
+
+def test_a_worker_killed_mid_fit_changes_nothing(client, problem, monkeypatch):
+    X, C, w = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1)).persist()
+    distributed.wait(Xd)
+    calls = _kill_a_worker_on_pass(monkeypatch, client, 3, distributed.futures_of(Xd))
+    got = _fit(skd.SoftKMeans, Xd, C, "hard", w, tol=0.0, max_iter=6)
+    assert calls[0] >= 3
+    assert_same_fit(got, _fit(softkmeans.SoftKMeans, X, C, "hard", w, tol=0.0, max_iter=6))
+    client.wait_for_workers(2)
+
+
+def test_a_lost_unrecomputable_input_is_reported(client, problem, monkeypatch):
+    X, C, _ = problem
+    blocks = np.split(X, np.cumsum(CHUNKS)[:-1])
+    futures = client.scatter(blocks)
+    Xd = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(f), shape=b.shape, dtype=b.dtype)
+            for f, b in zip(futures, blocks)
+        ]
+    )
+    _kill_a_worker_on_pass(monkeypatch, client, 3, futures)
+    with pytest.raises(RuntimeError, match="lost data it cannot recompute"):
+        _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=6)
+    client.wait_for_workers(2)

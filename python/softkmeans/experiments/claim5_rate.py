@@ -109,12 +109,14 @@ def margin_floor(X, C):
     """Margins at or below this are ties within float64 rounding of the distances.
 
     D_ij is formed as ||x_i||^2 + ||c_j||^2 - 2 x_i.c_j, whose rounding is a few eps times
-    ||x_i||^2 + ||c_j||^2; 64 eps (max ||x||^2 + max ||c||^2) bounds it with room. A
+    ||x_i||^2 + ||c_j||^2 (eps of X's dtype); 64 eps (max ||x||^2 + max ||c||^2) bounds it
+    with room. A
     margin this small is a tie (e.g. integer-valued pixels equidistant from two data
     points chosen as centroids), not a margin the asymptotics can use.
     """
-    eps = np.finfo(np.float64).eps
-    big = float(np.max(np.einsum("ij,ij->i", X, X))) + float(np.max(np.einsum("ij,ij->i", C, C)))
+    eps = float(np.finfo(X.dtype).eps)
+    X64, C64 = np.asarray(X, dtype=np.float64), np.asarray(C, dtype=np.float64)
+    big = float(np.max(np.einsum("ij,ij->i", X64, X64)) + np.max(np.einsum("ij,ij->i", C64, C64)))
     return ROUNDING_UNITS * eps * big
 
 

@@ -173,15 +173,30 @@ def first_order_error(X, C, x_values):
     return np.array(out)
 
 
-def slope_status(slope, model_slope, delta_min):
-    """(status, reason) for a fitted slope against -Delta_min (see the module docstring)."""
+def min_gap(X, C):
+    """Delta_min recomputed from `sq_distances` (the smallest off-argmin gap), a check on
+    `margins`."""
+    D = sk.sq_distances(X, C).astype(np.float64)
+    return float(np.min(np.sort(D, axis=1)[:, 1] - D.min(axis=1)))
+
+
+def slope_status(slope, model_slope, delta_min, gap_min=None):
+    """(status, reason) for a fitted slope against -Delta_min (see the module docstring).
+
+    "hypothesis not met" only when the first-order model reproduces the slope and is
+    itself steeper than -Delta_min (competing points with margins just above Delta_min:
+    the model's slope is a weighted mean of margins >= Delta_min, never shallower), and
+    gap_min (Delta_min recomputed from the distances) confirms Delta_min.
+    """
+    if gap_min is not None and abs(gap_min - delta_min) > 1e-6 * max(abs(delta_min), 1e-300):
+        return "FAIL", f"Delta_min {delta_min:.6g} disagrees with the distances' {gap_min:.6g}"
     if not np.isfinite(slope):
         return "hypothesis not met", "no sigma where the difference is above rounding"
     rel = slope / -delta_min
     if abs(rel - 1.0) <= SLOPE_RTOL:
         return "PASS", ""
     model_rel = model_slope / -delta_min
-    if abs(model_rel - 1.0) > SLOPE_RTOL and abs(slope / model_slope - 1.0) <= MODEL_RTOL:
+    if model_rel > 1.0 + SLOPE_RTOL and abs(slope / model_slope - 1.0) <= MODEL_RTOL:
         return (
             "hypothesis not met",
             "the asymptotic regime lies below float64 rounding: the first-order model's "
@@ -206,6 +221,7 @@ def rate_curve(X, C, n_grid, t_max=45.0):
     hard = sk.centroid_step(X, C, kind="hard").centroids
     out = {"delta_min": delta_min, "scale": float(np.linalg.norm(hard))}
     out["margin_floor"] = margin_floor(X, C)
+    out["gap_min"] = min_gap(X, C)
     if no_margin_note(delta_min, out["margin_floor"]):
         return out
     t = np.linspace(0.25, t_max, n_grid)
@@ -244,7 +260,7 @@ def _row(ds_name, k, where, curve, note_extra):
             why + note_extra,
         )
     slope, mask = curve["slope"], curve["mask"]
-    status, reason = slope_status(slope, curve["model_slope"], dmin)
+    status, reason = slope_status(slope, curve["model_slope"], dmin, curve["gap_min"])
     note = f"Delta_min={dmin:.4g}; fitted slope = {slope / -dmin:.4f} Delta_min"
     if mask.sum():
         s = curve["sigma"][mask]

@@ -163,6 +163,9 @@ def _rows(ds_name, k, g, extra):
 def analyse(X, C0, ctx, max_iter, n_ratios):
     """Everything the rows need for one (X, init), as a dict."""
     path, converged = lloyd_path(X, C0, max_iter)
+    if converged:
+        # Two more steps at the fixed point, so that a departure there is observable.
+        path = path + [path[-1], path[-1]]
     deltas, radii, labels = path_geometry(X, path)
     floor = margin_floor(X, C0)
     g = {"why": "", "converged": converged, "start": 0}
@@ -174,6 +177,7 @@ def analyse(X, C0, ctx, max_iter, n_ratios):
     t_min = int(np.argmin(deltas)) if len(deltas) else 0
     dpath = float(deltas[t_min]) if len(deltas) else 0.0
     g.update(delta_path=dpath, t_min=t_min, steps=len(path) - 1, deltas=deltas)
+    g["lloyd_steps"] = len(path) - 1 - (2 if converged else 0)
     g["why"] = no_margin_note(dpath, floor)
     if g["why"]:
         g["why"] = "Lloyd's path has no margin: " + g["why"]

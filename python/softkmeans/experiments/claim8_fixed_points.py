@@ -33,6 +33,7 @@ from .claim5_rate import (
     initial_centroids,
     lloyd_path,
     margin_floor,
+    min_gap,
     no_margin_note,
     rounding_floor,
     slope_status,
@@ -113,6 +114,7 @@ def analyse(X, C_star, n_grid, max_iter, t_max=45.0):
     """Distances, convergence, partitions and Hessian checks on a grid of sigma."""
     delta = float(sk.margins(X, C_star).min())
     out = {"delta": delta, "why": no_margin_note(delta, margin_floor(X, C_star))}
+    out["gap_min"] = min_gap(X, C_star)
     if out["why"]:
         return out
     labels = sk.assign(X, C_star)[0]
@@ -161,7 +163,7 @@ def _rows(ds_name, k, a, extra):
             for q in (q_rate, q_hess)
         ]
     d, mask = a["delta"], a["mask"]
-    status, reason = slope_status(a["slope"], a["model_slope"], d)
+    status, reason = slope_status(a["slope"], a["model_slope"], d, a["gap_min"])
     note = f"Delta*={d:.4g}; fitted slope = {a['slope'] / -d:.4f} Delta*"
     if mask.sum():
         s = a["sigma"][mask]

@@ -256,7 +256,7 @@ def run(ds, ks, ctx):
         if k < 2 or k > X.shape[0]:
             continue
         C0 = initial_centroids(X, k, ctx, ds.name)
-        g = analyse(X, C0, ctx, 60 if ctx.quick else 200, 16 if ctx.quick else 36)
+        g = analyse(X, C0, ctx, 60 if ctx.quick else 200, 10 if ctx.quick else 36)
         results.append((k, g))
         notes = [
             f"Lloyd: {g['steps']} steps" + ("" if g["converged"] else " (capped, not converged)")

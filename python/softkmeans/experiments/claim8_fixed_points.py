@@ -46,8 +46,10 @@ TITLE = "Softmax fixed points near Lloyd's"
 # Positive definite means lambda_min > PD_RTOL * 2 N_min: the Hessian's entries carry a
 # relative rounding of ~n eps (sums of n terms), far below 1e-9 for n <= 1e6.
 PD_RTOL = 1e-9
-DENSE_MAX = 1024  # kd up to which the Hessian is formed densely; above, Lanczos on H v
-N_HESSIANS = 5  # sigmas at which the Hessian is checked (keeps a run within budget)
+DENSE_MAX = 256  # kd up to which the Hessian is formed densely; above, Lanczos on H v
+N_HESSIANS = (
+    5  # (3 in quick mode) sigmas at which the Hessian is checked (keeps a run within budget)
+)
 
 
 def softmax_fixed_point(X, C, sigma, max_iter):
@@ -65,9 +67,13 @@ def softmax_fixed_point(X, C, sigma, max_iter):
     return C, max_iter, False
 
 
-def hessian_vector(X, C, sigma, V):
-    """H V for the Hessian H of F_sigma at C (unit weights), V of shape (k, d)."""
-    r = sk.responsibilities(X, C, sigma, kind="softmax").astype(np.float64)
+def hessian_vector(X, C, sigma, V, r=None):
+    """H V for the Hessian H of F_sigma at C (unit weights), V of shape (k, d).
+
+    r: the softmax responsibilities at (C, sigma), computed when None.
+    """
+    if r is None:
+        r = sk.responsibilities(X, C, sigma, kind="softmax").astype(np.float64)
     T = 2.0 * sigma * sigma
     N = r.sum(axis=0)
     # p_ij = a_ij . v_j with a_ij = c_j - x_i;  q_i = sum_l r_il p_il.
@@ -102,15 +108,16 @@ def smallest_eigenvalue(X, C, sigma):
         return float(np.linalg.eigvalsh(hessian_dense(X, C, sigma))[0])
     from scipy.sparse.linalg import LinearOperator, eigsh
 
+    r = sk.responsibilities(X, C, sigma, kind="softmax").astype(np.float64)
     op = LinearOperator(
         (k * d, k * d),
-        matvec=lambda v: hessian_vector(X, C, sigma, np.reshape(v, (k, d))).ravel(),
+        matvec=lambda v: hessian_vector(X, C, sigma, np.reshape(v, (k, d)), r).ravel(),
         dtype=np.float64,
     )
     return float(eigsh(op, k=1, which="SA", tol=1e-8, return_eigenvectors=False)[0])
 
 
-def analyse(X, C_star, n_grid, max_iter, t_max=45.0):
+def analyse(X, C_star, n_grid, max_iter, t_max=45.0, n_hessians=N_HESSIANS):
     """Distances, convergence, partitions and Hessian checks on a grid of sigma."""
     delta = float(sk.margins(X, C_star).min())
     out = {"delta": delta, "why": no_margin_note(delta, margin_floor(X, C_star))}
@@ -139,7 +146,7 @@ def analyse(X, C_star, n_grid, max_iter, t_max=45.0):
         model_slope = float(np.polyfit(x[mask], np.log(model), 1)[0])
     # Hessian checks: a few sigmas of the fit window and the hottest converged sigma.
     window = np.flatnonzero(mask)
-    picks = set(window[np.linspace(0, window.size - 1, N_HESSIANS - 1).astype(int)].tolist())
+    picks = set(window[np.linspace(0, window.size - 1, n_hessians - 1).astype(int)].tolist())
     converged = np.flatnonzero(conv)
     if converged.size:
         picks.add(int(converged[0]))
@@ -258,7 +265,10 @@ def run(ds, ks, ctx):
             why = "no Lloyd fixed point reached"
             rows += _rows(ds.name, k, {"why": why}, extra)
             continue
-        a = analyse(X, path[-1], 30 if ctx.quick else 60, 200 if ctx.quick else 1000)
+        a = analyse(
+            X, path[-1], 30 if ctx.quick else 60, 200 if ctx.quick else 1000,
+            n_hessians=3 if ctx.quick else N_HESSIANS,
+        )  # fmt: skip
         results.append((k, a))
         rows += _rows(ds.name, k, a, extra)
     _figure(ds, results, ctx)

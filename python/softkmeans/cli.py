@@ -304,7 +304,13 @@ def cmd_reproduce(args):
     t0 = time.perf_counter()
     try:
         rows = run_all(
-            args.quick, args.out, datasets=names, claims=claims, progress=print, seed=args.seed
+            args.quick,
+            args.out,
+            datasets=names,
+            claims=claims,
+            progress=print,
+            seed=args.seed,
+            threads=args.threads,
         )
     except OSError as exc:
         raise UserError(f"cannot write to {args.out}: {exc}") from None
@@ -389,6 +395,12 @@ def build_parser():
     r.add_argument("--datasets", default=None, metavar="NAME,...", help="only these data sets")
     r.add_argument("--claims", default=None, metavar="N,...", help="only these claims (1..8)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    r.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="OpenMP threads of the native core during the run (default: its default)",
+    )
     r.add_argument("--list", action="store_true", help="list the data sets and exit")
     r.set_defaults(func=cmd_reproduce)
     return parser

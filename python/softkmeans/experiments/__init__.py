@@ -64,13 +64,32 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def run_all(quick, out_dir, datasets=None, claims=None, progress=print, seed=0):
+def _thread_limit(threads):
+    """A context limiting the OpenMP threads of the native core (threadpoolctl), or a no-op."""
+    import contextlib
+
+    if threads is None:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=int(threads), user_api="openmp")
+
+
+def run_all(quick, out_dir, datasets=None, claims=None, progress=print, seed=0, threads=None):
     """Run the claims on the data sets; write report.md, results.csv, figures; return rows.
 
     quick: the --quick selection (scikit-learn's bundled sets and synthetic data, small
     k and grids). out_dir: where the files go (None: nothing written). datasets, claims:
-    names and numbers to restrict the run to (None: all).
+    names and numbers to restrict the run to (None: all). threads: OpenMP threads of the
+    native core during the run (None: its default; needs threadpoolctl to take effect).
     """
+    with _thread_limit(threads):
+        return _run_all(quick, out_dir, datasets, claims, progress, seed, threads)
+
+
+def _run_all(quick, out_dir, datasets, claims, progress, seed, threads):
     from . import datasets as D
     from . import report
 

@@ -102,7 +102,7 @@ def _version(module):
         return "not installed"
 
 
-def environment_lines(elapsed, quick, seed):
+def environment_lines(elapsed, quick, seed, threads=None):
     import softkmeans
 
     info = softkmeans.build_info()
@@ -116,6 +116,7 @@ def environment_lines(elapsed, quick, seed):
             f"{info.get('simd_selected')} / {', '.join(map(str, info.get('simd_available', [])))}",
         ],
         ["threads (native default)", str(info.get("default_threads"))],
+        ["threads (this run)", "default" if threads is None else str(threads)],
         ["compiler, OpenMP", f"{info.get('compiler')}, {info.get('openmp')}"],
     ]
     for mod in ("numpy", "scipy", "sklearn", "matplotlib", "pandas"):
@@ -126,7 +127,7 @@ def environment_lines(elapsed, quick, seed):
     return _table(["item", "value"], body)
 
 
-def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed):
+def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, threads=None):
     """Write out_dir/report.md and out_dir/results.csv."""
     write_csv(out_dir / "results.csv", rows)
     names = [ds.name for ds in loaded]
@@ -195,7 +196,7 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed):
         "## Environment",
         "",
     ]
-    lines += environment_lines(elapsed, quick, seed)
+    lines += environment_lines(elapsed, quick, seed, threads)
     lines += ["", "## Time per claim and data set", ""]
     body = [[f"claim {n}", name, f"{t:.2f} s"] for (n, name), t in sorted(timings.items())]
     lines += _table(["claim", "data set", "time"], body)

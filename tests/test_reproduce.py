@@ -145,7 +145,7 @@ def test_claim1_coincident_centroids_meet_the_bound_exactly():
     sigmas = np.array([0.1, 1.0, 10.0])
     for kind, const in (("softmax", math.log(3)), ("entmax15", (4 / 3) * (1 - 3**-0.5))):
         J, gaps, bounds = claim1_bounds.bound_curve(X, C, sigmas, kind)
-        assert J == pytest.approx(0.5625 + 0.5625 + 0.0625 + 5.0625)
+        assert J == pytest.approx(3.0625 + 0.5625 + 0.0625 + 5.0625)
         np.testing.assert_allclose(bounds, 2 * sigmas**2 * 4 * const)
         np.testing.assert_allclose(gaps, bounds, rtol=1e-12)
         assert claim1_bounds.check(J, gaps, bounds, coincident=True)[1] == "PASS"
@@ -230,7 +230,8 @@ def test_claim3_run_passes_and_splits_along_e1():
 
 def test_claim3_planted_wrong_critical_sigma_fails(monkeypatch):
     # planted: a critical sigma 10% too large; the collapse/split temperatures move with it
-    monkeypatch.setattr(claim3_critical.sk, "critical_sigma", lambda X: 1.1 * sk.critical_sigma(X))
+    real = sk.critical_sigma
+    monkeypatch.setattr(claim3_critical.sk, "critical_sigma", lambda X: 1.1 * real(X))
     rows = claim3_critical.run(_ds(_anisotropic()), [2], _ctx())
     assert [r.status for r in rows] == ["FAIL", "FAIL", "FAIL"]
 

@@ -534,7 +534,7 @@ SPECS: tuple[Spec, ...] = (
             "blobs-overlapping", _overlapping, "3 unit Gaussians about 2 apart in 2-D, 600 points"
         ),
         False,
-        True,
+        False,
         (2, 3, 5),
     ),
     Spec(

@@ -65,16 +65,16 @@ def check(J, gaps, bounds, coincident, rtol=RTOL):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 3000 if ctx.quick else 20000)
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
     sc = sk.critical_sigma(X)
-    sigmas = sc * np.logspace(-3, 1, 13 if ctx.quick else 33)
+    sigmas = sc * np.logspace(-3, 1, 9 if ctx.quick else 17)
     mu = X.mean(axis=0)
     rows, curves = [], {}
     for k in ks:
         if k < 2:
             continue
         C_pp = kpp(X, k, ctx, ds.name, k)
-        C_lloyd, _ = descend(X, C_pp, kind="hard", max_iter=100 if ctx.quick else 300)
+        C_lloyd, _ = descend(X, C_pp, kind="hard", max_iter=50 if ctx.quick else 150)
         C_same = np.ascontiguousarray(np.repeat(mu[None, :], k, axis=0))
         for label, C, coincident in (
             ("k-means++", C_pp, False),

@@ -49,14 +49,14 @@ def minima(X, k, sigmas, starts, max_iter):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 1000 if ctx.quick else 3000)
+    X, sub_note = subsample(ds, ctx, 1000 if ctx.quick else 2000)
     n = X.shape[0]
     sc = sk.critical_sigma(X)
     lam = sc**2
-    fractions = [0.2, 0.05, 0.01] if ctx.quick else [0.5, 0.2, 0.1, 0.05, 0.02, 0.01]
+    fractions = [0.2, 0.05, 0.01] if ctx.quick else [0.3, 0.1, 0.03, 0.01]
     sigmas = [f * sc for f in fractions]
-    n_starts = 2 if ctx.quick else 4
-    max_iter = 60 if ctx.quick else 200
+    n_starts = 2 if ctx.quick else 3
+    max_iter = 60 if ctx.quick else 120
     rows, curves = [], {}
     for k in ks:
         if k < 2:

@@ -104,14 +104,14 @@ def trajectory(X, k, sigma, rng, n_steps, amplitude, stop_at=None):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 3000 if ctx.quick else 20000)
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
     sc = sk.critical_sigma(X)
     lam = sc * sc
     Xc = X - X.mean(axis=0)
     evals, evecs = np.linalg.eigh(Xc.T @ Xc / X.shape[0])
     v1 = evecs[:, -1]
     lam2 = float(evals[-2]) if len(evals) > 1 else 0.0
-    n_steps = 150 if ctx.quick else 300
+    n_steps = 150 if ctx.quick else 200
     extra = f"; lambda_max={lam:.4g}, lambda_2/lambda_max={lam2 / lam:.3f}"
     if sub_note:
         extra += f"; {sub_note}"

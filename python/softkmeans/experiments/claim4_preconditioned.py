@@ -54,7 +54,7 @@ def fd_error(X, C, sigma, kind, h, rng):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 3000 if ctx.quick else 20000)
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
     sc = sk.critical_sigma(X)
     sigmas = [f * sc for f in FRACTIONS]
     extra = f"; sigma/sigma_c in {{{', '.join(f'{f:g}' for f in FRACTIONS)}}}, k-means++ C"

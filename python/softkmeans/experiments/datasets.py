@@ -13,6 +13,9 @@ Conventions (each is stated in the data set's ``note``):
 - Rows with a missing value are dropped.
 - Large tables are subsampled to at most ``MAX_ROWS`` rows with a seeded choice
   (``numpy.random.default_rng(0)``), so that a full run stays within minutes.
+
+Not included: Fashion-MNIST (Debian's ``dataset-fashion-mnist`` is an apt package, not a
+Python one, so it cannot be an extra).
 """
 
 from __future__ import annotations

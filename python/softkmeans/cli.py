@@ -3,6 +3,7 @@
     softkmeans cluster [DATA] [-k K] [--assignment hard|softmax|entmax15|all] [--sigma S]
                        [--anneal [key=value,...]] [--out DIR] ...
     softkmeans info
+    softkmeans reproduce [--quick] [--out DIR] [--datasets NAME,...] [--claims N,...]
 
 DATA is .npy, .csv/.txt (numeric columns; an optional header row) or .parquet (needs
 pyarrow); without DATA the built-in Iris data set is clustered. A user error (missing
@@ -275,11 +276,60 @@ def cmd_info(args):
     return 0
 
 
+def _split_list(text, what):
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise UserError(f"--{what} expects a comma-separated list; got {text!r}")
+    return items
+
+
+def cmd_reproduce(args):
+    from .experiments import FAIL, datasets, run_all
+
+    names = _split_list(args.datasets, "datasets")
+    claims = _split_list(args.claims, "claims")
+    if claims is not None:
+        try:
+            claims = [int(c) for c in claims]
+        except ValueError:
+            raise UserError(f"--claims expects numbers 1..8; got {args.claims!r}") from None
+    if args.list:
+        for spec in datasets.SPECS:
+            kind = "real" if spec.real else "synthetic"
+            quick = ", --quick" if spec.quick else ""
+            print(f"{spec.name} ({kind}{quick}; k = {', '.join(map(str, spec.ks))})")
+        return 0
+    t0 = time.perf_counter()
+    try:
+        rows = run_all(
+            args.quick,
+            args.out,
+            datasets=names,
+            claims=claims,
+            progress=print,
+            seed=args.seed,
+            threads=args.threads,
+        )
+    except OSError as exc:
+        raise UserError(f"cannot write to {args.out}: {exc}") from None
+    n_fail = sum(r.status == FAIL for r in rows)
+    n_pass = sum(r.status == "PASS" for r in rows)
+    print(
+        f"{len(rows)} checks: {n_pass} PASS, {n_fail} FAIL, "
+        f"{len(rows) - n_pass - n_fail} hypothesis not met [{time.perf_counter() - t0:.1f} s]"
+    )
+    if args.out is not None:
+        print(f"wrote report.md, results.csv and figures/ to {args.out}")
+    return 1 if n_fail else 0
+
+
 def build_parser():
     from ._params import DEFAULTS
 
     parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
-    sub = parser.add_subparsers(dest="command", metavar="{cluster,info}")
+    sub = parser.add_subparsers(dest="command", metavar="{cluster,info,reproduce}")
     sub.required = True
     c = sub.add_parser(
         "cluster",
@@ -330,6 +380,29 @@ def build_parser():
     i = sub.add_parser("info", help="print how the native core was built")
     i.error = parser.error
     i.set_defaults(func=cmd_info)
+    r = sub.add_parser(
+        "reproduce",
+        help="check the theory's claims on real and synthetic data; write report.md, "
+        "results.csv and figures",
+    )
+    r.error = parser.error
+    r.add_argument(
+        "--quick",
+        action="store_true",
+        help="scikit-learn's bundled sets and synthetic data only, small grids (< 2 min)",
+    )
+    r.add_argument("--out", default=None, metavar="DIR", help="write the report here")
+    r.add_argument("--datasets", default=None, metavar="NAME,...", help="only these data sets")
+    r.add_argument("--claims", default=None, metavar="N,...", help="only these claims (1..8)")
+    r.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    r.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="OpenMP threads of the native core during the run (default: its default)",
+    )
+    r.add_argument("--list", action="store_true", help="list the data sets and exit")
+    r.set_defaults(func=cmd_reproduce)
     return parser
 
 

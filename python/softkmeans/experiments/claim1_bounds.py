@@ -1,0 +1,129 @@
+"""Sandwich bounds: 0 <= J - F_sigma <= 2 sigma^2 W log k and
+0 <= J - G_sigma <= 2 sigma^2 W (4/3)(1 - k^(-1/2)), over sigma from 1e-3 to 10 x
+critical sigma, tight (ratio 1) at coincident centroids.
+
+For each k the bounds are checked at three centroid sets: k-means++ seeds, the Lloyd
+fixed point reached from them, and all k centroids at the data mean (coincident), where
+every row of D is constant so J - F_sigma equals the bound exactly. `measured` is the
+largest ratio (J - F) / bound over the sigma grid (the smallest, for coincident
+centroids); a check passes when no value leaves [0, bound] by more than float64
+accuracy (1e-10 relative, SPEC.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import softkmeans as sk
+
+from ._common import FAIL, PASS, Row, pyplot
+from ._util import descend, kpp, subsample
+
+NUMBER = 1
+TITLE = "Sandwich bounds"
+RTOL = 1e-10  # SPEC.md: float64 objectives are accurate to 1e-10 relative
+
+
+def entropy_const(kind, k):
+    """The bound's constant: log k (softmax) or (4/3)(1 - k^(-1/2)) (entmax15)."""
+    return math.log(k) if kind == "softmax" else (4.0 / 3.0) * (1.0 - k**-0.5)
+
+
+def bound_curve(X, C, sigmas, kind):
+    """(J, gaps J - objective, bounds 2 sigma^2 W const) over the sigma grid."""
+    k = C.shape[0]
+    W = float(X.shape[0])
+    J = sk.objective(X, C, kind="hard")
+    obj = np.array([sk.objective(X, C, s, kind=kind) for s in sigmas])
+    bounds = 2.0 * np.asarray(sigmas) ** 2 * W * entropy_const(kind, k)
+    return J, J - obj, bounds
+
+
+def check(J, gaps, bounds, coincident, rtol=RTOL):
+    """(measured ratio, status, note) for one curve."""
+    tol = rtol * (abs(J) + bounds)
+    ratios = gaps / bounds
+    low_ok = bool(np.all(gaps >= -tol))
+    high_ok = bool(np.all(gaps <= bounds + tol))
+    if coincident:
+        ok = bool(np.all(np.abs(gaps - bounds) <= tol))
+        measured = float(ratios.min())
+        note = f"max |ratio - 1| = {np.max(np.abs(ratios - 1)):.2e}"
+    else:
+        ok = low_ok and high_ok
+        measured = float(ratios.max())
+        note = f"ratio in [{ratios.min():.3g}, {ratios.max():.4g}], min (J - obj)/J = " + (
+            f"{(gaps / max(abs(J), 1e-300)).min():.2e}"
+        )
+    if not low_ok:
+        note += "; J - obj < 0 beyond rounding"
+    if not high_ok:
+        note += "; J - obj > bound beyond rounding"
+    return measured, PASS if ok else FAIL, note
+
+
+def run(ds, ks, ctx):
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
+    sc = sk.critical_sigma(X)
+    sigmas = sc * np.logspace(-3, 1, 9 if ctx.quick else 17)
+    mu = X.mean(axis=0)
+    rows, curves = [], {}
+    for k in ks:
+        if k < 2:
+            continue
+        C_pp = kpp(X, k, ctx, ds.name, k)
+        C_lloyd, _ = descend(X, C_pp, kind="hard", max_iter=50 if ctx.quick else 150)
+        C_same = np.ascontiguousarray(np.repeat(mu[None, :], k, axis=0))
+        for label, C, coincident in (
+            ("k-means++", C_pp, False),
+            ("Lloyd fixed point", C_lloyd, False),
+            ("coincident at the mean", C_same, True),
+        ):
+            for kind, name, bound in (
+                ("softmax", "F_sigma", "2 sigma^2 W log k"),
+                ("entmax15", "G_sigma", "2 sigma^2 W (4/3)(1 - k^-1/2)"),
+            ):
+                J, gaps, bounds = bound_curve(X, C, sigmas, kind)
+                curves[(k, label, kind)] = gaps / bounds
+                measured, status, note = check(J, gaps, bounds, coincident)
+                what = "min" if coincident else "max"
+                quantity = f"{what} over sigma of (J - {name}) / ({bound}), {label}"
+                extra = f"; sigma/sigma_c in [1e-3, 10], {len(sigmas)} values, sigma_c={sc:.4g}"
+                if sub_note:
+                    extra += f"; {sub_note}"
+                rows.append(Row(NUMBER, ds.name, k, quantity, measured, 1.0, status, note + extra))
+    _figure(ds, ctx, sigmas / sc, curves)
+    return rows
+
+
+def _figure(ds, ctx, x, curves):
+    path, plt = ctx.figure_path(f"claim1_bounds_{ds.name}"), pyplot()
+    if path is None or plt is None or not curves:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    styles = {"k-means++": ":", "Lloyd fixed point": "-", "coincident at the mean": "--"}
+    ks = sorted({key[0] for key in curves})
+    colours = plt.cm.viridis(np.linspace(0, 0.85, len(ks)))
+    for ax, kind, label in (
+        (axes[0], "softmax", "(J - F_σ) / (2σ² W log k)"),
+        (axes[1], "entmax15", "(J - G_σ) / (2σ² W (4/3)(1 - k^-1/2))"),
+    ):
+        for (k, where, kd), ratio in curves.items():
+            if kd != kind:
+                continue
+            colour = colours[ks.index(k)]
+            ax.semilogx(x, ratio, styles[where], color=colour, label=f"k={k}, {where}")
+        ax.axhline(1.0, color="red", lw=0.8)
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_xlabel("σ / σ_c (dimensionless; σ_c = sqrt(λ_max))")
+        ax.set_ylabel(f"{label} (dimensionless)")
+        ax.set_title(f"{kind}: gap / bound (red line: the bound)")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(
+        f"Claim 1, {ds.name}: sandwich bound, gap over bound vs sigma (must stay in [0, 1])"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

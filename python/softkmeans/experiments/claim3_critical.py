@@ -1,0 +1,211 @@
+"""Critical temperature: all centroids at the mean mu is stable under the softmax step for
+sigma^2 > lambda_max and splits along the leading eigenvector below it.
+
+Three checks per k. (a) Measured critical sigma: the soft step linearized at
+(mu, ..., mu) maps a zero-sum perturbation delta to Sigma delta / sigma^2; Lanczos on central
+finite differences (|delta| = 1e-5 sigma_c) at sigma = sigma_c gives its largest
+eigenvalue rho, and sigma_c(measured) = sigma sqrt(rho); predicted: critical_sigma(X).
+(b) At sigma^2 = 1.05 lambda_max a small random perturbation returns to mu: the
+per-step contraction factor over the second half of the run is predicted to be
+lambda_max / sigma^2 = 1/1.05. (c) At sigma^2 = 0.95 lambda_max it grows and the
+centroids split along the leading eigenvector v1: |cos| between the leading direction
+of the final centroids and v1 must exceed 0.99. The hypothesis of (c) is a simple
+leading eigenvalue (lambda_2 < 0.95 lambda_max; otherwise several directions are
+unstable at once).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import softkmeans as sk
+
+from ._common import FAIL, NOT_MET, PASS, Row, pyplot
+from ._util import subsample
+
+NUMBER = 3
+TITLE = "Critical temperature"
+SIGMA_RTOL = 1e-6  # (a): |measured / predicted - 1|
+FACTOR_TOL = 0.01  # (b): |measured factor - 1/1.05|
+COS_MIN = 0.99  # (c)
+GROWTH = 30.0  # (c): the split direction is read when the spread has grown this much
+
+
+def _soft(X, C, sigma):
+    return sk.centroid_step(X, C, sigma, kind="softmax").centroids
+
+
+def measured_critical_sigma(X, k, sigma, rng, max_matvec):
+    """sigma sqrt(rho): rho = the top eigenvalue of the soft step linearized at the mean.
+
+    The linearized step maps a zero-sum perturbation (delta_j) to (Sigma delta_j / sigma^2);
+    it acts alike on every zero-sum pattern, so the pattern delta_1 = a, delta_2 = -a
+    (other centroids at mu) gives a d-dimensional symmetric operator a -> Sigma a /
+    sigma^2, applied by central finite differences of the soft step and solved by
+    Lanczos (scipy eigsh), or by power iteration when scipy is absent.
+    """
+    mu = X.mean(axis=0)
+    base = np.repeat(mu[None, :], k, axis=0)
+    eps = 1e-5 * sigma
+
+    def matvec(a):
+        a = np.asarray(a, dtype=np.float64).ravel()
+        norm = float(np.linalg.norm(a))
+        if norm == 0.0:
+            return np.zeros_like(a)
+        u = a * (eps / norm)
+        plus, minus = base.copy(), base.copy()
+        plus[0] += u
+        plus[1] -= u
+        minus[0] -= u
+        minus[1] += u
+        diff = _soft(X, np.ascontiguousarray(plus), sigma) - _soft(X, minus, sigma)
+        return diff[0] * (norm / (2 * eps))
+
+    d = X.shape[1]
+    v0 = rng.standard_normal(d)
+    try:
+        from scipy.sparse.linalg import LinearOperator, eigsh
+    except ImportError:
+        eigsh = None
+    if eigsh is not None and d > 2:
+        op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
+        rho = float(eigsh(op, k=1, which="LA", v0=v0, tol=1e-10, maxiter=max_matvec)[0][0])
+    else:
+        v, rho = v0 / np.linalg.norm(v0), float("nan")
+        for _ in range(max_matvec):
+            w = matvec(v)
+            rho = float(v @ w)
+            v = w / np.linalg.norm(w)
+        if d <= 2:  # exact: the 2 x 2 operator from its two columns
+            M = np.column_stack([matvec(e) for e in np.eye(d)])
+            rho = float(np.linalg.eigvalsh((M + M.T) / 2)[-1])
+    return sigma * math.sqrt(max(rho, 0.0)), rho
+
+
+def trajectory(X, k, sigma, rng, n_steps, amplitude, stop_at=None):
+    """(C, spreads ||C_t - mu||, step) along the soft steps from a small perturbation of mu.
+
+    With stop_at, the run stops at the first step whose spread reaches stop_at times the
+    initial one (step is None when it never does): the split is then still linear.
+    """
+    mu = X.mean(axis=0)
+    C = mu + amplitude * rng.standard_normal((k, X.shape[1])) / math.sqrt(X.shape[1])
+    C = np.ascontiguousarray(C)
+    spread = [float(np.linalg.norm(C - mu))]
+    for t in range(1, n_steps + 1):
+        C = _soft(X, C, sigma)
+        spread.append(float(np.linalg.norm(C - mu)))
+        if stop_at is not None and spread[-1] >= stop_at * spread[0]:
+            return C, np.array(spread), t
+    return C, np.array(spread), None
+
+
+def run(ds, ks, ctx):
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
+    sc = sk.critical_sigma(X)
+    lam = sc * sc
+    Xc = X - X.mean(axis=0)
+    evals, evecs = np.linalg.eigh(Xc.T @ Xc / X.shape[0])
+    v1 = evecs[:, -1]
+    lam2 = float(evals[-2]) if len(evals) > 1 else 0.0
+    n_steps = 150 if ctx.quick else 200
+    extra = f"; lambda_max={lam:.4g}, lambda_2/lambda_max={lam2 / lam:.3f}"
+    if sub_note:
+        extra += f"; {sub_note}"
+    rows, figs = [], {}
+    for k in ks:
+        if k < 2:
+            continue
+        rng = ctx.rng("claim3", ds.name, k)
+        # (a) measured vs predicted critical sigma
+        s_meas, rho = measured_critical_sigma(X, k, sc, rng, 200 if ctx.quick else 400)
+        rel = abs(s_meas / sc - 1.0)
+        rows.append(
+            Row(
+                NUMBER,
+                ds.name,
+                k,
+                "critical sigma measured (Lanczos on the soft step linearized at the mean)",
+                s_meas,
+                sc,
+                PASS if rel <= SIGMA_RTOL else FAIL,
+                f"relative error {rel:.2e} (tolerance {SIGMA_RTOL:g}); rho={rho:.6f} at "
+                f"sigma=sigma_c; numpy eigh gives sqrt(lambda_max)={math.sqrt(evals[-1]):.6g}"
+                + extra,
+            )
+        )
+        # (b) collapse at sigma^2 = 1.05 lambda_max
+        amp = 1e-3 * sc
+        _, spread_hi, _ = trajectory(X, k, math.sqrt(1.05 * lam), rng, n_steps, amp)
+        half = n_steps // 2
+        factor = (spread_hi[-1] / spread_hi[half]) ** (1.0 / (n_steps - half))
+        ok = spread_hi[-1] < 1e-2 * spread_hi[0] and abs(factor - 1 / 1.05) <= FACTOR_TOL
+        rows.append(
+            Row(
+                NUMBER,
+                ds.name,
+                k,
+                "sigma^2 = 1.05 lambda_max: per-step contraction of ||C - mu|| (steps "
+                f"{half}..{n_steps})",
+                factor,
+                1 / 1.05,
+                PASS if ok else FAIL,
+                f"spread {spread_hi[0]:.2e} -> {spread_hi[-1]:.2e} in {n_steps} steps" + extra,
+            )
+        )
+        # (c) split at sigma^2 = 0.95 lambda_max
+        C_lo, spread_lo, t_split = trajectory(
+            X, k, math.sqrt(0.95 * lam), rng, 2 * n_steps, amp, stop_at=GROWTH
+        )
+        disp = C_lo - C_lo.mean(axis=0)
+        _, _, vt = np.linalg.svd(disp, full_matrices=False)
+        cos = float(abs(vt[0] @ v1))
+        grew = t_split is not None
+        ok = grew and cos >= COS_MIN
+        simple = lam2 < 0.95 * lam
+        status = PASS if ok else (FAIL if simple else NOT_MET)
+        note = (
+            f"spread {spread_lo[0]:.2e} -> {spread_lo[-1]:.2e} (x{GROWTH:g}) at step {t_split}"
+            if grew
+            else f"spread {spread_lo[0]:.2e} -> {spread_lo[-1]:.2e}: no split in "
+            f"{2 * n_steps} steps"
+        )
+        if not ok and not simple:
+            note += "; lambda_2 >= 0.95 lambda_max: more than one unstable direction"
+        rows.append(
+            Row(
+                NUMBER,
+                ds.name,
+                k,
+                "sigma^2 = 0.95 lambda_max: |cos(split direction, v1)|",
+                cos,
+                1.0,
+                status,
+                note + extra,
+            )
+        )
+        figs[k] = (spread_hi, spread_lo)
+    _figure(ds, ctx, figs, sc)
+    return rows
+
+
+def _figure(ds, ctx, figs, sc):
+    path, plt = ctx.figure_path(f"claim3_critical_{ds.name}"), pyplot()
+    if path is None or plt is None or not figs:
+        return
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for k, (hi, lo) in figs.items():
+        (line,) = ax.semilogy(lo / sc, label=f"k={k}, σ² = 0.95 λ_max (splits)")
+        ax.semilogy(
+            hi / sc, "--", color=line.get_color(), label=f"k={k}, σ² = 1.05 λ_max (collapses)"
+        )
+    ax.set_xlabel("soft step (iteration)")
+    ax.set_ylabel("||C - μ|| / σ_c (dimensionless)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"Claim 3, {ds.name}: collapse above and split below the critical temperature")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

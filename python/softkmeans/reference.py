@@ -91,7 +91,7 @@ def _shifted_scores(D, sigma):
     return np.maximum(z, -np.finfo(np.float64).max)
 
 
-def _softmax64(D, sigma):
+def _softmax64(D, sigma, tiny):
     """Softmax responsibilities and per-point free energies, both float64.
 
     r_ij = exp(z_ij - lse_i) with lse_i = log sum_j exp(z_ij), z_ij = -D_ij / (2 sigma^2),
@@ -102,10 +102,15 @@ def _softmax64(D, sigma):
     Inf; as sigma -> 0 the other terms underflow to 0 and r becomes one-hot, with exact
     ties sharing the mass equally.
 
+    SPEC.md: a mass exp(z_ij - m_i) below ``tiny``, the smallest normal number of the
+    data's dtype, is 0 by definition (the native core flushes it too), so whether a
+    cluster is empty does not depend on subnormal arithmetic.
+
     Returns (r (n, k), f (n,)) where f_i = -2 sigma^2 lse_i.
     """
     shifted = _shifted_scores(D, sigma)
     e = np.exp(shifted)
+    e[e < tiny] = 0.0
     total = e.sum(axis=1)
     r = e / total[:, None]
     f = D.min(axis=1) - 2.0 * sigma * sigma * np.log(total)
@@ -195,19 +200,19 @@ def _entmax15_filtered(Z):
     return out
 
 
-def _responsibilities64(D, sigma, kind):
-    """r (n, k) float64 for the given kind from float64 distances D."""
+def _responsibilities64(D, sigma, kind, dtype):
+    """r (n, k) float64 for the given kind from float64 distances D of data of ``dtype``."""
     n, k = D.shape
     if kind == "hard":
         r = np.zeros((n, k), dtype=np.float64)
         r[np.arange(n), np.argmin(D, axis=1)] = 1.0  # ties to the smallest j
         return r
     if kind == "softmax":
-        return _softmax64(D, sigma)[0]
+        return _softmax64(D, sigma, np.finfo(dtype).tiny)[0]
     return _entmax15_full_sort(_shifted_scores(D, sigma))
 
 
-def _point_objectives64(D, r, sigma, kind):
+def _point_objectives64(D, r, sigma, kind, dtype):
     """Per-point objective terms (before weighting), float64 (n,).
 
     hard:     min_j D_ij
@@ -223,7 +228,7 @@ def _point_objectives64(D, r, sigma, kind):
     if kind == "hard":
         return d_min
     if kind == "softmax":
-        return _softmax64(D, sigma)[1]
+        return _softmax64(D, sigma, np.finfo(dtype).tiny)[1]
     expected = d_min + np.sum(r * (D - d_min[:, None]), axis=1)
     tsallis = (4.0 / 3.0) * (1.0 - np.sum(r**1.5, axis=1))
     return expected - 2.0 * sigma * sigma * tsallis
@@ -314,7 +319,7 @@ def responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
     """
     X, C, sigma, kind, _ = _check_all(X, C, sigma, kind, None, n_threads)
     D = _sq_distances64(X, C)
-    return _responsibilities64(D, sigma, kind).astype(X.dtype)
+    return _responsibilities64(D, sigma, kind, X.dtype).astype(X.dtype)
 
 
 def objective(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
@@ -327,8 +332,8 @@ def objective(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads
     """
     X, C, sigma, kind, w = _check_all(X, C, sigma, kind, sample_weight, n_threads)
     D = _sq_distances64(X, C)
-    r = _responsibilities64(D, sigma, kind)
-    return float(w @ _point_objectives64(D, r, sigma, kind))
+    r = _responsibilities64(D, sigma, kind, X.dtype)
+    return float(w @ _point_objectives64(D, r, sigma, kind, X.dtype))
 
 
 def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
@@ -347,7 +352,7 @@ def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_thr
     X64 = X.astype(np.float64)
     C64 = C.astype(np.float64)
     D = _sq_distances64(X64, C64)
-    r = _responsibilities64(D, sigma, kind)
+    r = _responsibilities64(D, sigma, kind, X.dtype)
 
     N = w @ r  # (k,)
     S = r.T @ (w[:, None] * X64)  # (k, d)
@@ -355,7 +360,7 @@ def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_thr
     new_C = C64.copy()
     new_C[~empty] = S[~empty] / N[~empty, None]
 
-    value = float(w @ _point_objectives64(D, r, sigma, kind))
+    value = float(w @ _point_objectives64(D, r, sigma, kind, X.dtype))
     distortion = float(w @ D.min(axis=1))
     if C.shape[0] >= 2:
         min_margin = float(_margins64(D)[w > 0].min())
@@ -382,7 +387,7 @@ def gradients(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads
     X, C, sigma, kind, w = _check_all(X, C, sigma, kind, sample_weight, n_threads)
     X64 = X.astype(np.float64)
     C64 = C.astype(np.float64)
-    r = _responsibilities64(_sq_distances64(X64, C64), sigma, kind)
+    r = _responsibilities64(_sq_distances64(X64, C64), sigma, kind, X.dtype)
 
     N = w @ r
     S = r.T @ (w[:, None] * X64)

@@ -82,7 +82,15 @@ def _draw(weighted, rand_vals):
     return out
 
 
-def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+def kmeans_plusplus(
+    X,
+    n_clusters,
+    *,
+    sample_weight=None,
+    x_squared_norms=None,
+    random_state=None,
+    n_local_trials=None,
+):
     """Choose ``n_clusters`` initial centroids among the rows of X by greedy k-means++.
 
     Parameters
@@ -91,6 +99,10 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     n_clusters : int, 1 <= n_clusters <= n.
     sample_weight : None or array (n,) of weights >= 0; the draws are proportional to
         w_i D_i^2, and zero-weight points are never chosen.
+    x_squared_norms : None or array (n,), the squared row norms of X. Accepted for
+        scikit-learn's signature and checked (length n, finite); not used: the native
+        kernels compute each distance in one fused pass, where precomputed norms would
+        save nothing.
     random_state : None, int or numpy.random.RandomState.
     n_local_trials : None (``2 + int(log(n_clusters))``) or a positive int.
 
@@ -102,6 +114,13 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     X = v.check_data(X)
     n_clusters = _check_n_clusters(n_clusters, X.shape[0])
     w = v.check_sample_weight(sample_weight, X.shape[0])
+    if x_squared_norms is not None:
+        norms = v.as_float_array(x_squared_norms, "x_squared_norms", ndim=1, allow_empty=True)
+        if norms.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"The length of x_squared_norms {norms.shape[0]} should be equal to the "
+                f"length of n_samples {X.shape[0]}."
+            )
     rng = _check_random_state(random_state)
     if n_local_trials is not None:
         n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)

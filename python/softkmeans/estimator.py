@@ -89,10 +89,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         Deterministic annealing (see `softkmeans.annealing`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
         below sqrt(Delta_min)/2, i.e. exactly Lloyd. ``init`` is not used when annealing.
-    init : "k-means++", "random", array (n_clusters, d) or callable, default="k-means++"
-        A callable is called as ``init(X, n_clusters, random_state=RandomState)``.
-    n_init : int, default=1
+    init : "k-means++", "random", array-like (n_clusters, d) or callable, default="k-means++"
+        A callable is called as ``init(X, n_clusters, random_state=RandomState)`` and
+        returns an array-like (n_clusters, d). ``sample_weight`` is used by the seeding of
+        "k-means++" and "random", not by an array or a callable (as scikit-learn).
+    n_init : "auto" or int, default="auto"
         Runs from different initializations; the best (lowest objective) is kept.
+        "auto" (scikit-learn's default and meaning): 1 run for "k-means++" or an array,
+        10 for "random" or a callable. An array with n_init > 1 warns and runs once.
     max_iter : int, default=300
         Most centroid steps per run (the final Lloyd phase when annealing).
     tol : float, default=1e-4
@@ -102,8 +106,18 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     n_threads : None or int
         Threads of the native core; None uses the OpenMP default (honours
         ``threadpoolctl.threadpool_limits``).
-    verbose : int, default=0
-        1: one line per iteration (per temperature when annealing).
+    verbose : int or bool, default=0
+        Nonzero: scikit-learn's lines -- "Initialization complete" per run, "Iteration i,
+        inertia J." per step (the soft kinds add ", objective F, sigma s"), and
+        "Converged at iteration i: strict convergence." or "... center shift s within
+        tolerance t."; when annealing, one line per width.
+    copy_x : bool, default=True
+        Accepted for scikit-learn compatibility; no effect: X is never modified (scikit-learn
+        centres X in place when copy_x=False; we never write to X, whatever its layout).
+    algorithm : {"lloyd", "elkan"}, default="lloyd"
+        Accepted for scikit-learn compatibility; both run Lloyd's iteration (the fused
+        native pass costs about what Elkan's bound bookkeeping saves, and "elkan" gives
+        the same result as "lloyd" in scikit-learn too, up to rounding).
 
     Attributes
     ----------
@@ -140,6 +154,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         random_state=DEFAULTS.random_state,
         n_threads=DEFAULTS.n_threads,
         verbose=DEFAULTS.verbose,
+        copy_x=DEFAULTS.copy_x,
+        algorithm=DEFAULTS.algorithm,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -152,6 +168,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
+        self.copy_x = copy_x
+        self.algorithm = algorithm
 
     # ------------------------------------------------------------------ validation
 

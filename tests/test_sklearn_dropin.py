@@ -385,3 +385,41 @@ def test_verbose_prints_one_initialization_line_per_run(capsys):
     SoftKMeans(3, assignment="hard", init="random", random_state=0, verbose=True).fit(_blobs())
     out = capsys.readouterr().out
     assert out.count("Initialization complete") == 10  # n_init="auto" with "random"
+
+
+# ---------------------------------------------------------------- no hidden copies
+
+
+def _peak_numpy_bytes(fn):
+    """Peak bytes allocated while fn runs, as tracemalloc sees them (NumPy reports every
+    array buffer to it; the native core's own scratch, O(threads x tile x k), is not)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("layout", ["fortran", "strided"])
+def test_fortran_or_strided_x_is_not_copied_whole_during_fit(layout):
+    n, d, k = 60_000, 64, 4
+    rng = np.random.default_rng(0)
+    Xc = (rng.normal(size=(n, d)) + 4 * rng.integers(0, k, size=(n, 1))).astype(np.float32)
+    X = np.asfortranarray(Xc) if layout == "fortran" else np.repeat(Xc, 2, axis=1)[:, ::2]
+    assert not X.flags.c_contiguous and X.dtype == np.float32
+    X.flags.writeable = False
+    params = dict(assignment="hard", random_state=0, max_iter=5)
+    # The instrument sees a whole copy (what validate_data(order="C") used to make).
+    assert _peak_numpy_bytes(lambda: np.ascontiguousarray(X)) >= X.nbytes
+    fitted = {}
+    peak = _peak_numpy_bytes(lambda: fitted.setdefault("m", SoftKMeans(k, **params).fit(X)))
+    # Row blocks of 4 MiB and per-row vectors (weights, labels, k-means++ distances).
+    assert peak < 0.5 * X.nbytes, f"{peak / X.nbytes:.0%} of X"
+    expected = SoftKMeans(k, **params).fit(Xc)
+    np.testing.assert_array_equal(fitted["m"].labels_, expected.labels_)
+    np.testing.assert_allclose(
+        fitted["m"].cluster_centers_, expected.cluster_centers_, rtol=1e-6, atol=1e-6
+    )

@@ -28,7 +28,7 @@ import numpy as np
 from . import _native, _stats
 from . import _validation as v
 from ._params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
-from ._seeding import _check_random_state, greedy_kmeans_plusplus
+from ._seeding import InMemoryPasses, _check_random_state, greedy_kmeans_plusplus
 from ._steps import History, run_steps
 from .annealing import run_annealing
 
@@ -196,10 +196,20 @@ class Fitter:
         )
         return stats, lab
 
+    def _seeding_passes(self, X, w):
+        """The distance passes of k-means++ over X (see `softkmeans._seeding`)."""
+        return InMemoryPasses(X, w, self._n_threads)
+
+    def _labels_and_distances(self, X, C):
+        """(labels (n,), squared distance of each row to its centroid (n,), in the dtype of
+        X as scikit-learn computes them, so that the farthest points agree with its)."""
+        labels, _ = _native.assign(X, C, self._n_threads)
+        return labels, ((X - C[labels]) ** 2).sum(axis=1)
+
     def _init_centroids(self, X, w, k, init, rng, unit_weights=False):
         if isinstance(init, str) and init == "k-means++":
             centers, _ = greedy_kmeans_plusplus(
-                X, k, w, rng, n_threads=self._n_threads, unit_weights=unit_weights
+                X, k, w, rng, unit_weights=unit_weights, passes=self._seeding_passes(X, w)
             )
         elif isinstance(init, str) and init == "random":
             seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
@@ -214,14 +224,11 @@ class Fitter:
 
     def _relocator(self, X, w, kind, notes):
         """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see estimator)."""
-        n_threads = self._n_threads
 
         def relocate(C_old, step):
             empty = np.flatnonzero(step.empty)
             C_new = np.array(step.centroids, copy=True)
-            labels, _ = _native.assign(X, C_old, n_threads)
-            # As scikit-learn computes them (in the dtype of X), so argpartition agrees.
-            dist = ((X - C_old[labels]) ** 2).sum(axis=1)
+            labels, dist = self._labels_and_distances(X, C_old)
             if dist.max() == 0:
                 # NOTE: scikit-learn then puts the empty centroids on the largest cluster's;
                 # we keep them where they were (SPEC.md's step policy).

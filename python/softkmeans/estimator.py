@@ -51,6 +51,7 @@ from . import _native
 from . import _validation as v
 from ._driver import Fitter, _threads_for
 from ._params import DEFAULTS, FitParams
+from ._rowblocks import RowBlockFitter, needs_row_blocks
 
 __all__ = ["SoftKMeans"]
 
@@ -195,8 +196,10 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 del X
                 os.unlink(path)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
-        return self._fit_with(Fitter, X, sample_weight)
+        # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=True)
+        fitter_class = RowBlockFitter if needs_row_blocks(X) else Fitter
+        return self._fit_with(fitter_class, X, sample_weight)
 
     def _fit_with(self, fitter_class, X, sample_weight):
         """Fit with `fitter_class` (a `Fitter`; softkmeans.dask passes its own)."""

@@ -423,3 +423,42 @@ def test_fortran_or_strided_x_is_not_copied_whole_during_fit(layout):
     np.testing.assert_allclose(
         fitted["m"].cluster_centers_, expected.cluster_centers_, rtol=1e-6, atol=1e-6
     )
+
+
+@pytest.mark.parametrize("assignment", ["hard", "softmax", "entmax15"])
+def test_fortran_x_in_several_blocks_gives_the_fit_and_predictions_of_its_c_copy(
+    assignment, monkeypatch
+):
+    from softkmeans import _rowblocks
+
+    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 64 * 4 * 8)  # 64 rows a block
+    Xc = _blobs(n=500, d=4, seed=15)
+    XF = np.asfortranarray(Xc)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=Xc.shape[0])
+    params = dict(assignment=assignment, random_state=0, n_init=2)
+    got = SoftKMeans(4, **params).fit(XF, sample_weight=w)
+    ref = SoftKMeans(4, **params).fit(Xc, sample_weight=w)
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    np.testing.assert_allclose(got.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+    assert got.inertia_ == pytest.approx(ref.inertia_, rel=1e-12)
+    assert got.n_iter_ == ref.n_iter_
+    np.testing.assert_array_equal(got.predict(XF), ref.predict(Xc))
+    np.testing.assert_allclose(got.transform(XF), ref.transform(Xc), rtol=1e-12)
+    np.testing.assert_allclose(got.predict_proba(XF), ref.predict_proba(Xc), rtol=1e-12)
+    assert got.score(XF, sample_weight=w) == pytest.approx(ref.score(Xc, sample_weight=w))
+    bad = XF.copy(order="F")
+    bad[450, 2] = np.nan  # in the last block
+    with pytest.raises(ValueError, match="contains NaN"):
+        got.predict(bad)
+    with pytest.raises(ValueError, match="NaN"):
+        got.score(bad)
+    with pytest.raises(ValueError, match="NaN"):
+        SoftKMeans(4, **params).fit(bad)
+
+
+def test_fortran_x_with_annealing_fits_as_its_c_copy():
+    Xc = _blobs(n=200, d=3, seed=16)
+    params = dict(anneal={"cooling": 0.7, "steps": 20}, random_state=0)
+    got = SoftKMeans(3, **params).fit(np.asfortranarray(Xc))
+    ref = SoftKMeans(3, **params).fit(Xc)
+    np.testing.assert_array_equal(got.cluster_centers_, ref.cluster_centers_)

@@ -51,7 +51,7 @@ from . import _native
 from . import _validation as v
 from ._driver import Fitter, _threads_for
 from ._params import DEFAULTS, FitParams
-from ._rowblocks import RowBlockFitter, needs_row_blocks
+from ._rowblocks import RowBlockFitter, needs_row_blocks, row_blocks
 
 __all__ = ["SoftKMeans"]
 
@@ -254,10 +254,12 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return self
 
     def _check_X(self, X):
+        """Validated X; a Fortran-ordered or strided float X is returned as it is (the
+        methods below read it in row blocks, `_map_rows`), anything else C-contiguous."""
         check_is_fitted(self)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
-        return v.check_data(X)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return X if needs_row_blocks(X) else v.check_data(X)
 
     def _centers_for(self, X):
         """(centroids in the dtype of X, threads for this X)."""
@@ -265,12 +267,19 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         threads = _threads_for(self.n_threads, X.shape[0], k, d)
         return self.cluster_centers_.astype(X.dtype, copy=False), threads
 
+    @staticmethod
+    def _map_rows(X, fn):
+        """fn(rows) -> (rows, ...) applied to X: at once when X is C-contiguous, else to
+        checked row blocks (no whole copy of X) and concatenated."""
+        if not needs_row_blocks(X):
+            return fn(X)
+        return np.concatenate([fn(v.check_data(block)) for _, _, block in row_blocks(X)])
+
     def predict(self, X):
         """Index of the nearest centroid of each row of X (hard labels, int64)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        labels, _ = _native.assign(X, C, threads)
-        return labels
+        return self._map_rows(X, lambda rows: _native.assign(rows, C, threads)[0])
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -283,13 +292,15 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        return _native.responsibilities(X, C, self.assignment, self.sigma_, threads)
+        return self._map_rows(
+            X, lambda rows: _native.responsibilities(rows, C, self.assignment, self.sigma_, threads)
+        )
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        D = _native.sq_distances(X, C, threads)
+        D = self._map_rows(X, lambda rows: _native.sq_distances(rows, C, threads))
         return np.sqrt(D, out=D)
 
     def fit_transform(self, X, y=None, sample_weight=None):
@@ -297,11 +308,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
     def score(self, X, y=None, sample_weight=None):
-        """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``)."""
+        """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``):
+        for "hard", minus the inertia of X, as ``KMeans.score``."""
         X = self._check_X(X)
         w = v.check_sample_weight(sample_weight, X.shape[0])
         C, threads = self._centers_for(X)
-        stats, _, _ = _native.block_stats(
-            X, C, self.assignment, self.sigma_, w, threads, sums=False
-        )
+        # One pass of the fit's own (the row-block one checks each block as it goes).
+        fitter = (RowBlockFitter if needs_row_blocks(X) else Fitter)(self._fit_params())
+        fitter._n_threads = threads
+        X = fitter._check_data(X) if needs_row_blocks(X) else X
+        stats, _ = fitter._pass(X, w, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)

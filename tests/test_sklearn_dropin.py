@@ -225,7 +225,9 @@ def test_bad_parameters_raise_what_kmeans_raises(params, phrase):
         assert isinstance(info.value, TypeError)  # scikit-learn's error is both
 
 
-@pytest.mark.parametrize("bad", [dict(n_clusters=2.5), dict(max_iter=0), dict(tol=-1.0)])
+@pytest.mark.parametrize(
+    "bad", [dict(n_clusters=2.5), dict(max_iter=0), dict(tol=-1.0), dict(random_state="x")]
+)
 def test_other_bad_parameters_are_both_value_and_type_errors(bad):
     with pytest.raises(ValueError) as info:
         SoftKMeans(**{"n_clusters": 3, **bad}).fit(_blobs(n=40))
@@ -462,3 +464,20 @@ def test_fortran_x_with_annealing_fits_as_its_c_copy():
     got = SoftKMeans(3, **params).fit(np.asfortranarray(Xc))
     ref = SoftKMeans(3, **params).fit(Xc)
     np.testing.assert_array_equal(got.cluster_centers_, ref.cluster_centers_)
+
+
+def test_kmeans_plusplus_on_a_fortran_x_in_blocks_picks_the_seeds_of_its_c_copy(monkeypatch):
+    from softkmeans import _rowblocks
+
+    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 50 * 4 * 8)  # 50 rows a block
+    Xc = _blobs(n=400, d=4, seed=17)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, size=Xc.shape[0])
+    for kw in (dict(random_state=0), dict(random_state=1, sample_weight=w, n_local_trials=5)):
+        c_ref, i_ref = softkmeans.kmeans_plusplus(Xc, 6, **kw)
+        c, i = softkmeans.kmeans_plusplus(np.asfortranarray(Xc), 6, **kw)
+        np.testing.assert_array_equal(i, i_ref)
+        np.testing.assert_array_equal(c, c_ref)
+    bad = np.asfortranarray(Xc)
+    bad[390, 0] = np.inf
+    with pytest.raises(ValueError, match="X contains NaN or infinity"):
+        softkmeans.kmeans_plusplus(bad, 6)

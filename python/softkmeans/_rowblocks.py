@@ -25,7 +25,14 @@ from . import _native, _stats
 from . import _validation as v
 from ._driver import Fitter
 
-__all__ = ["ROW_BLOCK_BYTES", "RowBlockFitter", "needs_row_blocks", "row_blocks"]
+__all__ = [
+    "ROW_BLOCK_BYTES",
+    "BlockSeedingPasses",
+    "RowBlockFitter",
+    "check_in_row_blocks",
+    "needs_row_blocks",
+    "row_blocks",
+]
 
 # Bytes of X copied at a time: large enough that a block amortises a kernel call (and its
 # thread team) many times over, small next to any X worth not copying.
@@ -76,7 +83,7 @@ def row_blocks(X):
         yield start, stop, buf[: stop - start]
 
 
-class _BlockSeedingPasses:
+class BlockSeedingPasses:
     """k-means++'s two passes (`softkmeans._seeding.InMemoryPasses`) over row blocks.
 
     The kernels take their centres as row indices of the X they read, so each block is
@@ -118,13 +125,21 @@ class _BlockSeedingPasses:
         return total
 
 
+def check_in_row_blocks(X):
+    """`softkmeans._validation.check_data` (finiteness, magnitude) block by block; X as it
+    is (a non-empty 2-D float array by `needs_row_blocks`)."""
+    if X.size == 0:
+        return v.check_data(X)  # its error for an empty X
+    for _, _, block in row_blocks(X):
+        v.check_data(block)
+    return X
+
+
 class RowBlockFitter(Fitter):
     """`Fitter` for a float32/float64 X that is not C-contiguous (`needs_row_blocks`)."""
 
     def _check_data(self, X):
-        for _, _, block in row_blocks(X):
-            v.check_data(block)  # finiteness and magnitude, block by block
-        return X
+        return check_in_row_blocks(X)
 
     def _covariance(self, X, w):
         parts = []
@@ -150,7 +165,7 @@ class RowBlockFitter(Fitter):
     def _seeding_passes(self, X, w):
         # At most 2 + log(k) candidates per centre (the default n_local_trials).
         k = self.params.n_clusters
-        return _BlockSeedingPasses(X, w, self._n_threads, 2 + int(np.log(k)))
+        return BlockSeedingPasses(X, w, self._n_threads, 2 + int(np.log(k)))
 
     def _labels_and_distances(self, X, C):
         labels = np.empty(X.shape[0], dtype=np.int64)

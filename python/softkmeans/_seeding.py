@@ -112,7 +112,10 @@ def kmeans_plusplus(
     centers : (n_clusters, d) array, dtype of X (rows of X).
     indices : (n_clusters,) int64 array, ``X[indices] == centers``.
     """
-    X = v.check_data(X)
+    from ._rowblocks import BlockSeedingPasses, check_in_row_blocks, needs_row_blocks
+
+    blocked = needs_row_blocks(X)  # Fortran-ordered or strided: read in row blocks
+    X = check_in_row_blocks(X) if blocked else v.check_data(X)
     n_clusters = _check_n_clusters(n_clusters, X.shape[0])
     w = v.check_sample_weight(sample_weight, X.shape[0])
     if x_squared_norms is not None:
@@ -125,8 +128,18 @@ def kmeans_plusplus(
     rng = _check_random_state(random_state)
     if n_local_trials is not None:
         n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)
+    passes = None
+    if blocked:
+        trials = 2 + int(np.log(n_clusters)) if n_local_trials is None else n_local_trials
+        passes = BlockSeedingPasses(X, w, 0, trials)
     return greedy_kmeans_plusplus(
-        X, n_clusters, w, rng, n_local_trials=n_local_trials, unit_weights=sample_weight is None
+        X,
+        n_clusters,
+        w,
+        rng,
+        n_local_trials=n_local_trials,
+        unit_weights=sample_weight is None,
+        passes=passes,
     )
 
 

@@ -50,8 +50,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _native
 from . import _validation as v
 from ._driver import Fitter, _threads_for
-from ._params import DEFAULTS, FitParams
-from ._rowblocks import RowBlockFitter, needs_row_blocks, row_blocks
+from ._params import DEFAULTS, FitParams, InvalidParameterError
+from ._rowblocks import RowBlockFitter, check_in_row_blocks, needs_row_blocks, row_blocks
 
 __all__ = ["SoftKMeans"]
 
@@ -215,8 +215,12 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def _fit_params(self):
         params = FitParams.of(self)
-        # scikit-learn's RandomState conventions (None: the global one).
-        params.random_state = check_random_state(self.random_state)
+        # scikit-learn's RandomState conventions (None: the global one), and its error
+        # class for a bad one (both a ValueError and a TypeError).
+        try:
+            params.random_state = check_random_state(self.random_state)
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
         return params
 
     @available_if(lambda self: self.anneal is None or self.anneal is False)
@@ -254,12 +258,13 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return self
 
     def _check_X(self, X):
-        """Validated X; a Fortran-ordered or strided float X is returned as it is (the
-        methods below read it in row blocks, `_map_rows`), anything else C-contiguous."""
+        """Validated X; a Fortran-ordered or strided float X is checked block by block and
+        returned as it is (the methods below read it in row blocks), anything else is
+        returned C-contiguous."""
         check_is_fitted(self)
         _refuse_lossy_dtypes(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        return X if needs_row_blocks(X) else v.check_data(X)
+        return check_in_row_blocks(X) if needs_row_blocks(X) else v.check_data(X)
 
     def _centers_for(self, X):
         """(centroids in the dtype of X, threads for this X)."""
@@ -269,11 +274,11 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     @staticmethod
     def _map_rows(X, fn):
-        """fn(rows) -> (rows, ...) applied to X: at once when X is C-contiguous, else to
-        checked row blocks (no whole copy of X) and concatenated."""
+        """fn(rows) -> (rows, ...) applied to checked X: at once when X is C-contiguous,
+        else to its row blocks (no whole copy of X), concatenated."""
         if not needs_row_blocks(X):
             return fn(X)
-        return np.concatenate([fn(v.check_data(block)) for _, _, block in row_blocks(X)])
+        return np.concatenate([fn(block) for _, _, block in row_blocks(X)])
 
     def predict(self, X):
         """Index of the nearest centroid of each row of X (hard labels, int64)."""
@@ -314,8 +319,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         w = v.check_sample_weight(sample_weight, X.shape[0])
         C, threads = self._centers_for(X)
         # One pass of the fit's own (the row-block one checks each block as it goes).
-        fitter = (RowBlockFitter if needs_row_blocks(X) else Fitter)(self._fit_params())
+        fitter = (RowBlockFitter if needs_row_blocks(X) else Fitter)(FitParams.of(self))
         fitter._n_threads = threads
-        X = fitter._check_data(X) if needs_row_blocks(X) else X
         stats, _ = fitter._pass(X, w, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)

@@ -291,32 +291,36 @@ def test_kmeans_plusplus_has_the_signature_results_and_errors_of_scikit_learn():
 # ---------------------------------------------------------------- warnings, as scikit-learn
 
 
-def test_explicit_init_with_several_runs_warns_and_runs_once():
-    X = _blobs(n=60)
-    for est in _pair(n_clusters=3, init=X[:3], n_init=3):
-        with pytest.warns(
-            RuntimeWarning,
-            match=r"Explicit initial center position passed: performing only one init in "
-            r"\w+ instead of n_init=3\.",
-        ):
-            est.fit(X)
+_DUPLICATES = np.repeat(np.array([[0.0, 0.0], [1.0, 1.0]]), 10, axis=0)
+WARNINGS = {
+    "explicit init, n_init=3": (
+        _blobs(n=60),
+        dict(n_clusters=3, init=_blobs(n=60)[:3], n_init=3),
+        RuntimeWarning,
+        r"Explicit initial center position passed: performing only one init in \w+ instead "
+        r"of n_init=3\.",
+    ),
+    "fewer distinct points": (
+        _DUPLICATES,
+        dict(n_clusters=3, random_state=0),
+        ConvergenceWarning,
+        r"Number of distinct clusters \(2\) found smaller than n_clusters \(3\)\. Possibly "
+        r"due to duplicate points in X",
+    ),
+    "elkan, one cluster": (
+        _blobs(n=40),
+        dict(n_clusters=1, algorithm="elkan"),
+        RuntimeWarning,
+        "algorithm='elkan' doesn't make sense for a single cluster",
+    ),
+}
 
 
-def test_fewer_distinct_points_than_clusters_is_kmeans_convergence_warning():
-    X = np.repeat(np.array([[0.0, 0.0], [1.0, 1.0]]), 10, axis=0)
-    for est in _pair(n_clusters=3, random_state=0):
-        with pytest.warns(
-            ConvergenceWarning,
-            match=r"Number of distinct clusters \(2\) found smaller than n_clusters \(3\)\. "
-            r"Possibly due to duplicate points in X",
-        ):
-            est.fit(X)
-
-
-def test_elkan_with_one_cluster_warns_as_kmeans():
-    X = _blobs(n=40)
-    for est in _pair(n_clusters=1, algorithm="elkan"):
-        with pytest.warns(RuntimeWarning, match="algorithm='elkan' doesn't make sense"):
+@pytest.mark.parametrize("case", WARNINGS)
+def test_the_same_conditions_warn_as_kmeans(case):
+    X, params, category, phrase = WARNINGS[case]
+    for est in _pair(**params):
+        with pytest.warns(category, match=phrase):
             est.fit(X)
 
 

@@ -92,12 +92,15 @@ def test_same_init_array_gives_the_same_fit(dtype, weighted):
     assert ours.score(X) < 0  # the opposite of the inertia, as scikit-learn's
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("init", ["k-means++", "random"])
-def test_default_n_init_and_seeding_match_kmeans(init):
-    """n_init="auto": one k-means++ run, ten "random" ones, drawn from the same stream."""
+def test_default_n_init_and_seeding_match_kmeans(init, weighted):
+    """n_init="auto": one k-means++ run, ten "random" ones, drawn from the same stream
+    (weighted draws when sample_weight is given)."""
     X = _blobs(k=5, seed=3)
+    w = np.random.default_rng(4).uniform(0.2, 3.0, size=X.shape[0]) if weighted else None
     km, ours = _pair(n_clusters=5, init=init, random_state=0)
-    _assert_same_fit(km.fit(X), ours.fit(X), 1e-10)
+    _assert_same_fit(km.fit(X, sample_weight=w), ours.fit(X, sample_weight=w), 1e-10)
 
 
 def test_random_state_forms_and_the_draws_they_consume():

@@ -476,7 +476,7 @@ def test_fortran_x_with_annealing_fits_as_its_c_copy():
 def test_kmeans_plusplus_on_a_fortran_x_in_blocks_picks_the_seeds_of_its_c_copy(monkeypatch):
     from softkmeans import _rowblocks
 
-    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 50 * 4 * 8)  # 50 rows a block
+    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 120 * 4 * 8)  # 120 rows a block
     Xc = _blobs(n=400, d=4, seed=17)
     w = np.random.default_rng(3).uniform(0.5, 2.0, size=Xc.shape[0])
     for kw in (dict(random_state=0), dict(random_state=1, sample_weight=w, n_local_trials=5)):
@@ -485,6 +485,6 @@ def test_kmeans_plusplus_on_a_fortran_x_in_blocks_picks_the_seeds_of_its_c_copy(
         np.testing.assert_array_equal(i, i_ref)
         np.testing.assert_array_equal(c, c_ref)
     bad = np.asfortranarray(Xc)
-    bad[390, 0] = np.inf
+    bad[395, 0] = np.inf  # in the last block
     with pytest.raises(ValueError, match="X contains NaN or infinity"):
         softkmeans.kmeans_plusplus(bad, 6)

@@ -134,6 +134,21 @@ def test_n_init_auto_counts_runs_as_kmeans_does():
     assert calls["ours"] == calls["sk"] == 3
 
 
+def test_n_init_auto_is_one_run_when_annealing_which_uses_no_init(monkeypatch):
+    from softkmeans import _driver
+
+    runs = []
+    real = _driver.Fitter._run_annealing
+    monkeypatch.setattr(
+        _driver.Fitter, "_run_annealing", lambda self, *a: runs.append(1) or real(self, *a)
+    )
+    X = _blobs(n=100, seed=18)
+    SoftKMeans(3, anneal={"cooling": 0.7}, init="random", random_state=0).fit(X)
+    assert len(runs) == 1
+    SoftKMeans(3, anneal={"cooling": 0.7}, n_init=2, random_state=0).fit(X)
+    assert len(runs) == 3
+
+
 def test_callable_init_gets_the_data_n_clusters_and_a_random_state():
     X = _blobs(seed=6)
     seen = []

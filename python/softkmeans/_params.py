@@ -133,7 +133,7 @@ class FitParams:
         else:
             allowed = "a str among {'k-means++', 'random'}, a callable or an array-like"
             raise InvalidParameterError(_sklearn_phrase("init", allowed, init))
-        return Resolved(k, self.assignment, schedule, init, self._resolve_n_init(k))
+        return Resolved(k, self.assignment, schedule, init, self._resolve_n_init(k, schedule))
 
     def _check_scalars(self):
         """The parameters that do not depend on the data; returns the annealing schedule."""
@@ -160,10 +160,11 @@ class FitParams:
             raise InvalidParameterError(_sklearn_phrase("algorithm", allowed, self.algorithm))
         return schedule
 
-    def _resolve_n_init(self, k):
+    def _resolve_n_init(self, k, schedule):
         """n_init as an int: "auto" is 1 for k-means++ or an array, 10 for "random" or a
-        callable (scikit-learn's rule). Also issues scikit-learn's warning for
-        algorithm="elkan" with one cluster (both algorithms run Lloyd here)."""
+        callable (scikit-learn's rule), and 1 when annealing (which does not use init).
+        Also issues scikit-learn's warning for algorithm="elkan" with one cluster (both
+        algorithms run Lloyd here)."""
         if self.algorithm == "elkan" and k == 1:
             warnings.warn(
                 "algorithm='elkan' doesn't make sense for a single cluster. Using 'lloyd' instead.",
@@ -172,6 +173,8 @@ class FitParams:
             )
         if self.n_init != "auto":
             return int(self.n_init)
+        if schedule is not None:
+            return 1
         if isinstance(self.init, str):
             return 1 if self.init == "k-means++" else AUTO_N_INIT_RANDOM
         return AUTO_N_INIT_RANDOM if callable(self.init) else 1

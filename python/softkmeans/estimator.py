@@ -97,7 +97,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     n_init : "auto" or int, default="auto"
         Runs from different initializations; the best (lowest objective) is kept.
         "auto" (scikit-learn's default and meaning): 1 run for "k-means++" or an array,
-        10 for "random" or a callable. An array with n_init > 1 warns and runs once.
+        10 for "random" or a callable; 1 when annealing (init unused). An array with
+        n_init > 1 warns and runs once.
     max_iter : int, default=300
         Most centroid steps per run (the final Lloyd phase when annealing).
     tol : float, default=1e-4

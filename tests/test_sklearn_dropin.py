@@ -503,3 +503,13 @@ def test_kmeans_plusplus_on_a_fortran_x_in_blocks_picks_the_seeds_of_its_c_copy(
     bad[395, 0] = np.inf  # in the last block
     with pytest.raises(ValueError, match="X contains NaN or infinity"):
         softkmeans.kmeans_plusplus(bad, 6)
+
+
+def test_the_command_takes_n_init_auto_or_an_int(capsys):
+    from softkmeans import cli
+
+    for value in ("auto", "3"):
+        assert cli.main(["cluster", "--assignment", "hard", "--n-init", value]) == 0
+        assert "hard" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["cluster", "--n-init", "many"])

@@ -5,9 +5,11 @@ kernels read it in place), Fortran-ordered (read in row blocks, `softkmeans._row
 no whole copy), Fortran-ordered copied to C order by the caller first (what scikit-learn
 does inside its fit; the copy is timed), and scikit-learn's KMeans on the Fortran-ordered X
 (the named peer). Each round runs the four in turn; prints the median seconds of each and
-its ratio to the Fortran-ordered row-block fit, and the extra memory each layout costs.
+its ratio to the Fortran-ordered row-block fit, then the peak NumPy memory of each fit
+(tracemalloc) as a fraction of X.
 
     python bench/layouts.py [--n 400000] [--d 64] [--k 16] [--max-iter 20] [--rounds 5]
+        [--threads N]
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import tracemalloc
 
 import numpy as np
 from sklearn.cluster import KMeans
@@ -60,7 +63,15 @@ def main():
     for name, ts in times.items():
         med = statistics.median(ts)
         print(f"{name:32s} {med:9.3f} {med / base:13.2f} {inertia[name]:14.6g}")
-    print("extra memory of X's layout: row blocks 4 MiB; a copy to C order the size of X")
+    # Peak NumPy allocations of one more fit of each (tracemalloc sees every array buffer;
+    # the native core's O(threads x tile x k) scratch is not among them).
+    print(f"{'fit':32s} {'peak NumPy bytes / X.nbytes':>28s}")
+    for name, run in runs.items():
+        tracemalloc.start()
+        run()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"{name:32s} {peak / Xc.nbytes:28.1%}")
 
 
 if __name__ == "__main__":

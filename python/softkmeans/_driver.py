@@ -21,15 +21,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-import time
 import warnings
 
 import numpy as np
 
 from . import _native, _stats
 from . import _validation as v
-from ._params import DEFAULT_SIGMA_FRACTION, FitParams
-from ._seeding import _check_random_state, greedy_kmeans_plusplus
+from ._params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
+from ._seeding import InMemoryPasses, _check_random_state, greedy_kmeans_plusplus
 from ._steps import History, run_steps
 from .annealing import run_annealing
 
@@ -64,9 +63,8 @@ class _OncePerFit:
         self._seen.setdefault(key, (message, self.category if category is None else category))
 
     def flush(self):
-        if "distinct" in self._seen:  # the root cause: its consequences add nothing
+        if "found" in self._seen:  # the symptom scikit-learn reports says it all
             self._seen.pop("dup", None)
-            self._seen.pop("found", None)
         for message, category in self._seen.values():
             warnings.warn(message, category, stacklevel=4)
 
@@ -86,11 +84,12 @@ class _Progress:
             except ImportError:  # tqdm is optional
                 self.bar = None
 
-    def line(self, text):
+    def line(self, text, tick=True):
+        """Print a line; tick: it reports a step (the bar advances)."""
         if not self.verbose:
             return
         if self.bar is not None:
-            self.bar.update(1)
+            self.bar.update(1 if tick else 0)
             self.bar.write(text, file=self.stream)
         else:
             print(text, file=self.stream, flush=True)
@@ -105,6 +104,23 @@ def _format_line(prefix, sigma, objective, J, shift, elapsed):
         f"{prefix}  sigma={sigma:.6g}  objective={objective:.10g}  J={J:.10g}  "
         f"shift={shift:.3g}  time={elapsed:.3f}s"
     )
+
+
+def _iteration_line(i, kind, sigma, step):
+    """scikit-learn's verbose line (its log parsers read ours); the inertia is J at the
+    step's input centroids, as scikit-learn's. The soft kinds add their objective and
+    width after it."""
+    if kind == "hard":
+        return f"Iteration {i}, inertia {step.distortion}."
+    return f"Iteration {i}, inertia {step.distortion}, objective {step.objective}, sigma {sigma}."
+
+
+def _converged_line(i, shift, tol):
+    """scikit-learn's convergence line. Unchanged labels give a zero shift (the centroids
+    are the same means): scikit-learn's "strict convergence"."""
+    if shift == 0.0 and i > 0:  # scikit-learn has no labels to compare at iteration 0
+        return f"Converged at iteration {i}: strict convergence."
+    return f"Converged at iteration {i}: center shift {shift} within tolerance {tol}."
 
 
 def _check_weights(sample_weight, n):
@@ -180,20 +196,26 @@ class Fitter:
         )
         return stats, lab
 
+    def _seeding_passes(self, X, w):
+        """The distance passes of k-means++ over X (see `softkmeans._seeding`)."""
+        return InMemoryPasses(X, w, self._n_threads)
+
+    def _labels_and_distances(self, X, C):
+        """(labels (n,), squared distance of each row to its centroid (n,), in the dtype of
+        X as scikit-learn computes them, so that the farthest points agree with its)."""
+        labels, _ = _native.assign(X, C, self._n_threads)
+        return labels, ((X - C[labels]) ** 2).sum(axis=1)
+
     def _init_centroids(self, X, w, k, init, rng, unit_weights=False):
         if isinstance(init, str) and init == "k-means++":
             centers, _ = greedy_kmeans_plusplus(
-                X, k, w, rng, n_threads=self._n_threads, unit_weights=unit_weights
+                X, k, w, rng, unit_weights=unit_weights, passes=self._seeding_passes(X, w)
             )
         elif isinstance(init, str) and init == "random":
             seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
             centers = X[seeds]
         elif callable(init):
-            centers = v.check_centroids(init(X, k, random_state=rng), X, name="init")
-            if centers.shape[0] != k:
-                raise ValueError(
-                    f"init callable returned {centers.shape[0]} centroids; expected {k}"
-                )
+            centers = check_init_centers(init(X, k, random_state=rng), X, k)
         else:
             centers = init
         return np.array(centers, dtype=X.dtype, order="C", copy=True)
@@ -202,14 +224,11 @@ class Fitter:
 
     def _relocator(self, X, w, kind, notes):
         """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see estimator)."""
-        n_threads = self._n_threads
 
         def relocate(C_old, step):
             empty = np.flatnonzero(step.empty)
             C_new = np.array(step.centroids, copy=True)
-            labels, _ = _native.assign(X, C_old, n_threads)
-            # As scikit-learn computes them (in the dtype of X), so argpartition agrees.
-            dist = ((X - C_old[labels]) ** 2).sum(axis=1)
+            labels, dist = self._labels_and_distances(X, C_old)
             if dist.max() == 0:
                 # NOTE: scikit-learn then puts the empty centroids on the largest cluster's;
                 # we keep them where they were (SPEC.md's step policy).
@@ -235,22 +254,21 @@ class Fitter:
                         C_new[j] = S[j] / N[j]
             else:
                 C_new[empty] = X[far]
-            notes.add("empty", "Empty clusters were relocated to the farthest points.")
+            if kind != "hard":  # scikit-learn relocates silently; so does its drop-in
+                notes.add("empty", "Empty clusters were relocated to the farthest points.")
             return C_new
 
         return relocate
 
-    def _run_iterative(self, X, w, C, kind, sigma, tol, relocate, progress, t0):
+    def _run_iterative(self, X, w, C, kind, sigma, tol, relocate, progress):
         def step(C):
             stats, _ = self._pass(X, w, C, kind, sigma)
             return _stats.step_result(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
-            elapsed = time.perf_counter() - t0
-            prefix = f"iter {i:4d}"
-            progress.line(
-                _format_line(prefix, sigma, result.objective, result.distortion, shift, elapsed)
-            )
+            progress.line(_iteration_line(i, kind, sigma, result))
+            if shift <= tol:  # run_steps stops here
+                progress.line(_converged_line(i, shift, tol), tick=False)
 
         history = History()
         C, _, _ = run_steps(
@@ -293,12 +311,11 @@ class Fitter:
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
         params = self.params
         X = self._check_data(X)
-        k, kind, schedule, init = params.check(X)
+        k, kind, schedule, init, n_init = params.check(X)
         w = self._check_weights(sample_weight, X)
         rng = _check_random_state(params.random_state)
         self._n_threads = self._threads(params.n_threads, X, k)
         notes = _OncePerFit(self.warning_category)
-        t0 = time.perf_counter()
 
         # One covariance: the critical width and the tolerance (tol x the mean variance).
         _, cov = self._covariance(X, w)
@@ -307,7 +324,6 @@ class Fitter:
         tol = _tolerance(cov, params.tol)
         sigma = _width(kind, params.sigma, crit)
         relocate = self._relocator(X, w, kind, notes)
-        n_init = params.n_init
         if not isinstance(init, str) and not callable(init) and n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init "
@@ -329,8 +345,9 @@ class Fitter:
                     )
                 else:
                     C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
+                    progress.line("Initialization complete", tick=False)
                     C, sig, history = self._run_iterative(
-                        X, w, C0, kind, sigma, tol, relocate, progress, t0
+                        X, w, C0, kind, sigma, tol, relocate, progress
                     )
                 # The final pass: labels, inertia, objective and margin at the final C.
                 final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
@@ -383,7 +400,7 @@ class Fitter:
         X = v.check_data(X)
         w = _check_weights(sample_weight, X.shape[0])
         if state is None:
-            k, kind, schedule, init = params.check(X)
+            k, kind, schedule, init, _ = params.check(X)
             if schedule is not None:
                 raise ValueError(
                     "partial_fit does not anneal: annealing needs all the data at every "
@@ -416,9 +433,11 @@ class Fitter:
             n_distinct = np.unique(X[positive], axis=0).shape[0]
             if n_distinct < k:
                 notes.add(
-                    "distinct",
-                    f"Number of distinct points ({n_distinct}) is smaller than "
-                    f"n_clusters ({k}); some clusters are empty or duplicated.",
+                    "found",
+                    # scikit-learn's ConvergenceWarning, and the count behind it.
+                    f"Number of distinct clusters ({n_found}) found smaller than "
+                    f"n_clusters ({k}). Possibly due to duplicate points in X: it has "
+                    f"{n_distinct} distinct points.",
                 )
         if n_found < k:
             notes.add(

@@ -7,17 +7,61 @@ command its option defaults, and the fitting driver checks them with `FitParams.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from . import _validation as v
 from .annealing import AnnealingSchedule, check_schedule
 
-__all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams"]
+__all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
 
 # sigma=None: sigma = DEFAULT_SIGMA_FRACTION x critical_sigma(X).
 DEFAULT_SIGMA_FRACTION = 0.1
 
 INITS = ("k-means++", "random")
+ALGORITHMS = ("lloyd", "elkan")
+
+# n_init="auto" (scikit-learn's meaning): runs per init method. One k-means++ seeding is
+# as good as the best of several random ones; an array is a single start; "random" and a
+# callable (which may be random) get 10.
+AUTO_N_INIT_RANDOM = 10
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A constructor parameter with a bad type or value.
+
+    Both a ValueError and a TypeError, as scikit-learn's own InvalidParameterError, so
+    code written against ``sklearn.cluster.KMeans`` that catches either keeps working.
+    """
+
+
+def _sklearn_phrase(name, allowed, value):
+    """scikit-learn's wording for a bad parameter (its `validate_params` message)."""
+    return f"The {name!r} parameter of SoftKMeans must be {allowed}. Got {value!r} instead."
+
+
+def _is_array_like(init):
+    """scikit-learn's `_is_arraylike_not_scalar`: a list, an array, anything with a shape."""
+    is_array_like = hasattr(init, "__len__") or hasattr(init, "shape") or hasattr(init, "__array__")
+    return is_array_like and not np.isscalar(init)
+
+
+def check_init_centers(centers, X, k):
+    """An initial-centers array-like (k, d) in the dtype of X, with scikit-learn's messages."""
+    centers = v.as_float_array(centers, "init", ndim=2, dtype=X.dtype, magnitude=True)
+    if centers.shape[0] != k:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of "
+            f"clusters {k}."
+        )
+    if centers.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match the number of "
+            f"features of the data {X.shape[1]}."
+        )
+    return centers
 
 
 class Resolved(NamedTuple):
@@ -27,6 +71,7 @@ class Resolved(NamedTuple):
     kind: str
     schedule: AnnealingSchedule | None
     init: Any  # "k-means++", "random", a callable, or a checked (k, d) array
+    n_init: int  # runs, "auto" resolved
 
 
 @dataclasses.dataclass
@@ -38,12 +83,14 @@ class FitParams:
     sigma: float | None = None
     anneal: Any = None
     init: Any = "k-means++"
-    n_init: int = 1
+    n_init: Any = "auto"
     max_iter: int = 300
     tol: float = 1e-4
     random_state: Any = None
     n_threads: int | None = None
     verbose: int = 0
+    copy_x: bool = True
+    algorithm: str = "lloyd"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -55,34 +102,86 @@ class FitParams:
         return cls(**{name: getattr(obj, name) for name in cls.names()})
 
     def check(self, X) -> Resolved:
-        """Check every parameter against validated data X (n, d); raise on the first bad one."""
+        """Check every parameter against validated data X (n, d); raise on the first bad one.
+
+        A bad parameter raises InvalidParameterError (a ValueError and a TypeError, as
+        scikit-learn's); too few samples, and an init of the wrong shape, a ValueError with
+        scikit-learn's message.
+        """
+        try:
+            k = v.check_int(self.n_clusters, "n_clusters", 1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(str(exc)) from None
         n = X.shape[0]
-        k = v.check_int(self.n_clusters, "n_clusters", 1)
         if n < k:
             raise ValueError(f"n_samples={n} should be >= n_clusters={k}.")
+        try:
+            schedule = self._check_scalars()
+        except InvalidParameterError:
+            raise
+        except (TypeError, ValueError) as exc:  # our own wording, scikit-learn's class
+            raise InvalidParameterError(str(exc)) from None
+        init = self.init
+        if isinstance(init, str):
+            if init not in INITS:
+                allowed = "a str among {'k-means++', 'random'}, a callable or an array-like"
+                raise InvalidParameterError(_sklearn_phrase("init", allowed, init))
+        elif callable(init):
+            pass
+        elif _is_array_like(init):
+            init = check_init_centers(init, X, k)
+        else:
+            allowed = "a str among {'k-means++', 'random'}, a callable or an array-like"
+            raise InvalidParameterError(_sklearn_phrase("init", allowed, init))
+        return Resolved(k, self.assignment, schedule, init, self._resolve_n_init(k, schedule))
+
+    def _check_scalars(self):
+        """The parameters that do not depend on the data; returns the annealing schedule."""
         if not isinstance(self.assignment, str) or self.assignment not in v.KINDS:
             raise ValueError(f"assignment must be one of {v.KINDS}; got {self.assignment!r}")
         if self.sigma is not None:
             v.check_sigma(self.sigma, "softmax")
         schedule = check_schedule(self.anneal)
-        v.check_int(self.n_init, "n_init", 1)
+        if not (isinstance(self.n_init, str) and self.n_init == "auto"):
+            if isinstance(self.n_init, str) or not _is_int(self.n_init) or self.n_init < 1:
+                allowed = "a str among {'auto'} or an int in the range [1, inf)"
+                raise InvalidParameterError(_sklearn_phrase("n_init", allowed, self.n_init))
         v.check_int(self.max_iter, "max_iter", 1)
         v.check_real(self.tol, "tol", minimum=0.0)
         v.check_n_threads(self.n_threads)
-        v.check_int(self.verbose, "verbose", 0)
-        init = self.init
-        if isinstance(init, str):
-            if init not in INITS:
-                raise ValueError(
-                    f"init must be 'k-means++', 'random', an array or a callable; got {init!r}"
-                )
-        elif not callable(init):
-            init = v.check_centroids(init, X, name="init")
-            if init.shape[0] != k:
-                raise ValueError(
-                    f"init has {init.shape[0]} centroids but n_clusters={k}; they must match"
-                )
-        return Resolved(k, self.assignment, schedule, init)
+        # scikit-learn's "verbose": an int >= 0 or a bool.
+        if not isinstance(self.verbose, (bool, np.bool_)):
+            v.check_int(self.verbose, "verbose", 0)
+        if not isinstance(self.copy_x, (bool, np.bool_)):
+            allowed = "an instance of 'bool' or an instance of 'numpy.bool'"
+            raise InvalidParameterError(_sklearn_phrase("copy_x", allowed, self.copy_x))
+        if not isinstance(self.algorithm, str) or self.algorithm not in ALGORITHMS:
+            allowed = "a str among {'lloyd', 'elkan'}"
+            raise InvalidParameterError(_sklearn_phrase("algorithm", allowed, self.algorithm))
+        return schedule
+
+    def _resolve_n_init(self, k, schedule):
+        """n_init as an int: "auto" is 1 for k-means++ or an array, 10 for "random" or a
+        callable (scikit-learn's rule), and 1 when annealing (which does not use init).
+        Also issues scikit-learn's warning for algorithm="elkan" with one cluster (both
+        algorithms run Lloyd here)."""
+        if self.algorithm == "elkan" and k == 1:
+            warnings.warn(
+                "algorithm='elkan' doesn't make sense for a single cluster. Using 'lloyd' instead.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        if self.n_init != "auto":
+            return int(self.n_init)
+        if schedule is not None:
+            return 1
+        if isinstance(self.init, str):
+            return 1 if self.init == "k-means++" else AUTO_N_INIT_RANDOM
+        return AUTO_N_INIT_RANDOM if callable(self.init) else 1
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 DEFAULTS = FitParams()

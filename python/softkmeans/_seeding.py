@@ -10,7 +10,8 @@ same points except where rounding separates two candidates.
 
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_update_closest`` once per centre, ``_native.kmeanspp_candidate_potentials``
-once per centre for its candidates): two passes over X per centre.
+once per centre for its candidates): two passes over X per centre (`InMemoryPasses`; a
+Fortran-ordered or strided X is read in row blocks by `softkmeans._rowblocks`).
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -82,7 +83,15 @@ def _draw(weighted, rand_vals):
     return out
 
 
-def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_local_trials=None):
+def kmeans_plusplus(
+    X,
+    n_clusters,
+    *,
+    sample_weight=None,
+    x_squared_norms=None,
+    random_state=None,
+    n_local_trials=None,
+):
     """Choose ``n_clusters`` initial centroids among the rows of X by greedy k-means++.
 
     Parameters
@@ -91,6 +100,10 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     n_clusters : int, 1 <= n_clusters <= n.
     sample_weight : None or array (n,) of weights >= 0; the draws are proportional to
         w_i D_i^2, and zero-weight points are never chosen.
+    x_squared_norms : None or array (n,), the squared row norms of X. Accepted for
+        scikit-learn's signature and checked (length n, finite); not used: the native
+        kernels compute each distance in one fused pass, where precomputed norms would
+        save nothing.
     random_state : None, int or numpy.random.RandomState.
     n_local_trials : None (``2 + int(log(n_clusters))``) or a positive int.
 
@@ -99,25 +112,67 @@ def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, n_l
     centers : (n_clusters, d) array, dtype of X (rows of X).
     indices : (n_clusters,) int64 array, ``X[indices] == centers``.
     """
-    X = v.check_data(X)
+    from ._rowblocks import BlockSeedingPasses, check_in_row_blocks, needs_row_blocks
+
+    blocked = needs_row_blocks(X)  # Fortran-ordered or strided: read in row blocks
+    X = check_in_row_blocks(X) if blocked else v.check_data(X)
     n_clusters = _check_n_clusters(n_clusters, X.shape[0])
     w = v.check_sample_weight(sample_weight, X.shape[0])
+    if x_squared_norms is not None:
+        norms = v.as_float_array(x_squared_norms, "x_squared_norms", ndim=1, allow_empty=True)
+        if norms.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"The length of x_squared_norms {norms.shape[0]} should be equal to the "
+                f"length of n_samples {X.shape[0]}."
+            )
     rng = _check_random_state(random_state)
     if n_local_trials is not None:
         n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)
+    passes = None
+    if blocked:
+        trials = 2 + int(np.log(n_clusters)) if n_local_trials is None else n_local_trials
+        passes = BlockSeedingPasses(X, w, 0, trials)
     return greedy_kmeans_plusplus(
-        X, n_clusters, w, rng, n_local_trials=n_local_trials, unit_weights=sample_weight is None
+        X,
+        n_clusters,
+        w,
+        rng,
+        n_local_trials=n_local_trials,
+        unit_weights=sample_weight is None,
+        passes=passes,
     )
 
 
+class InMemoryPasses:
+    """The two passes over X that k-means++ makes per centre, on a C-contiguous X.
+
+    `softkmeans._rowblocks` gives the same two methods over a Fortran-ordered or strided X,
+    read in bounded row blocks.
+    """
+
+    def __init__(self, X, w, n_threads):
+        self.X, self.w, self.n_threads = X, w, n_threads
+
+    def update_closest(self, closest, index):
+        """In place: closest_i = min(closest_i, ||x_i - X[index]||^2)."""
+        _native.kmeanspp_update_closest(self.X, closest, index, self.n_threads)
+
+    def candidate_potentials(self, closest, cand):
+        """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
+        return _native.kmeanspp_candidate_potentials(self.X, self.w, closest, cand, self.n_threads)
+
+
 def greedy_kmeans_plusplus(
-    X, n_clusters, w, rng, *, n_local_trials=None, n_threads=0, unit_weights=False
+    X, n_clusters, w, rng, *, n_local_trials=None, n_threads=0, unit_weights=False, passes=None
 ):
     """`kmeans_plusplus` on validated input: X (n, d) float32/float64, 1 <= n_clusters <= n,
     w (n,) float64 weights, rng a RandomState, n_threads an int (0: the OpenMP default).
     unit_weights: w is all ones (the draws then skip the product w * closest).
+    passes: the distance passes over X (None: `InMemoryPasses`, X C-contiguous).
     """
     n, d = X.shape
+    if passes is None:
+        passes = InMemoryPasses(X, w, n_threads)
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
     centers = np.empty((n_clusters, d), dtype=X.dtype)
@@ -131,7 +186,7 @@ def greedy_kmeans_plusplus(
     indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
-    _native.kmeanspp_update_closest(X, closest, first, n_threads)
+    passes.update_closest(closest, first)
     current_pot = float(closest @ w)
     weighted_buf = None if unit_weights else np.empty(n)
 
@@ -148,9 +203,9 @@ def greedy_kmeans_plusplus(
             positive = np.flatnonzero(w > 0)
             cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
         cand = np.ascontiguousarray(cand, dtype=np.int64)
-        pots = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
+        pots = passes.candidate_potentials(closest, cand)
         best = int(np.argmin(pots))
-        _native.kmeanspp_update_closest(X, closest, int(cand[best]), n_threads)
+        passes.update_closest(closest, int(cand[best]))
         current_pot = float(pots[best])
         centers[c] = X[cand[best]]
         indices[c] = cand[best]

@@ -118,3 +118,24 @@ def running_update(
     C64 = C.astype(np.float64)
     C64[touched] += (S_b[touched] - N_b[touched, None] * C64[touched]) / new_totals[touched, None]
     return C64.astype(C.dtype), new_totals
+
+
+def merge_moments(parts: Iterable[tuple[float, np.ndarray, np.ndarray]]):
+    """(W, weighted mean (d,), weighted population covariance (d, d)) of the union of
+    disjoint blocks, each given as its own (W, mean, covariance), merged in the order given
+    (Chan, Golub & LeVeque's pairwise update of the centred second moments)."""
+    W, mean, M = 0.0, None, None
+    for Wb, mean_b, cov_b in parts:
+        if Wb == 0.0:
+            continue
+        if W == 0.0:
+            W, mean, M = Wb, np.array(mean_b, dtype=np.float64), Wb * cov_b
+            continue
+        delta = mean_b - mean
+        total = W + Wb
+        M = M + Wb * cov_b + np.outer(delta, delta) * (W * Wb / total)
+        mean = mean + delta * (Wb / total)
+        W = total
+    if W == 0.0:
+        raise ValueError("merge_moments needs a block of positive weight")
+    return W, mean, M / W

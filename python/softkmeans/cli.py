@@ -185,6 +185,11 @@ def _write_csv(path, array, fmt):
     np.savetxt(path, array, delimiter=",", fmt=fmt)
 
 
+def _n_init_arg(text):
+    """--n-init: "auto" or an int (its range is checked with the other parameters)."""
+    return text if text == "auto" else int(text)
+
+
 def cmd_cluster(args):
     # The driver behind SoftKMeans, without scikit-learn's import time (see _driver).
     from ._driver import Fitter
@@ -365,7 +370,12 @@ def build_parser():
         help="deterministic annealing; optional start, stop, cooling, steps, splits, "
         "perturbation, kind, finish as key=value pairs",
     )
-    c.add_argument("--n-init", type=int, default=DEFAULTS.n_init)
+    c.add_argument(
+        "--n-init",
+        type=_n_init_arg,
+        default=DEFAULTS.n_init,
+        help="runs per fit, or 'auto' (1 for k-means++ seeding; the default)",
+    )
     c.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
     c.add_argument("--tol", type=float, default=DEFAULTS.tol)
     # The command's own choices: a reproducible run by default (the estimator's default

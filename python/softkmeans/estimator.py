@@ -50,7 +50,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _native
 from . import _validation as v
 from ._driver import Fitter, _threads_for
-from ._params import DEFAULTS, FitParams
+from ._params import DEFAULTS, FitParams, InvalidParameterError
+from ._rowblocks import RowBlockFitter, check_in_row_blocks, needs_row_blocks, row_blocks
 
 __all__ = ["SoftKMeans"]
 
@@ -89,10 +90,15 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         Deterministic annealing (see `softkmeans.annealing`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
         below sqrt(Delta_min)/2, i.e. exactly Lloyd. ``init`` is not used when annealing.
-    init : "k-means++", "random", array (n_clusters, d) or callable, default="k-means++"
-        A callable is called as ``init(X, n_clusters, random_state=RandomState)``.
-    n_init : int, default=1
+    init : "k-means++", "random", array-like (n_clusters, d) or callable, default="k-means++"
+        A callable is called as ``init(X, n_clusters, random_state=RandomState)`` and
+        returns an array-like (n_clusters, d). ``sample_weight`` is used by the seeding of
+        "k-means++" and "random", not by an array or a callable (as scikit-learn).
+    n_init : "auto" or int, default="auto"
         Runs from different initializations; the best (lowest objective) is kept.
+        "auto" (scikit-learn's default and meaning): 1 run for "k-means++" or an array,
+        10 for "random" or a callable; 1 when annealing (init unused). An array with
+        n_init > 1 warns and runs once.
     max_iter : int, default=300
         Most centroid steps per run (the final Lloyd phase when annealing).
     tol : float, default=1e-4
@@ -102,8 +108,18 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     n_threads : None or int
         Threads of the native core; None uses the OpenMP default (honours
         ``threadpoolctl.threadpool_limits``).
-    verbose : int, default=0
-        1: one line per iteration (per temperature when annealing).
+    verbose : int or bool, default=0
+        Nonzero: scikit-learn's lines -- "Initialization complete" per run, "Iteration i,
+        inertia J." per step (the soft kinds add ", objective F, sigma s"), and
+        "Converged at iteration i: strict convergence." or "... center shift s within
+        tolerance t."; when annealing, one line per width.
+    copy_x : bool, default=True
+        Accepted for scikit-learn compatibility; no effect: X is never modified (scikit-learn
+        centres X in place when copy_x=False; we never write to X, whatever its layout).
+    algorithm : {"lloyd", "elkan"}, default="lloyd"
+        Accepted for scikit-learn compatibility; both run Lloyd's iteration (the fused
+        native pass costs about what Elkan's bound bookkeeping saves, and "elkan" gives
+        the same result as "lloyd" in scikit-learn too, up to rounding).
 
     Attributes
     ----------
@@ -140,6 +156,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         random_state=DEFAULTS.random_state,
         n_threads=DEFAULTS.n_threads,
         verbose=DEFAULTS.verbose,
+        copy_x=DEFAULTS.copy_x,
+        algorithm=DEFAULTS.algorithm,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -152,6 +170,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         self.random_state = random_state
         self.n_threads = n_threads
         self.verbose = verbose
+        self.copy_x = copy_x
+        self.algorithm = algorithm
 
     # ------------------------------------------------------------------ validation
 
@@ -177,8 +197,10 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 del X
                 os.unlink(path)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
-        return self._fit_with(Fitter, X, sample_weight)
+        # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=True)
+        fitter_class = RowBlockFitter if needs_row_blocks(X) else Fitter
+        return self._fit_with(fitter_class, X, sample_weight)
 
     def _fit_with(self, fitter_class, X, sample_weight):
         """Fit with `fitter_class` (a `Fitter`; softkmeans.dask passes its own)."""
@@ -194,8 +216,12 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def _fit_params(self):
         params = FitParams.of(self)
-        # scikit-learn's RandomState conventions (None: the global one).
-        params.random_state = check_random_state(self.random_state)
+        # scikit-learn's RandomState conventions (None: the global one), and its error
+        # class for a bad one (both a ValueError and a TypeError).
+        try:
+            params.random_state = check_random_state(self.random_state)
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
         return params
 
     @available_if(lambda self: self.anneal is None or self.anneal is False)
@@ -233,10 +259,13 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return self
 
     def _check_X(self, X):
+        """Validated X; a Fortran-ordered or strided float X is checked block by block and
+        returned as it is (the methods below read it in row blocks), anything else is
+        returned C-contiguous."""
         check_is_fitted(self)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
-        return v.check_data(X)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return check_in_row_blocks(X) if needs_row_blocks(X) else v.check_data(X)
 
     def _centers_for(self, X):
         """(centroids in the dtype of X, threads for this X)."""
@@ -244,12 +273,19 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         threads = _threads_for(self.n_threads, X.shape[0], k, d)
         return self.cluster_centers_.astype(X.dtype, copy=False), threads
 
+    @staticmethod
+    def _map_rows(X, fn):
+        """fn(rows) -> (rows, ...) applied to checked X: at once when X is C-contiguous,
+        else to its row blocks (no whole copy of X), concatenated."""
+        if not needs_row_blocks(X):
+            return fn(X)
+        return np.concatenate([fn(block) for _, _, block in row_blocks(X)])
+
     def predict(self, X):
         """Index of the nearest centroid of each row of X (hard labels, int64)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        labels, _ = _native.assign(X, C, threads)
-        return labels
+        return self._map_rows(X, lambda rows: _native.assign(rows, C, threads)[0])
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -262,13 +298,15 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        return _native.responsibilities(X, C, self.assignment, self.sigma_, threads)
+        return self._map_rows(
+            X, lambda rows: _native.responsibilities(rows, C, self.assignment, self.sigma_, threads)
+        )
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform)."""
         X = self._check_X(X)
         C, threads = self._centers_for(X)
-        D = _native.sq_distances(X, C, threads)
+        D = self._map_rows(X, lambda rows: _native.sq_distances(rows, C, threads))
         return np.sqrt(D, out=D)
 
     def fit_transform(self, X, y=None, sample_weight=None):
@@ -276,11 +314,13 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return self.fit(X, sample_weight=sample_weight).transform(X)
 
     def score(self, X, y=None, sample_weight=None):
-        """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``)."""
+        """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``):
+        for "hard", minus the inertia of X, as ``KMeans.score``."""
         X = self._check_X(X)
         w = v.check_sample_weight(sample_weight, X.shape[0])
         C, threads = self._centers_for(X)
-        stats, _, _ = _native.block_stats(
-            X, C, self.assignment, self.sigma_, w, threads, sums=False
-        )
+        # One pass of the fit's own (the row-block one checks each block as it goes).
+        fitter = (RowBlockFitter if needs_row_blocks(X) else Fitter)(FitParams.of(self))
+        fitter._n_threads = threads
+        stats, _ = fitter._pass(X, w, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)

@@ -12,10 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import softkmeans as sk  # noqa: E402
+from conftest import KINDS, TOLERANCE, make_blobs  # noqa: E402
 from softkmeans import _stats, reference  # noqa: E402
 from softkmeans import torch as skt  # noqa: E402
-
-from conftest import KINDS, TOLERANCE, make_blobs  # noqa: E402
 
 TORCH_DTYPES = {np.float32: torch.float32, np.float64: torch.float64}
 
@@ -228,8 +227,14 @@ def _numpy_error(**changes):
 
 @pytest.mark.parametrize(
     "change",
-    [{"sigma": 0.0}, {"sigma": -1.0}, {"sigma": float("nan")}, {"sigma": None},
-     {"kind": "gumbel"}, {"sigma": "1"}],  # fmt: skip
+    [
+        {"sigma": 0.0},
+        {"sigma": -1.0},
+        {"sigma": float("nan")},
+        {"sigma": None},
+        {"kind": "gumbel"},
+        {"sigma": "1"},
+    ],  # fmt: skip
 )
 def test_bad_parameters_raise_the_numpy_api_errors(change):
     kind_of, message = _numpy_error(**change)

@@ -3,7 +3,7 @@
     softkmeans cluster [DATA] [-k K] [--assignment hard|softmax|entmax15|all] [--sigma S]
                        [--anneal [key=value,...]] [--out DIR] ...
     softkmeans info
-    softkmeans reproduce [--quick] [--out DIR] [--datasets NAME,...] [--claims N,...]
+    softkmeans reproduce [--quick] [--torch] [--out DIR] [--datasets NAME,...] [--claims N,...]
 
 DATA is .npy, .csv/.txt (numeric columns; an optional header row) or .parquet (needs
 pyarrow); without DATA the built-in Iris data set is clustered. A user error (missing
@@ -294,7 +294,9 @@ def cmd_reproduce(args):
         try:
             claims = [int(c) for c in claims]
         except ValueError:
-            raise UserError(f"--claims expects numbers 1..8; got {args.claims!r}") from None
+            raise UserError(
+                f"--claims expects numbers (1..8; 9..12 with --torch); got {args.claims!r}"
+            ) from None
     if args.list:
         for spec in datasets.SPECS:
             kind = "real" if spec.real else "synthetic"
@@ -302,6 +304,8 @@ def cmd_reproduce(args):
             print(f"{spec.name} ({kind}{quick}; k = {', '.join(map(str, spec.ks))})")
         return 0
     t0 = time.perf_counter()
+    if args.torch:
+        return _reproduce_torch(args, names, claims, t0)
     try:
         rows = run_all(
             args.quick,
@@ -322,6 +326,35 @@ def cmd_reproduce(args):
     )
     if args.out is not None:
         print(f"wrote report.md, results.csv and figures/ to {args.out}")
+    return 1 if n_fail else 0
+
+
+def _reproduce_torch(args, names, experiments, t0):
+    """`reproduce --torch`: the PyTorch experiments (softkmeans.experiments.torch_experiments)."""
+    from .experiments import FAIL
+    from .experiments.torch_experiments import run_torch
+
+    try:
+        rows, _ = run_torch(
+            args.quick,
+            args.out,
+            datasets=names,
+            experiments=experiments,
+            progress=print,
+            seed=args.seed,
+            threads=args.threads,
+        )
+    except ImportError as exc:
+        raise UserError(f"--torch needs PyTorch: pip install 'softkmeans[torch]' ({exc})") from None
+    except OSError as exc:
+        raise UserError(f"cannot write to {args.out}: {exc}") from None
+    n_fail = sum(r.status == FAIL for r in rows)
+    print(
+        f"{len(rows)} checks: {len(rows) - n_fail} PASS, {n_fail} FAIL "
+        f"[{time.perf_counter() - t0:.1f} s]"
+    )
+    if args.out is not None:
+        print(f"wrote report.md, results.csv, tables/ and figures/ to {args.out}")
     return 1 if n_fail else 0
 
 
@@ -400,6 +433,12 @@ def build_parser():
         type=int,
         default=None,
         help="OpenMP threads of the native core during the run (default: its default)",
+    )
+    r.add_argument(
+        "--torch",
+        action="store_true",
+        help="run the PyTorch experiments 9-12 instead of the claims (needs torch; "
+        "--claims selects among 9-12)",
     )
     r.add_argument("--list", action="store_true", help="list the data sets and exit")
     r.set_defaults(func=cmd_reproduce)

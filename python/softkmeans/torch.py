@@ -74,8 +74,13 @@ def _check_tensor(t, name, ndim):
         raise ValueError(f"{name} must be {ndim}-dimensional; got shape {tuple(t.shape)}")
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty; got shape {tuple(t.shape)}")
-    # One min and one max reduction (NaN propagates through both), as in _validation.
-    lo, hi = (float(a) for a in torch.aminmax(t.detach()))
+    # One min and one max reduction (NaN propagates through both), as in _validation; on
+    # NumPy views for CPU tensors (single-threaded, no thread pool to wake for a check).
+    if t.device.type == "cpu" and t.dtype != torch.bfloat16:
+        a = t.detach().numpy()
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        lo, hi = (float(a) for a in torch.aminmax(t.detach()))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"{name} contains NaN or infinity")
     np_dtype = np.float64 if t.dtype == torch.float64 else np.float32
@@ -95,8 +100,7 @@ def _check_pair(x, centroids):
     _check_tensor(centroids, "centroids", 2)
     if centroids.shape[1] != x.shape[1]:
         raise ValueError(
-            f"centroids has {centroids.shape[1]} features but X has {x.shape[1]}; "
-            "they must match"
+            f"centroids has {centroids.shape[1]} features but X has {x.shape[1]}; they must match"
         )
     if centroids.device != x.device:
         raise ValueError(f"centroids are on {centroids.device} but x is on {x.device}")
@@ -562,7 +566,8 @@ class VectorQuantizer(torch.nn.Module):
                 codebook.copy_(new_C)
         out_shape = x.shape[:-1]
         return VQOutput(
-            quantized.reshape(*out_shape, -1).to(x.dtype) if x.dtype in _NATIVE_DTYPES
+            quantized.reshape(*out_shape, -1).to(x.dtype)
+            if x.dtype in _NATIVE_DTYPES
             else quantized.reshape(*out_shape, -1),
             codes.reshape(out_shape),
             loss,

@@ -15,7 +15,7 @@ from softkmeans.experiments import _common  # noqa: E402
 from softkmeans.experiments import torch_experiments as te  # noqa: E402
 
 
-def _blobs(seed=0, n_per=80, d=6, k=4):
+def _blobs(seed=0, n_per=250, d=6, k=4):
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=6.0, size=(k, d))
     X = np.concatenate([c + rng.normal(size=(n_per, d)) for c in centres])
@@ -29,9 +29,28 @@ def ctx(tmp_path_factory):
     return _common.Context(quick=True, out_dir=tmp_path_factory.mktemp("torch"), seed=0)
 
 
+@pytest.fixture(scope="module")
+def results(ctx):
+    """Each experiment once on blobs, one thread (the machine may be shared), a short
+    budget for the optimizers of experiment 10."""
+    import torch
+
+    from softkmeans.experiments import _thread_limit
+
+    before, budget = torch.get_num_threads(), te.QUICK_BUDGET
+    torch.set_num_threads(1)
+    te.QUICK_BUDGET = 60
+    try:
+        with _thread_limit(1):
+            return {n: e.run(_blobs(), ctx) for n, e in te.EXPERIMENTS.items()}
+    finally:
+        torch.set_num_threads(before)
+        te.QUICK_BUDGET = budget
+
+
 @pytest.mark.parametrize("number", sorted(te.EXPERIMENTS))
-def test_each_experiment_shows_its_effect_on_blobs(number, ctx):
-    rows, tables = te.EXPERIMENTS[number].run(_blobs(), ctx)
+def test_each_experiment_shows_its_effect_on_blobs(number, ctx, results):
+    rows, tables = results[number]
     assert rows and all(r.claim == number for r in rows)
     failed = [(r.quantity, r.measured, r.note) for r in rows if r.status != _common.PASS]
     assert not failed
@@ -41,8 +60,8 @@ def test_each_experiment_shows_its_effect_on_blobs(number, ctx):
         assert next(csv.reader(f)) == head
 
 
-def test_gradient_table_spans_six_decades_and_tends_to_the_kmeans_gradient(ctx):
-    _, [(_, head, body)] = te.gradient_norm(_blobs(seed=1), ctx)
+def test_gradient_table_spans_six_decades_and_tends_to_the_kmeans_gradient(results):
+    _, [(_, head, body)] = results[9]
     ratios = sorted({float(row[1]) for row in body})
     assert ratios[-1] / ratios[0] >= 1e6
     coldest = [row for row in body if float(row[1]) == ratios[0]]

@@ -286,7 +286,7 @@ def _split_list(text, what):
 
 
 def cmd_reproduce(args):
-    from .experiments import FAIL, datasets, run_all
+    from .experiments import FAIL, datasets
 
     names = _split_list(args.datasets, "datasets")
     claims = _split_list(args.claims, "claims")
@@ -304,18 +304,8 @@ def cmd_reproduce(args):
             print(f"{spec.name} ({kind}{quick}; k = {', '.join(map(str, spec.ks))})")
         return 0
     t0 = time.perf_counter()
-    if args.torch:
-        return _reproduce_torch(args, names, claims, t0)
     try:
-        rows = run_all(
-            args.quick,
-            args.out,
-            datasets=names,
-            claims=claims,
-            progress=print,
-            seed=args.seed,
-            threads=args.threads,
-        )
+        rows = _reproduce_rows(args, names, claims)
     except OSError as exc:
         raise UserError(f"cannot write to {args.out}: {exc}") from None
     n_fail = sum(r.status == FAIL for r in rows)
@@ -329,33 +319,22 @@ def cmd_reproduce(args):
     return 1 if n_fail else 0
 
 
-def _reproduce_torch(args, names, experiments, t0):
-    """`reproduce --torch`: the PyTorch experiments (softkmeans.experiments.torch_experiments)."""
-    from .experiments import FAIL
-    from .experiments.torch_experiments import run_torch
+def _reproduce_rows(args, names, claims):
+    """The rows of the claims (run_all), or with --torch of the PyTorch experiments 9-12."""
+    from .experiments import run_all
+
+    kwargs = dict(datasets=names, progress=print, seed=args.seed, threads=args.threads)
+    if not args.torch:
+        return run_all(args.quick, args.out, claims=claims, **kwargs)
+    from .experiments.torch_experiments import run_torch  # imports torch when it runs
 
     try:
-        rows, _ = run_torch(
-            args.quick,
-            args.out,
-            datasets=names,
-            experiments=experiments,
-            progress=print,
-            seed=args.seed,
-            threads=args.threads,
-        )
-    except ImportError as exc:
-        raise UserError(f"--torch needs PyTorch: pip install 'softkmeans[torch]' ({exc})") from None
-    except OSError as exc:
-        raise UserError(f"cannot write to {args.out}: {exc}") from None
-    n_fail = sum(r.status == FAIL for r in rows)
-    print(
-        f"{len(rows)} checks: {len(rows) - n_fail} PASS, {n_fail} FAIL "
-        f"[{time.perf_counter() - t0:.1f} s]"
-    )
-    if args.out is not None:
-        print(f"wrote report.md, results.csv, tables/ and figures/ to {args.out}")
-    return 1 if n_fail else 0
+        rows, _ = run_torch(args.quick, args.out, experiments=claims, **kwargs)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "torch":
+            raise
+        raise UserError("--torch needs PyTorch: pip install 'softkmeans[torch]'") from None
+    return rows
 
 
 def build_parser():

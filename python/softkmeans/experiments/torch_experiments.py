@@ -25,7 +25,7 @@ import numpy as np
 
 import softkmeans as sk
 
-from ._common import FAIL, PASS, Context, Row, pyplot
+from ._common import FAIL, PASS, Row, pyplot
 from ._util import kpp, subsample
 
 DATASETS_QUICK = ("digits",)
@@ -556,10 +556,7 @@ def run_torch(
 
 
 def _run_torch(quick, out_dir, datasets, experiments, progress, seed):
-    import pathlib
-
-    from . import datasets as D
-    from . import report
+    from . import report, start
 
     say = progress if progress is not None else (lambda line: None)
     names = list(datasets) if datasets else list(DATASETS_QUICK if quick else DATASETS_FULL)
@@ -568,12 +565,9 @@ def _run_torch(quick, out_dir, datasets, experiments, progress, seed):
         if unknown:
             raise ValueError(f"unknown experiment(s) {unknown}; known: {sorted(EXPERIMENTS)}")
     chosen = {n: e for n, e in EXPERIMENTS.items() if not experiments or n in set(experiments)}
-    out_dir = None if out_dir is None else pathlib.Path(out_dir)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(quick=quick, out_dir=out_dir, seed=seed)
     t_start = time.perf_counter()
-    loaded = D.load_all(quick, names, progress=say)
+    ctx, loaded = start(quick, out_dir, names, seed, say)
+    out_dir = ctx.out_dir
     rows, tables, timings = [], [], {}
     for number, exp in sorted(chosen.items()):
         for ds in loaded:

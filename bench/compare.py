@@ -270,6 +270,49 @@ def compare_gemm(shapes, args):
     return rows
 
 
+def compare_torch_free_energy(shapes, args):
+    """softkmeans.torch.free_energy forward + backward (one fused native pass; the backward
+    scales what it saved) vs the plain PyTorch term torch.cdist + logsumexp + autograd, on
+    the same float32 tensors, softmax at sigma^2 = lambda_max / 10. Both get --threads
+    threads (OpenMP, torch.set_num_threads); the whole public call is timed."""
+    P.require("torch")
+    import torch
+
+    from softkmeans import torch as skt
+
+    torch.set_num_threads(args.threads)
+    rows = []
+    for n, d, k in shapes:
+        X, C = _data(n, d, k, np.float32)
+        sigma = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
+        T = 2.0 * sigma * sigma
+        x = torch.from_numpy(X).requires_grad_()
+        c = torch.from_numpy(C).requires_grad_()
+
+        def ours(x=x, c=c, sigma=sigma):
+            x.grad = c.grad = None
+            skt.free_energy(x, c, sigma, "softmax", n_threads=args.threads).backward()
+
+        def peer(x=x, c=c, T=T):
+            x.grad = c.grad = None
+            D = torch.cdist(x, c).square()
+            (-T * torch.logsumexp(-D / T, dim=1)).sum().backward()
+
+        def expansion(x=x, c=c, T=T):
+            # The same term with D = ||x||^2 + ||c||^2 - 2 x.c (two GEMMs in the backward
+            # instead of cdist's own backward): information, in the note.
+            x.grad = c.grad = None
+            D = (x * x).sum(1, keepdim=True) + (c * c).sum(1) - 2.0 * (x @ c.T)
+            (-T * torch.logsumexp(-D / T, dim=1)).sum().backward()
+
+        to, tp, te = interleaved([ours, peer, expansion], args.repeats)
+        note = f"matmul-expansion torch term {te * 1e3:.0f} ms ({te / to:.2f}x)"
+        rows.append(Row("torch F_sigma fwd+bwd vs cdist+lse", (n, d, k), "float32", to, tp,
+                        "s", ">= 3x", tp / to, tp / to >= 3.0, note))  # fmt: skip
+        print(_fmt(rows[-1]), flush=True)
+    return rows
+
+
 def _fmt(r: Row) -> str:
     n, d, k = r.shape
     shape = f"n={n:>9,} d={d:>3} k={k:>4}"
@@ -290,8 +333,8 @@ def main(argv=None):
     p.add_argument("--sk-iters", type=int, default=None, help="max_iter for peer fits")
     p.add_argument(
         "--only",
-        default="sklearn,faiss,soft,peers,numpy,entmax,gemm",
-        help="comma-separated subset of: sklearn, faiss, soft, peers, numpy, entmax, gemm",
+        default="sklearn,faiss,soft,peers,numpy,entmax,gemm,torch",
+        help="comma-separated subset of: sklearn, faiss, soft, peers, numpy, entmax, gemm, torch",
     )
     p.add_argument(
         "--out",
@@ -326,6 +369,7 @@ def main(argv=None):
         ("numpy", lambda: compare_numpy_softmax([(n_soft, 16, 64), (n_soft, 16, 256)], args)),
         ("entmax", lambda: compare_entmax((8, 64, 1024), 10_000_000 // scale, args)),
         ("gemm", lambda: compare_gemm([s for s in shapes if s[1] >= 64], args)),
+        ("torch", lambda: compare_torch_free_energy([(65536 // scale, 64, 512)], args)),
     ]
     rows = []
     for name, stage in stages:

@@ -3,7 +3,7 @@
     softkmeans cluster [DATA] [-k K] [--assignment hard|softmax|entmax15|all] [--sigma S]
                        [--anneal [key=value,...]] [--out DIR] ...
     softkmeans info
-    softkmeans reproduce [--quick] [--out DIR] [--datasets NAME,...] [--claims N,...]
+    softkmeans reproduce [--quick] [--torch] [--out DIR] [--datasets NAME,...] [--claims N,...]
 
 DATA is .npy, .csv/.txt (numeric columns; an optional header row) or .parquet (needs
 pyarrow); without DATA the built-in Iris data set is clustered. A user error (missing
@@ -291,7 +291,7 @@ def _split_list(text, what):
 
 
 def cmd_reproduce(args):
-    from .experiments import FAIL, datasets, run_all
+    from .experiments import FAIL, datasets
 
     names = _split_list(args.datasets, "datasets")
     claims = _split_list(args.claims, "claims")
@@ -299,7 +299,9 @@ def cmd_reproduce(args):
         try:
             claims = [int(c) for c in claims]
         except ValueError:
-            raise UserError(f"--claims expects numbers 1..8; got {args.claims!r}") from None
+            raise UserError(
+                f"--claims expects numbers (1..8; 9..12 with --torch); got {args.claims!r}"
+            ) from None
     if args.list:
         for spec in datasets.SPECS:
             kind = "real" if spec.real else "synthetic"
@@ -308,15 +310,7 @@ def cmd_reproduce(args):
         return 0
     t0 = time.perf_counter()
     try:
-        rows = run_all(
-            args.quick,
-            args.out,
-            datasets=names,
-            claims=claims,
-            progress=print,
-            seed=args.seed,
-            threads=args.threads,
-        )
+        rows = _reproduce_rows(args, names, claims)
     except OSError as exc:
         raise UserError(f"cannot write to {args.out}: {exc}") from None
     n_fail = sum(r.status == FAIL for r in rows)
@@ -328,6 +322,24 @@ def cmd_reproduce(args):
     if args.out is not None:
         print(f"wrote report.md, results.csv and figures/ to {args.out}")
     return 1 if n_fail else 0
+
+
+def _reproduce_rows(args, names, claims):
+    """The rows of the claims (run_all), or with --torch of the PyTorch experiments 9-12."""
+    from .experiments import run_all
+
+    kwargs = dict(datasets=names, progress=print, seed=args.seed, threads=args.threads)
+    if not args.torch:
+        return run_all(args.quick, args.out, claims=claims, **kwargs)
+    from .experiments.torch_experiments import run_torch  # imports torch when it runs
+
+    try:
+        rows, _ = run_torch(args.quick, args.out, experiments=claims, **kwargs)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "torch":
+            raise
+        raise UserError("--torch needs PyTorch: pip install 'softkmeans[torch]'") from None
+    return rows
 
 
 def build_parser():
@@ -410,6 +422,12 @@ def build_parser():
         type=int,
         default=None,
         help="OpenMP threads of the native core during the run (default: its default)",
+    )
+    r.add_argument(
+        "--torch",
+        action="store_true",
+        help="run the PyTorch experiments 9-12 instead of the claims (needs torch; "
+        "--claims selects among 9-12)",
     )
     r.add_argument("--list", action="store_true", help="list the data sets and exit")
     r.set_defaults(func=cmd_reproduce)

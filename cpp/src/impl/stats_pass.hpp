@@ -82,22 +82,30 @@ struct StatsPass {
   }
 
   // grad_X row i: 2 w_i (x_i - sum_j r_ij c_j), in double.
+  // The mixture sum_j r_ij c_j is accumulated centroid by centroid into a
+  // per-thread row of d doubles: rows of C64 are read contiguously (a
+  // vectorizable axpy per centroid), not one column of C64 per coordinate.
   void data_gradient(index_t i, const T* x, double wi, const RowMin<T>& m, const T* row,
                      const RowAssignment& a, const Workspace<T>& ws) const {
     const index_t d = E.d, k = E.k;
     T* g = grad_X + i * d;
-    for (index_t l = 0; l < d; ++l) {
-      double mix = 0.0;
-      if (kind == Kind::hard) {
-        mix = C64[m.a * d + l];
-      } else if (kind == Kind::softmax) {
-        for (index_t j = 0; j < k; ++j)
-          if (row[j] != T(0)) mix += static_cast<double>(row[j]) * C64[j * d + l];
-      } else {
-        for (index_t s = 0; s < a.supp; ++s) mix += ws.cval[s] * C64[ws.cidx[s] * d + l];
-      }
-      g[l] = static_cast<T>(2.0 * wi * (static_cast<double>(x[l]) - mix));
+    thread_local std::vector<double> mix;
+    mix.assign(d, 0.0);
+    double* mx = mix.data();
+    const auto add = [&](index_t j, double r) {
+      const double* c = C64.data() + j * d;
+      for (index_t l = 0; l < d; ++l) mx[l] += r * c[l];
+    };
+    if (kind == Kind::hard) {
+      add(m.a, 1.0);
+    } else if (kind == Kind::softmax) {
+      for (index_t j = 0; j < k; ++j)
+        if (row[j] != T(0)) add(j, static_cast<double>(row[j]));
+    } else {
+      for (index_t s = 0; s < a.supp; ++s) add(ws.cidx[s], ws.cval[s]);
     }
+    for (index_t l = 0; l < d; ++l)
+      g[l] = static_cast<T>(2.0 * wi * (static_cast<double>(x[l]) - mx[l]));
   }
 };
 

@@ -89,6 +89,16 @@ def run_all(quick, out_dir, datasets=None, claims=None, progress=print, seed=0, 
         return _run_all(quick, out_dir, datasets, claims, progress, seed, threads)
 
 
+def start(quick, out_dir, names, seed, say):
+    """(Context, loaded data sets) of a run; out_dir is created when given."""
+    from . import datasets as D
+
+    out_dir = None if out_dir is None else pathlib.Path(out_dir)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    return Context(quick=quick, out_dir=out_dir, seed=seed), D.load_all(quick, names, say)
+
+
 def _run_all(quick, out_dir, datasets, claims, progress, seed, threads):
     from . import datasets as D
     from . import report
@@ -104,12 +114,9 @@ def _run_all(quick, out_dir, datasets, claims, progress, seed, threads):
         for name in datasets:
             if name not in D.SPECS_BY_NAME:
                 raise ValueError(f"unknown data set {name!r}; known: {', '.join(D.SPECS_BY_NAME)}")
-    out_dir = None if out_dir is None else pathlib.Path(out_dir)
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(quick=quick, out_dir=out_dir, seed=seed)
+    ctx, loaded = start(quick, out_dir, datasets, seed, say)
+    out_dir = ctx.out_dir
     t_start = time.perf_counter()
-    loaded = D.load_all(quick, datasets, progress=say)
     rows, timings = [], {}
     total = len(modules) * len(loaded)
     i = 0

@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from . import _native, _stats
+from . import _native, _sparse, _stats
 from . import _validation as v
 from ._params import DEFAULT_SIGMA_FRACTION, FitParams
 from ._seeding import _check_random_state, greedy_kmeans_plusplus
@@ -187,7 +187,7 @@ class Fitter:
             )
         elif isinstance(init, str) and init == "random":
             seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
-            centers = X[seeds]
+            centers = _sparse.dense_rows(X, seeds)
         elif callable(init):
             centers = v.check_centroids(init(X, k, random_state=rng), X, name="init")
             if centers.shape[0] != k:
@@ -207,9 +207,12 @@ class Fitter:
         def relocate(C_old, step):
             empty = np.flatnonzero(step.empty)
             C_new = np.array(step.centroids, copy=True)
-            labels, _ = _native.assign(X, C_old, n_threads)
-            # As scikit-learn computes them (in the dtype of X), so argpartition agrees.
-            dist = ((X - C_old[labels]) ** 2).sum(axis=1)
+            labels, min_sq_dist = _native.assign(X, C_old, n_threads)
+            if _sparse.is_sparse(X):
+                dist = min_sq_dist
+            else:
+                # As scikit-learn computes them (in the dtype of X), so argpartition agrees.
+                dist = ((X - C_old[labels]) ** 2).sum(axis=1)
             if dist.max() == 0:
                 # NOTE: scikit-learn then puts the empty centroids on the largest cluster's;
                 # we keep them where they were (SPEC.md's step policy).
@@ -219,14 +222,15 @@ class Fitter:
                 )
                 return C_new
             far = np.argpartition(dist, -empty.size)[: -empty.size - 1 : -1]
+            X_far = _sparse.dense_rows(X, far)
             N = np.array(step.cluster_weights, dtype=np.float64, copy=True)
             if kind == "hard":
                 S = C_new.astype(np.float64) * N[:, None]
                 touched = set()
-                for e, f in zip(empty, far):
+                for e, f, x_f in zip(empty, far, X_far):
                     old = labels[f]
-                    S[old] -= X[f] * w[f]
-                    S[e] = X[f] * w[f]
+                    S[old] -= x_f * w[f]
+                    S[e] = x_f * w[f]
                     N[e] = w[f]
                     N[old] -= w[f]
                     touched.update((int(e), int(old)))
@@ -234,7 +238,7 @@ class Fitter:
                     if N[j] > 0:
                         C_new[j] = S[j] / N[j]
             else:
-                C_new[empty] = X[far]
+                C_new[empty] = X_far
             notes.add("empty", "Empty clusters were relocated to the farthest points.")
             return C_new
 
@@ -413,7 +417,10 @@ class Fitter:
         n_found = int(np.count_nonzero(np.bincount(held, minlength=k)))
         if n_found < k or notes.has("dup"):
             # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
-            n_distinct = np.unique(X[positive], axis=0).shape[0]
+            if _sparse.is_sparse(X):
+                n_distinct = _sparse.n_distinct_rows(X[positive])
+            else:
+                n_distinct = np.unique(X[positive], axis=0).shape[0]
             if n_distinct < k:
                 notes.add(
                     "distinct",
@@ -446,7 +453,7 @@ def _tolerance(cov, tol):
     integer weights and duplicated rows give the same tolerance (with unit weights the
     two agree up to rounding).
     """
-    return float(np.mean(np.diag(cov)) * tol) if tol else 0.0
+    return float(np.mean(cov.diagonal()) * tol) if tol else 0.0
 
 
 def _same_clustering(labels1, labels2, k):

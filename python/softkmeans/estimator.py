@@ -157,7 +157,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     def fit(self, X, y=None, sample_weight=None):
@@ -177,7 +177,9 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 del X
                 os.unlink(path)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=True)
+        X = validate_data(
+            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse="csr", reset=True
+        )
         return self._fit_with(Fitter, X, sample_weight)
 
     def _fit_with(self, fitter_class, X, sample_weight):
@@ -235,7 +237,9 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     def _check_X(self, X):
         check_is_fitted(self)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        X = validate_data(
+            self, X, dtype=[np.float64, np.float32], order="C", accept_sparse="csr", reset=False
+        )
         return v.check_data(X)
 
     def _centers_for(self, X):

@@ -51,6 +51,7 @@ __all__ = [
     "sq_distances",
 ]
 
+
 def _check_x(X):
     """`check_data`, then a sparse X densified (its dtype kept)."""
     X = check_data(X)

@@ -147,6 +147,7 @@ class SparseCovariance:
 
     def __init__(self, X, w):
         self.X, self.w = X, w
+        self._XT = None  # X^T as CSR, made on the first matvec
         self.W = float(w.sum())
         self.mean = np.asarray(X.T @ w, dtype=np.float64) / self.W
         sq = X.multiply(X).T @ w
@@ -161,10 +162,14 @@ class SparseCovariance:
         return second - np.outer(self.mean, self.mean)
 
     def matvec(self, vec):
-        Xv = np.asarray(self.X @ vec, dtype=np.float64)
-        return np.asarray(self.X.T @ (self.w * Xv), dtype=np.float64) / self.W - self.mean * (
-            self.mean @ vec
-        )
+        if self._XT is None:
+            self._XT = self.X.T.tocsr()  # row-wise products both ways (faster than CSC)
+        Xv = self.X @ vec
+        Xv *= self.w
+        out = self._XT @ Xv
+        out /= self.W
+        out -= self.mean * (self.mean @ vec)
+        return out
 
     def lambda_max(self) -> float:
         d = self.X.shape[1]
@@ -174,7 +179,9 @@ class SparseCovariance:
 
         op = LinearOperator((d, d), matvec=self.matvec, dtype=np.float64)
         v0 = np.full(d, 1.0 / np.sqrt(d))  # fixed: the same value on every call
-        top = eigsh(op, k=1, which="LA", tol=0, v0=v0, return_eigenvectors=False)
+        top = eigsh(
+            op, k=1, which="LA", tol=0, v0=v0, ncv=min(d - 1, 40), return_eigenvectors=False
+        )
         return max(float(top[-1]), 0.0)
 
 

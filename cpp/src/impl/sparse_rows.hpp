@@ -70,21 +70,39 @@ struct CsrDistances {
   template <typename I>
   void distances(const CsrRows<T, I>& X, index_t i0, index_t rows, T* out) const {
     for (index_t r = 0; r < rows; ++r) {
-      T* o = out + r * kp;
-      for (index_t j = 0; j < kp; j += W) vstore(o + j, V{});
+      const index_t i = i0 + r, e0 = X.begin(i), e1 = X.end(i);
       double xn = 0.0;
-      for (index_t e = X.begin(i0 + r); e < X.end(i0 + r); ++e) {
-        const T v = X.val[e];
-        xn += static_cast<double>(v) * static_cast<double>(v);
-        const V vv = vset<T>(v);
-        const T* c = ct.data() + static_cast<index_t>(X.col[e]) * kp;
-        for (index_t j = 0; j < kp; j += W) vstore(o + j, vload(o + j) + vv * vload(c + j));
-      }
+      for (index_t e = e0; e < e1; ++e)
+        xn += static_cast<double>(X.val[e]) * static_cast<double>(X.val[e]);
       const V x = vset<T>(static_cast<T>(xn));
-      for (index_t j = 0; j < kp; j += W) {
-        const V dot = vload(o + j);
-        vstore(o + j, vmax((x + vload(cn.data() + j)) - (dot + dot), V{}));
-      }
+      T* o = out + r * kp;
+      index_t j = 0;
+      for (; j + kBlock * W <= kp; j += kBlock * W) centroid_block<kBlock>(X, e0, e1, j, x, o);
+      for (; j < kp; j += W) centroid_block<1>(X, e0, e1, j, x, o);
+    }
+  }
+
+ private:
+  // Centroids per register block of x.c: the partial dot products stay in
+  // registers across the row's stored entries.
+  static constexpr int kBlock = 4;
+
+  // o[j .. j + B W) <- D of the row (entries e0 .. e1) to those centroids.
+  template <int B, typename I>
+  void centroid_block(const CsrRows<T, I>& X, index_t e0, index_t e1, index_t j, V x, T* o) const {
+    V acc[B];
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) acc[b] = V{};
+    for (index_t e = e0; e < e1; ++e) {
+      const V vv = vset<T>(X.val[e]);
+      const T* c = ct.data() + static_cast<index_t>(X.col[e]) * kp + j;
+#pragma GCC unroll 4
+      for (int b = 0; b < B; ++b) acc[b] += vv * vload(c + b * W);
+    }
+#pragma GCC unroll 4
+    for (int b = 0; b < B; ++b) {
+      const V cnv = vload(cn.data() + j + b * W);
+      vstore(o + j + b * W, vmax((x + cnv) - (acc[b] + acc[b]), V{}));
     }
   }
 };

@@ -325,3 +325,17 @@ def test_estimator_default_init_on_sparse():
     b = softkmeans.SoftKMeans(5, assignment="hard", random_state=0).fit(X.toarray())
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert_rel_close(a.cluster_centers_, b.cluster_centers_, np.float64, "centres")
+
+
+def test_annealing_and_partial_fit_on_sparse():
+    X, _ = sparse_problem(n=300, seed=10)
+    a = softkmeans.SoftKMeans(4, anneal=True, random_state=0).fit(X)
+    b = softkmeans.SoftKMeans(4, anneal=True, random_state=0).fit(X.toarray())
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert_rel_close(a.cluster_centers_, b.cluster_centers_, np.float64, "annealed centres")
+    s = softkmeans.SoftKMeans(4, assignment="hard", random_state=0)
+    t = softkmeans.SoftKMeans(4, assignment="hard", random_state=0)
+    for start in (0, 150):
+        s.partial_fit(X[start : start + 150])
+        t.partial_fit(X[start : start + 150].toarray())
+    assert_rel_close(s.cluster_centers_, t.cluster_centers_, np.float64, "streamed centres")

@@ -27,6 +27,7 @@ __all__ = [
     "is_sparse",
     "n_distinct_rows",
     "row_blocks",
+    "with_zero_column",
 ]
 
 
@@ -189,3 +190,12 @@ def covariance(X, w):
     """(weighted mean (d,), SparseCovariance) of a canonical CSR X."""
     cov = SparseCovariance(X, w)
     return cov.mean, cov
+
+
+def with_zero_column(X):
+    """A canonical CSR X (n, d) as (n, d + 1) with an all-zero last column (no new stored
+    entries; the arrays are shared)."""
+    from scipy import sparse
+
+    n, d = X.shape
+    return sparse.csr_matrix((X.data, X.indices, X.indptr), shape=(n, d + 1), copy=False)

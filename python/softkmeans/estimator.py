@@ -218,7 +218,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """
         stream = self.__dict__.get("_stream")
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=stream is None)
+        X = validate_data(
+            self,
+            X,
+            dtype=[np.float64, np.float32],
+            order="C",
+            accept_sparse="csr",
+            reset=stream is None,
+        )
         fitter = Fitter(self._fit_params(), ConvergenceWarning)
         stream, stats, labels = fitter.partial_fit(X, sample_weight, stream)
         self._stream = stream

@@ -277,6 +277,16 @@ py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_
   return py::make_tuple(mean, cov);
 }
 
+// The k-means++ candidates (L,) int64, L >= 1, each a row index in [0, n).
+carray<std::int64_t> checked_candidates(const py::array& ca, index_t n) {
+  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
+  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  if (cand.shape(0) < 1) throw py::value_error("cand_idx must not be empty");
+  for (index_t a = 0; a < cand.shape(0); ++a)
+    if (cand.data()[a] < 0 || cand.data()[a] >= n) throw py::index_error("cand_idx out of range");
+  return cand;
+}
+
 template <typename T>
 py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::array& cla,
                            const py::array& ca, int n_threads) {
@@ -284,12 +294,8 @@ py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::a
   const index_t n = x.n, d = x.d;
   auto w = x.weights(wa);
   auto closest = as_vector<double>(cla, "closest", n);
-  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
-  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  auto cand = checked_candidates(ca, n);
   const index_t L = cand.shape(0);
-  if (L < 1) throw py::value_error("cand_idx must not be empty");
-  for (index_t a = 0; a < L; ++a)
-    if (cand.data()[a] < 0 || cand.data()[a] >= n) throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
   run_native([&] {
     softkmeans::kernels<T>().kmeanspp_candidate_potentials(
@@ -452,12 +458,8 @@ py::array csr_kpp_potentials_t(const CsrArgs<T>& x, const py::array& wa, const p
   const index_t n = x.X.n;
   auto w = as_vector<double>(wa, "sample_weight", n);
   auto closest = as_vector<double>(cla, "closest", n);
-  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
-  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  auto cand = checked_candidates(ca, n);
   const index_t L = cand.shape(0);
-  if (L < 1) throw py::value_error("cand_idx must not be empty");
-  for (index_t c = 0; c < L; ++c)
-    if (cand.data()[c] < 0 || cand.data()[c] >= n) throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
   run_native([&] {
     softkmeans::kernels<T>().csr_kmeanspp_candidate_potentials(
@@ -570,34 +572,21 @@ void def_csr_kernels(py::module_& m) {
     return by_dtype(
         data, [&](auto t) { return f(CsrPairArgs<decltype(t)>(data, indices, indptr, d, C)); });
   };
-  m.def(
-      "csr_sq_distances",
-      [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
-          const py::array& C, int n_threads) {
-        return with_pair(data, indices, indptr, d, C, [&](const auto& a) {
-          return py::object(csr_sq_distances_t(a, n_threads));
-        });
-      },
-      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
-      py::arg("C"), py::arg("n_threads") = 0);
-  m.def(
-      "csr_assign",
-      [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
-          const py::array& C, int n_threads) {
-        return with_pair(data, indices, indptr, d, C,
-                         [&](const auto& a) { return py::object(csr_assign_t(a, n_threads)); });
-      },
-      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
-      py::arg("C"), py::arg("n_threads") = 0);
-  m.def(
-      "csr_margins",
-      [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
-          const py::array& C, int n_threads) {
-        return with_pair(data, indices, indptr, d, C,
-                         [&](const auto& a) { return py::object(csr_margins_t(a, n_threads)); });
-      },
-      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
-      py::arg("C"), py::arg("n_threads") = 0);
+  // name(X_data, X_indices, X_indptr, n_features, C, n_threads) -> call(args, n_threads).
+  auto def_pair = [&](const char* name, auto call) {
+    m.def(
+        name,
+        [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+            const py::array& C, int n_threads) {
+          return with_pair(data, indices, indptr, d, C,
+                           [&](const auto& a) { return py::object(call(a, n_threads)); });
+        },
+        py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+        py::arg("C"), py::arg("n_threads") = 0);
+  };
+  def_pair("csr_sq_distances", [](const auto& a, int nt) { return csr_sq_distances_t(a, nt); });
+  def_pair("csr_assign", [](const auto& a, int nt) { return csr_assign_t(a, nt); });
+  def_pair("csr_margins", [](const auto& a, int nt) { return csr_margins_t(a, nt); });
   m.def(
       "csr_responsibilities",
       [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,

@@ -26,7 +26,6 @@ __all__ = [
     "dense_rows",
     "is_sparse",
     "n_distinct_rows",
-    "row_blocks",
     "with_zero_column",
 ]
 
@@ -116,13 +115,6 @@ def dense_rows(X, idx):
     return X[idx]
 
 
-def row_blocks(X, rows: int):
-    """(start, dense block) pairs covering the rows of X, `rows` at a time."""
-    for start in range(0, X.shape[0], rows):
-        block = X[start : start + rows]
-        yield start, block.toarray() if is_sparse(block) else block
-
-
 def n_distinct_rows(X) -> int:
     """The number of distinct rows of a canonical CSR X (each row's sorted stored
     columns and values, explicit zeros dropped, hashed; nothing densified)."""
@@ -141,6 +133,10 @@ class SparseCovariance:
 
     diagonal(): the weighted variances; lambda_max(): its largest eigenvalue (dense
     eigvalsh for small d, Lanczos (scipy's eigsh, to machine precision) otherwise).
+
+    NOTE: the second moment minus mu mu^T, not centred rows (centring would densify X):
+    where the mean is large against the spread this cancels, and lambda_max loses the
+    digits the ratio costs (sparse data, mostly zeros, has a mean near 0).
     """
 
     # Up to this d the covariance is formed (d x d) and eigvalsh'd, as for dense X.

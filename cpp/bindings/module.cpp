@@ -277,6 +277,16 @@ py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_
   return py::make_tuple(mean, cov);
 }
 
+// The k-means++ candidates (L,) int64, L >= 1, each a row index in [0, n).
+carray<std::int64_t> checked_candidates(const py::array& ca, index_t n) {
+  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
+  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  if (cand.shape(0) < 1) throw py::value_error("cand_idx must not be empty");
+  for (index_t a = 0; a < cand.shape(0); ++a)
+    if (cand.data()[a] < 0 || cand.data()[a] >= n) throw py::index_error("cand_idx out of range");
+  return cand;
+}
+
 template <typename T>
 py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::array& cla,
                            const py::array& ca, int n_threads) {
@@ -284,12 +294,8 @@ py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::a
   const index_t n = x.n, d = x.d;
   auto w = x.weights(wa);
   auto closest = as_vector<double>(cla, "closest", n);
-  if (ca.ndim() != 1) throw py::value_error("cand_idx must be 1-dimensional");
-  auto cand = as_vector<std::int64_t>(ca, "cand_idx", ca.shape(0));
+  auto cand = checked_candidates(ca, n);
   const index_t L = cand.shape(0);
-  if (L < 1) throw py::value_error("cand_idx must not be empty");
-  for (index_t a = 0; a < L; ++a)
-    if (cand.data()[a] < 0 || cand.data()[a] >= n) throw py::index_error("cand_idx out of range");
   carray<double> pot(L);
   run_native([&] {
     softkmeans::kernels<T>().kmeanspp_candidate_potentials(
@@ -308,6 +314,168 @@ void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int 
   run_native([&] {
     softkmeans::kernels<T>().kmeanspp_update_closest(x.X.data(), n, d, center,
                                                      closest.mutable_data(), n_threads);
+  });
+}
+
+// X as CSR (softkmeans/kernels.hpp, CsrMatrix): data (nnz,) of T, indices
+// (nnz,) and indptr (n + 1,) both int32 or both int64, n_features columns.
+// The structure is checked here, before any kernel runs (the kernels index
+// with it unchecked): indptr from 0 to nnz and non-decreasing, columns
+// strictly increasing within each row and in [0, n_features).
+template <typename I>
+void check_csr_structure(const py::array& indices_a, const py::array& indptr_a, index_t d) {
+  const auto indices = as_vector<I>(indices_a, "X.indices", indices_a.shape(0));
+  const auto indptr = as_vector<I>(indptr_a, "X.indptr", indptr_a.shape(0));
+  const I* ind = indices.data();
+  const I* ptr = indptr.data();
+  const index_t n = indptr.shape(0) - 1, nnz = indices.shape(0);
+  if (ptr[0] != 0 || static_cast<index_t>(ptr[n]) != nnz)
+    throw py::value_error("X.indptr must start at 0 and end at nnz");
+  for (index_t i = 0; i < n; ++i) {
+    if (ptr[i + 1] < ptr[i]) throw py::value_error("X.indptr must be non-decreasing");
+    for (index_t e = ptr[i]; e < static_cast<index_t>(ptr[i + 1]); ++e) {
+      if (ind[e] < 0 || static_cast<index_t>(ind[e]) >= d)
+        throw py::value_error("X.indices out of range [0, n_features)");
+      if (e > ptr[i] && ind[e] <= ind[e - 1])
+        throw py::value_error(
+            "X.indices must be strictly increasing within each row (canonical CSR)");
+    }
+  }
+}
+
+template <typename T>
+struct CsrArgs {
+  carray<T> data;
+  py::array indices, indptr;
+  softkmeans::CsrMatrix<T> X;
+  CsrArgs(const py::array& data_a, const py::array& indices_a, const py::array& indptr_a, index_t d)
+      : data(as_vector<T>(data_a, "X.data", data_a.ndim() == 1 ? data_a.shape(0) : -1)),
+        indices(indices_a),
+        indptr(indptr_a) {
+    if (indptr_a.ndim() != 1 || indptr_a.shape(0) < 2 || d < 1)
+      throw py::value_error("X must be non-empty");
+    if (indices_a.ndim() != 1 || indices_a.shape(0) != data.shape(0))
+      throw py::value_error("X.indices and X.data must have the same length");
+    const bool i64 = indptr_a.dtype().equal(py::dtype::of<std::int64_t>());
+    if (i64 != indices_a.dtype().equal(py::dtype::of<std::int64_t>()))
+      throw py::type_error("X.indices and X.indptr must have the same dtype (int32 or int64)");
+    if (i64)
+      check_csr_structure<std::int64_t>(indices_a, indptr_a, d);
+    else
+      check_csr_structure<std::int32_t>(indices_a, indptr_a, d);
+    X.data = data.data();
+    X.indices = indices.data();
+    X.indptr = indptr.data();
+    X.index64 = i64;
+    X.n = indptr_a.shape(0) - 1;
+    X.d = d;
+  }
+};
+
+// CSR X and dense C (k, d) of one dtype, checked.
+template <typename T>
+struct CsrPairArgs : CsrArgs<T> {
+  carray<T> C;
+  index_t k;
+  CsrPairArgs(const py::array& data_a, const py::array& indices_a, const py::array& indptr_a,
+              index_t d, const py::array& Ca)
+      : CsrArgs<T>(data_a, indices_a, indptr_a, d), C(as_matrix<T>(Ca, "C")) {
+    if (C.shape(1) != d) throw py::value_error("X and C must have the same number of columns");
+    if (C.shape(0) < 1) throw py::value_error("X and C must be non-empty");
+    k = C.shape(0);
+  }
+};
+
+template <typename T>
+py::array csr_sq_distances_t(const CsrPairArgs<T>& a, int n_threads) {
+  carray<T> D({a.X.n, a.k});
+  run_native([&] {
+    softkmeans::kernels<T>().csr_sq_distances(a.X, a.C.data(), a.k, D.mutable_data(), n_threads);
+  });
+  return D;
+}
+
+template <typename T>
+py::tuple csr_assign_t(const CsrPairArgs<T>& a, int n_threads) {
+  carray<std::int64_t> labels(a.X.n);
+  carray<T> mind(a.X.n);
+  run_native([&] {
+    softkmeans::kernels<T>().csr_assign(a.X, a.C.data(), a.k, labels.mutable_data(),
+                                        mind.mutable_data(), n_threads);
+  });
+  return py::make_tuple(labels, mind);
+}
+
+template <typename T>
+py::array csr_margins_t(const CsrPairArgs<T>& a, int n_threads) {
+  carray<T> out(a.X.n);
+  run_native([&] {
+    softkmeans::kernels<T>().csr_margins(a.X, a.C.data(), a.k, out.mutable_data(), n_threads);
+  });
+  return out;
+}
+
+template <typename T>
+py::array csr_responsibilities_t(const CsrPairArgs<T>& a, const std::string& kind_s,
+                                 double sigma_in, int n_threads) {
+  const softkmeans::Kind kind = parse_kind(kind_s);
+  const double sigma = check_sigma(sigma_in, kind);
+  carray<T> R({a.X.n, a.k});
+  run_native([&] {
+    softkmeans::kernels<T>().csr_responsibilities(a.X, a.C.data(), a.k, kind, sigma,
+                                                  R.mutable_data(), n_threads);
+  });
+  return R;
+}
+
+// As block_stats_t.
+template <typename T>
+py::tuple csr_block_stats_t(const CsrPairArgs<T>& a, const std::string& kind_s, double sigma_in,
+                            const py::array& wa, int n_threads, bool sums, bool with_labels,
+                            bool with_grad) {
+  const softkmeans::Kind kind = parse_kind(kind_s);
+  const double sigma = check_sigma(sigma_in, kind);
+  const index_t n = a.X.n, d = a.X.d;
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  double *N_p, *S_p;
+  std::int64_t* labels_p;
+  T* gX_p;
+  py::object N = optional_output(sums, {a.k}, &N_p);
+  py::object S = optional_output(sums, {a.k, d}, &S_p);
+  py::object labels = optional_output(with_labels, {n}, &labels_p);
+  py::object gX = optional_output(with_grad, {n, d}, &gX_p);
+  double W, obj, J, mm;
+  run_native([&] {
+    softkmeans::kernels<T>().csr_block_stats(a.X, a.C.data(), a.k, kind, sigma, w.data(), &W, N_p,
+                                             S_p, &obj, &J, &mm, labels_p, gX_p, n_threads);
+  });
+  return py::make_tuple(W, N, S, obj, J, mm, labels, gX);
+}
+
+template <typename T>
+py::array csr_kpp_potentials_t(const CsrArgs<T>& x, const py::array& wa, const py::array& cla,
+                               const py::array& ca, int n_threads) {
+  const index_t n = x.X.n;
+  auto w = as_vector<double>(wa, "sample_weight", n);
+  auto closest = as_vector<double>(cla, "closest", n);
+  auto cand = checked_candidates(ca, n);
+  const index_t L = cand.shape(0);
+  carray<double> pot(L);
+  run_native([&] {
+    softkmeans::kernels<T>().csr_kmeanspp_candidate_potentials(
+        x.X, w.data(), closest.data(), cand.data(), L, pot.mutable_data(), n_threads);
+  });
+  return pot;
+}
+
+template <typename T>
+void csr_kpp_update_t(const CsrArgs<T>& x, py::array& cla, std::int64_t center, int n_threads) {
+  auto closest = as_vector<double>(cla, "closest", x.X.n);
+  if (!closest.writeable()) throw py::value_error("closest must be writeable");
+  if (center < 0 || center >= x.X.n) throw py::index_error("center_idx out of range");
+  run_native([&] {
+    softkmeans::kernels<T>().csr_kmeanspp_update_closest(x.X, center, closest.mutable_data(),
+                                                         n_threads);
   });
 }
 
@@ -396,6 +564,77 @@ void def_kernels(py::module_& m) {
       "in place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2)");
 }
 
+// The csr_* kernels: X given as (X_data, X_indices, X_indptr, n_features).
+void def_csr_kernels(py::module_& m) {
+  // Calls f(CsrPairArgs<T>) with T the dtype of X_data.
+  auto with_pair = [](const py::array& data, const py::array& indices, const py::array& indptr,
+                      index_t d, const py::array& C, auto&& f) {
+    return by_dtype(
+        data, [&](auto t) { return f(CsrPairArgs<decltype(t)>(data, indices, indptr, d, C)); });
+  };
+  // name(X_data, X_indices, X_indptr, n_features, C, n_threads) -> call(args, n_threads).
+  auto def_pair = [&](const char* name, auto call) {
+    m.def(
+        name,
+        [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+            const py::array& C, int n_threads) {
+          return with_pair(data, indices, indptr, d, C,
+                           [&](const auto& a) { return py::object(call(a, n_threads)); });
+        },
+        py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+        py::arg("C"), py::arg("n_threads") = 0);
+  };
+  def_pair("csr_sq_distances", [](const auto& a, int nt) { return csr_sq_distances_t(a, nt); });
+  def_pair("csr_assign", [](const auto& a, int nt) { return csr_assign_t(a, nt); });
+  def_pair("csr_margins", [](const auto& a, int nt) { return csr_margins_t(a, nt); });
+  m.def(
+      "csr_responsibilities",
+      [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+          const py::array& C, const std::string& kind, double sigma, int n_threads) {
+        return with_pair(data, indices, indptr, d, C, [&](const auto& a) {
+          return py::object(csr_responsibilities_t(a, kind, sigma, n_threads));
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("n_threads") = 0);
+  m.def(
+      "csr_block_stats",
+      [=](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+          const py::array& C, const std::string& kind, double sigma, const py::array& w,
+          int n_threads, bool sums, bool labels, bool grad_x) {
+        return with_pair(data, indices, indptr, d, C, [&](const auto& a) {
+          return py::object(csr_block_stats_t(a, kind, sigma, w, n_threads, sums, labels, grad_x));
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("C"), py::arg("kind"), py::arg("sigma"), py::arg("sample_weight"),
+      py::arg("n_threads") = 0, py::arg("sums") = true, py::arg("labels") = false,
+      py::arg("grad_x") = false,
+      "(W, N, S, objective, distortion, min_margin, labels, grad_X); None where not asked");
+  m.def(
+      "csr_kmeanspp_candidate_potentials",
+      [](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+         const py::array& w, const py::array& closest, const py::array& cand_idx, int n_threads) {
+        return by_dtype(data, [&](auto t) {
+          const CsrArgs<decltype(t)> x(data, indices, indptr, d);
+          return csr_kpp_potentials_t(x, w, closest, cand_idx, n_threads);
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("sample_weight"), py::arg("closest"), py::arg("cand_idx"), py::arg("n_threads") = 0);
+  m.def(
+      "csr_kmeanspp_update_closest",
+      [](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+         py::array& closest, std::int64_t center_idx, int n_threads) {
+        by_dtype(data, [&](auto t) {
+          const CsrArgs<decltype(t)> x(data, indices, indptr, d);
+          csr_kpp_update_t(x, closest, center_idx, n_threads);
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("closest"), py::arg("center_idx"), py::arg("n_threads") = 0);
+}
+
 // SIMD levels, threads, and how the module was built.
 void def_runtime(py::module_& m) {
   m.def("available_simd_levels", [] {
@@ -431,5 +670,6 @@ void def_runtime(py::module_& m) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
+  def_csr_kernels(m);
   def_runtime(m);
 }

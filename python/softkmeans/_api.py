@@ -8,6 +8,12 @@ result: `objective`, `centroid_step` and `gradients` are all one `block_stats` p
 (the step S / N and the centroid gradient are formed in `softkmeans._stats`), and
 `critical_sigma` takes the weighted covariance from the core and its largest
 eigenvalue from numpy.
+
+X may be a scipy.sparse matrix or array (SPEC.md, "Sparse input"): it is validated once
+into a canonical CSR matrix (`softkmeans._sparse`) and read from its stored entries by the
+core's csr_* kernels; C stays dense, and every output is what the same values dense give
+(`gradients` returns a dense (n, d) grad_X; `critical_sigma` takes lambda_max of the
+covariance operator by scipy, never forming it for large d).
 """
 
 from __future__ import annotations

@@ -43,6 +43,65 @@ def kmeanspp_candidate_potentials(
 def kmeanspp_update_closest(X: _F, closest: _F64, center_idx: int, n_threads: int = 0) -> None:
     """In place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2) (direct, double)."""
 
+# The csr_* kernels: X as a canonical CSR matrix (data (nnz,) float32/float64; indices
+# (nnz,) and indptr (n + 1,) both int32 or both int64, columns strictly increasing within a
+# row, checked here) with n_features columns; C dense (k, n_features) of X's dtype.
+_Idx = npt.NDArray[np.integer]
+
+def csr_sq_distances(
+    X_data: _F, X_indices: _Idx, X_indptr: _Idx, n_features: int, C: _F, n_threads: int = 0
+) -> _F: ...
+def csr_assign(
+    X_data: _F, X_indices: _Idx, X_indptr: _Idx, n_features: int, C: _F, n_threads: int = 0
+) -> tuple[_I64, _F]: ...
+def csr_margins(
+    X_data: _F, X_indices: _Idx, X_indptr: _Idx, n_features: int, C: _F, n_threads: int = 0
+) -> _F: ...
+def csr_responsibilities(
+    X_data: _F,
+    X_indices: _Idx,
+    X_indptr: _Idx,
+    n_features: int,
+    C: _F,
+    kind: str,
+    sigma: float,
+    n_threads: int = 0,
+) -> _F: ...
+def csr_block_stats(
+    X_data: _F,
+    X_indices: _Idx,
+    X_indptr: _Idx,
+    n_features: int,
+    C: _F,
+    kind: str,
+    sigma: float,
+    sample_weight: _F64,
+    n_threads: int = 0,
+    sums: bool = True,
+    labels: bool = False,
+    grad_x: bool = False,
+) -> tuple[float, _F64 | None, _F64 | None, float, float, float, _I64 | None, _F | None]:
+    """As block_stats; grad_X is dense (n, n_features)."""
+
+def csr_kmeanspp_candidate_potentials(
+    X_data: _F,
+    X_indices: _Idx,
+    X_indptr: _Idx,
+    n_features: int,
+    sample_weight: _F64,
+    closest: _F64,
+    cand_idx: _I64,
+    n_threads: int = 0,
+) -> _F64: ...
+def csr_kmeanspp_update_closest(
+    X_data: _F,
+    X_indices: _Idx,
+    X_indptr: _Idx,
+    n_features: int,
+    closest: _F64,
+    center_idx: int,
+    n_threads: int = 0,
+) -> None: ...
 def available_simd_levels() -> list[str]: ...
 def selected_simd_level() -> str: ...
 def _set_simd_level(level: str) -> None: ...

@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from . import _native, _stats
+from . import _native, _sparse, _stats
 from . import _validation as v
 from ._params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from ._seeding import InMemoryPasses, _check_random_state, greedy_kmeans_plusplus
@@ -203,7 +203,9 @@ class Fitter:
     def _labels_and_distances(self, X, C):
         """(labels (n,), squared distance of each row to its centroid (n,), in the dtype of
         X as scikit-learn computes them, so that the farthest points agree with its)."""
-        labels, _ = _native.assign(X, C, self._n_threads)
+        labels, min_sq_dist = _native.assign(X, C, self._n_threads)
+        if _sparse.is_sparse(X):
+            return labels, min_sq_dist
         return labels, ((X - C[labels]) ** 2).sum(axis=1)
 
     def _init_centroids(self, X, w, k, init, rng, unit_weights=False):
@@ -213,7 +215,7 @@ class Fitter:
             )
         elif isinstance(init, str) and init == "random":
             seeds = rng.choice(X.shape[0], size=k, replace=False, p=w / w.sum())
-            centers = X[seeds]
+            centers = _sparse.dense_rows(X, seeds)
         elif callable(init):
             centers = check_init_centers(init(X, k, random_state=rng), X, k)
         else:
@@ -238,14 +240,15 @@ class Fitter:
                 )
                 return C_new
             far = np.argpartition(dist, -empty.size)[: -empty.size - 1 : -1]
+            X_far = _sparse.dense_rows(X, far)
             N = np.array(step.cluster_weights, dtype=np.float64, copy=True)
             if kind == "hard":
                 S = C_new.astype(np.float64) * N[:, None]
                 touched = set()
-                for e, f in zip(empty, far):
+                for e, f, x_f in zip(empty, far, X_far):
                     old = labels[f]
-                    S[old] -= X[f] * w[f]
-                    S[e] = X[f] * w[f]
+                    S[old] -= x_f * w[f]
+                    S[e] = x_f * w[f]
                     N[e] = w[f]
                     N[old] -= w[f]
                     touched.update((int(e), int(old)))
@@ -253,7 +256,7 @@ class Fitter:
                     if N[j] > 0:
                         C_new[j] = S[j] / N[j]
             else:
-                C_new[empty] = X[far]
+                C_new[empty] = X_far
             if kind != "hard":  # scikit-learn relocates silently; so does its drop-in
                 notes.add("empty", "Empty clusters were relocated to the farthest points.")
             return C_new
@@ -430,7 +433,10 @@ class Fitter:
         n_found = int(np.count_nonzero(np.bincount(held, minlength=k)))
         if n_found < k or notes.has("dup"):
             # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
-            n_distinct = np.unique(X[positive], axis=0).shape[0]
+            if _sparse.is_sparse(X):
+                n_distinct = _sparse.n_distinct_rows(X[positive])
+            else:
+                n_distinct = np.unique(X[positive], axis=0).shape[0]
             if n_distinct < k:
                 notes.add(
                     "found",
@@ -465,7 +471,7 @@ def _tolerance(cov, tol):
     integer weights and duplicated rows give the same tolerance (with unit weights the
     two agree up to rounding).
     """
-    return float(np.mean(np.diag(cov)) * tol) if tol else 0.0
+    return float(np.mean(cov.diagonal()) * tol) if tol else 0.0
 
 
 def _same_clustering(labels1, labels2, k):

@@ -7,13 +7,17 @@ default) and call the core without checking them again. The public API (`_api`) 
 once and calls here; the fitting loops (driver, annealing, seeding, command line) call here
 directly, so one fit validates its data once and reads it once per iteration.
 
+X may also be a validated CSR matrix (`softkmeans._sparse.check_csr`: canonical, float32 or
+float64, int32 or int64 indices): the calls that read the rows of X then run the core's
+csr_* kernels on its stored entries.
+
 Callers use these as ``_native.<name>(...)`` (never ``from ._native import``), so that a
 test can count the passes a fit makes over X by wrapping them.
 """
 
 from __future__ import annotations
 
-from . import _core
+from . import _core, _sparse
 from ._stats import BlockStats
 
 __all__ = [
@@ -34,18 +38,31 @@ __all__ = [
 ]
 
 
+def _csr(X):
+    """The arguments of a csr_* kernel for a CSR X, or None for a dense X."""
+    if hasattr(X, "indptr"):
+        return (X.data, X.indices, X.indptr, X.shape[1])
+    return None
+
+
 def sq_distances(X, C, n_threads):
     """D (n, k), dtype of X."""
+    if (csr := _csr(X)) is not None:
+        return _core.csr_sq_distances(*csr, C, n_threads)
     return _core.sq_distances(X, C, n_threads)
 
 
 def assign(X, C, n_threads):
     """(labels int64 (n,), min_sq_dist (n,))."""
+    if (csr := _csr(X)) is not None:
+        return _core.csr_assign(*csr, C, n_threads)
     return _core.assign(X, C, n_threads)
 
 
 def margins(X, C, n_threads):
     """Delta_i = D_i(2) - D_i(1), (n,) (inf when k == 1)."""
+    if (csr := _csr(X)) is not None:
+        return _core.csr_margins(*csr, C, n_threads)
     return _core.margins(X, C, n_threads)
 
 
@@ -56,6 +73,8 @@ def entmax15(Z, n_threads):
 
 def responsibilities(X, C, kind, sigma, n_threads):
     """r (n, k) of `kind` at width sigma."""
+    if (csr := _csr(X)) is not None:
+        return _core.csr_responsibilities(*csr, C, kind, sigma, n_threads)
     return _core.responsibilities(X, C, kind, sigma, n_threads)
 
 
@@ -65,24 +84,38 @@ def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, gra
     sums: compute N and S (the step needs them; the objective does not). labels: also the
     argmin of every row, (n,) int64. grad_x: also dF/dx_i, (n, d) in the dtype of X.
     """
-    W, N, S, obj, J, mm, lab, gX = _core.block_stats(
-        X, C, kind, sigma, w, n_threads, sums, labels, grad_x
-    )
+    if (csr := _csr(X)) is not None:
+        out = _core.csr_block_stats(*csr, C, kind, sigma, w, n_threads, sums, labels, grad_x)
+    else:
+        out = _core.block_stats(X, C, kind, sigma, w, n_threads, sums, labels, grad_x)
+    W, N, S, obj, J, mm, lab, gX = out
     return BlockStats(W, N, S, obj, J, mm), lab, gX
 
 
 def weighted_covariance(X, w, n_threads):
-    """(mean (d,), weighted population covariance (d, d)), both float64."""
+    """(mean (d,), weighted population covariance (d, d)), both float64.
+
+    For a CSR X the covariance is a `softkmeans._sparse.SparseCovariance` operator (its
+    ``diagonal()`` and ``lambda_max()`` from the stored entries, by scipy), not a (d, d)
+    array.
+    """
+    if _csr(X) is not None:
+        return _sparse.covariance(X, w)
     return _core.weighted_covariance(X, w, n_threads)
 
 
 def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads):
     """(L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
+    if (csr := _csr(X)) is not None:
+        return _core.csr_kmeanspp_candidate_potentials(*csr, w, closest, cand, n_threads)
     return _core.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
 
 
 def kmeanspp_update_closest(X, closest, center, n_threads):
     """In place: closest_i = min(closest_i, ||x_i - X[center]||^2)."""
+    if (csr := _csr(X)) is not None:
+        _core.csr_kmeanspp_update_closest(*csr, closest, center, n_threads)
+        return
     _core.kmeanspp_update_closest(X, closest, center, n_threads)
 
 

@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-from . import _native
+from . import _native, _sparse
 from . import _validation as v
 
 __all__ = ["kmeans_plusplus"]
@@ -96,7 +96,8 @@ def kmeans_plusplus(
 
     Parameters
     ----------
-    X : array (n, d), float32 or float64 (other real dtypes are converted to float64).
+    X : array (n, d), float32 or float64 (other real dtypes are converted to float64), or
+        a scipy.sparse matrix or array (read as CSR from its stored entries).
     n_clusters : int, 1 <= n_clusters <= n.
     sample_weight : None or array (n,) of weights >= 0; the draws are proportional to
         w_i D_i^2, and zero-weight points are never chosen.
@@ -182,7 +183,7 @@ def greedy_kmeans_plusplus(
     # draw, searched in the cumulative weights. The same draw, searched without the three
     # n-sized temporaries of choice (p, its cumulative sum, a sign check).
     first = int(_draw(w, np.array([rng.random_sample() * float(w.sum())]))[0])
-    centers[0] = X[first]
+    centers[0] = _sparse.dense_rows(X, [first])[0]
     indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
@@ -207,6 +208,6 @@ def greedy_kmeans_plusplus(
         best = int(np.argmin(pots))
         passes.update_closest(closest, int(cand[best]))
         current_pot = float(pots[best])
-        centers[c] = X[cand[best]]
+        centers[c] = _sparse.dense_rows(X, [cand[best]])[0]
         indices[c] = cand[best]
     return centers, indices

@@ -93,7 +93,10 @@ def centroid_gradient(stats: BlockStats, C: np.ndarray) -> np.ndarray:
 
 
 def lambda_max(cov: np.ndarray) -> float:
-    """The largest eigenvalue of a weighted population covariance, clamped at 0."""
+    """The largest eigenvalue of a weighted population covariance, clamped at 0
+    (a (d, d) array, or the operator of a sparse X, `softkmeans._sparse.SparseCovariance`)."""
+    if not isinstance(cov, np.ndarray):
+        return cov.lambda_max()
     return max(float(np.linalg.eigvalsh(cov)[-1]), 0.0)
 
 

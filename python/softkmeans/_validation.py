@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from . import _sparse
+
 KINDS = ("hard", "softmax", "entmax15")
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -47,16 +49,9 @@ def as_float_array(
             arr = np.asarray(a)
         except Exception as exc:  # ragged lists and the like
             raise TypeError(f"{name} could not be converted to a numeric array: {exc}") from exc
-    if not np.can_cast(arr.dtype, np.float64, casting="safe") or arr.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{name} must be a real numeric array (float32 or float64, or a type that converts "
-            f"to float64 without loss: bool, integer, float16); got dtype {arr.dtype}"
-        )
+    check_real_dtype(arr.dtype, name)
     if dtype is None:
-        # NOTE: the canonical dtype objects, not arr.dtype.newbyteorder("="): the binding
-        # tells float32 from float64 by dtype identity (pybind11 dtype::is).
-        native = arr.dtype.newbyteorder("=")
-        dtype = next((f for f in _FLOATS if f == native), np.dtype(np.float64))
+        dtype = float_dtype_of(arr.dtype)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
     if not allow_empty and arr.size == 0:
@@ -72,20 +67,45 @@ def as_float_array(
     return arr
 
 
-def _check_magnitude(arr, name: str, big: float):
-    """Refuse finite values so large that squared distances would overflow arr's dtype."""
-    limit = _magnitude_limit(arr.dtype, arr.shape[-1])
+def check_real_dtype(dtype, name: str):
+    """TypeError unless `dtype` is float32/float64 or converts to float64 without loss."""
+    if not np.can_cast(dtype, np.float64, casting="safe") or dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must be a real numeric array (float32 or float64, or a type that converts "
+            f"to float64 without loss: bool, integer, float16); got dtype {dtype}"
+        )
+
+
+def float_dtype_of(dtype):
+    """The float dtype data of `dtype` is computed in: float32 stays, all else float64."""
+    # NOTE: the canonical dtype objects, not dtype.newbyteorder("="): the binding tells
+    # float32 from float64 by dtype identity (pybind11 dtype::is).
+    native = dtype.newbyteorder("=")
+    return next((f for f in _FLOATS if f == native), np.dtype(np.float64))
+
+
+def _check_magnitude(arr, name: str, big: float, d: int | None = None):
+    """Refuse finite values so large that squared distances would overflow arr's dtype
+    (d: the number of columns, when arr holds stored entries of a sparse matrix)."""
+    d = arr.shape[-1] if d is None else d
+    limit = _magnitude_limit(arr.dtype, d)
     if big > limit:
         raise ValueError(
             f"{name} has values up to {big:.3g} in magnitude; squared distances would overflow "
-            f"{arr.dtype} (limit {limit:.3g} for d={arr.shape[-1]}); rescale the data"
+            f"{arr.dtype} (limit {limit:.3g} for d={d}); rescale the data"
             + (" or use float64" if arr.dtype == np.float32 else "")
         )
     return arr
 
 
 def check_data(X, name: str = "X"):
-    """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64."""
+    """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64.
+
+    A scipy.sparse matrix or array of any format becomes a canonical CSR matrix
+    (`softkmeans._sparse.check_csr`), with the same checks and errors.
+    """
+    if _sparse.is_sparse(X):
+        return _sparse.check_csr(X, name)
     return as_float_array(X, name, ndim=2, magnitude=True)
 
 

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from . import _native, _stats
+from . import _native, _sparse, _stats
 from . import _validation as v
 from ._steps import run_steps
 
@@ -131,6 +131,8 @@ def check_schedule(anneal) -> AnnealingSchedule | None:
 
 def _augment(X):
     """(n, d + 1) copy of X with a zero last column (the prior coordinate)."""
+    if _sparse.is_sparse(X):
+        return _sparse.with_zero_column(X)
     Xa = np.zeros((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
     Xa[:, :-1] = X
     return Xa
@@ -272,8 +274,13 @@ def _add_farthest(X, w, C, k, n_threads):
     dist = dist.astype(np.float64) * (w > 0)
     while len(C) < k:
         i = int(np.argmax(dist))
-        C.append(X[i].copy())
-        dist = np.minimum(dist, ((X - X[i]) ** 2).sum(axis=1) * (w > 0))
+        x_i = _sparse.dense_rows(X, [i])[0]
+        C.append(x_i)
+        if _sparse.is_sparse(X):
+            _, to_i = _native.assign(X, x_i[None, :], n_threads)
+        else:
+            to_i = ((X - X[i]) ** 2).sum(axis=1)
+        dist = np.minimum(dist, to_i * (w > 0))
     return np.array(C, dtype=X.dtype)
 
 

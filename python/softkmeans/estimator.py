@@ -177,7 +177,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     def fit(self, X, y=None, sample_weight=None):
@@ -198,7 +198,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 os.unlink(path)
         _refuse_lossy_dtypes(X)
         # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=True)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=True)
         fitter_class = RowBlockFitter if needs_row_blocks(X) else Fitter
         return self._fit_with(fitter_class, X, sample_weight)
 
@@ -242,7 +242,14 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         """
         stream = self.__dict__.get("_stream")
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=stream is None)
+        X = validate_data(
+            self,
+            X,
+            dtype=[np.float64, np.float32],
+            order="C",
+            accept_sparse="csr",
+            reset=stream is None,
+        )
         fitter = Fitter(self._fit_params(), ConvergenceWarning)
         stream, stats, labels = fitter.partial_fit(X, sample_weight, stream)
         self._stream = stream
@@ -264,7 +271,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         returned C-contiguous."""
         check_is_fitted(self)
         _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=False)
         return check_in_row_blocks(X) if needs_row_blocks(X) else v.check_data(X)
 
     def _centers_for(self, X):

@@ -17,12 +17,16 @@ Numerics, once for the whole module:
   at the nearest centroids. Softmax is the max-shifted log-sum-exp; entmax15 is
   shift-invariant, so the shift changes tau but not r.
 - ``n_threads`` is validated and ignored.
+- A scipy.sparse X is validated as the native backend validates it (the same canonical
+  CSR, the same errors), then densified: the oracle applies SPEC.md's definitions to the
+  same values, and is not meant for data that does not fit densely in memory.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from softkmeans import _sparse
 from softkmeans._types import StepResult
 from softkmeans._validation import (
     check_centroids,
@@ -46,6 +50,13 @@ __all__ = [
     "responsibilities",
     "sq_distances",
 ]
+
+
+def _check_x(X):
+    """`check_data`, then a sparse X densified (its dtype kept)."""
+    X = check_data(X)
+    return X.toarray() if _sparse.is_sparse(X) else X
+
 
 # Upper bound on the number of float64 elements of the (rows, k, d) temporary built by
 # the direct distance formula; rows are processed in chunks that fit. Tests may lower it.
@@ -241,7 +252,7 @@ def _margins64(D):
 
 
 def _check_all(X, C, sigma, kind, sample_weight, n_threads):
-    X = check_data(X)
+    X = _check_x(X)
     C = check_centroids(C, X)
     kind = check_kind(kind)
     sigma = check_sigma(sigma, kind)
@@ -261,7 +272,7 @@ def sq_distances(X, C, *, n_threads=None):
     X (n, d), C (k, d). Returns D (n, k) in the dtype of X, computed in float64 by the
     direct formula (no norm expansion).
     """
-    X = check_data(X)
+    X = _check_x(X)
     C = check_centroids(C, X)
     check_n_threads(n_threads)
     return _sq_distances64(X, C).astype(X.dtype)
@@ -273,7 +284,7 @@ def assign(X, C, *, n_threads=None):
     Returns (labels int64 (n,), min_sq_dist (n,) in the dtype of X). The argmin is taken
     over the float64 distances.
     """
-    X = check_data(X)
+    X = _check_x(X)
     C = check_centroids(C, X)
     check_n_threads(n_threads)
     D = _sq_distances64(X, C)
@@ -286,7 +297,7 @@ def margins(X, C, *, n_threads=None):
 
     Requires k >= 2 (ValueError otherwise). Returns (n,) in the dtype of X.
     """
-    X = check_data(X)
+    X = _check_x(X)
     C = check_centroids(C, X)
     check_n_threads(n_threads)
     if C.shape[0] < 2:
@@ -404,7 +415,7 @@ def critical_sigma(X, *, sample_weight=None):
     Computed as the largest singular value of the rows sqrt(w_i / W) (x_i - mu), whose
     square is lambda_max (no explicit covariance is formed). Returns a Python float.
     """
-    X = check_data(X)
+    X = _check_x(X)
     w = check_sample_weight(sample_weight, X.shape[0])
     X64 = X.astype(np.float64)
     W = w.sum()

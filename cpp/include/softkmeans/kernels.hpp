@@ -32,6 +32,22 @@ const std::atomic<int>* thread_cancel_flag();
 // The assignment maps of SPEC.md.
 enum class Kind : int { hard = 0, softmax = 1, entmax15 = 2 };
 
+// A CSR matrix (n, d), the input of the csr_* kernels (SPEC.md, "Sparse
+// input"): the stored entries of row i are data[indptr[i] .. indptr[i + 1])
+// at columns indices[indptr[i] .. indptr[i + 1]). indices and indptr are both
+// int32 or both int64 (index64), as scipy.sparse stores them. Callers
+// guarantee indptr[0] == 0, indptr non-decreasing, and the columns of each row
+// strictly increasing in [0, d) (scipy's canonical format: sorted, no
+// duplicates), with finite values; n, d >= 1.
+template <typename T>
+struct CsrMatrix {
+  const T* data = nullptr;
+  const void* indices = nullptr;
+  const void* indptr = nullptr;
+  bool index64 = false;
+  index_t n = 0, d = 0;
+};
+
 // The kernel table: one function pointer per kernel, each signature written
 // here once. Every SIMD level fills one table per dtype from the same source
 // (cpp/src/impl/table.hpp); kernels<T>() returns the selected level's. Call as
@@ -92,20 +108,54 @@ struct Kernels {
   // computed by direct differences in double; 0 <= center < n.
   void (*kmeanspp_update_closest)(const T* X, index_t n, index_t d, std::int64_t center,
                                   double* closest, int n_threads) = nullptr;
+
+  // The kernels above for a CSR matrix X (n, d) against dense centroids C
+  // (k, d): the same outputs, the same definitions and tile reductions, with
+  // x.c formed from the stored entries only (never densified) as
+  // D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0 (no shift: it would densify x).
+  // Memory: O(nnz + threads x row block x k + chunks x k x d).
+  void (*csr_sq_distances)(const CsrMatrix<T>& X, const T* C, index_t k, T* D,
+                           int n_threads) = nullptr;
+  void (*csr_assign)(const CsrMatrix<T>& X, const T* C, index_t k, std::int64_t* labels,
+                     T* min_sq_dist, int n_threads) = nullptr;
+  void (*csr_margins)(const CsrMatrix<T>& X, const T* C, index_t k, T* margins,
+                      int n_threads) = nullptr;
+  void (*csr_responsibilities)(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind,
+                               double sigma, T* R, int n_threads) = nullptr;
+  // grad_X [out, nullable] is dense (n, d).
+  void (*csr_block_stats)(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, double sigma,
+                          const double* w, double* W, double* N, double* S, double* objective,
+                          double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
+                          int n_threads) = nullptr;
+  // k-means++ on the rows of X: distances by direct differences over the union
+  // of the two rows' stored columns (in column order, as the dense kernels sum
+  // over all columns, the shared zeros adding nothing).
+  void (*csr_kmeanspp_candidate_potentials)(const CsrMatrix<T>& X, const double* w,
+                                            const double* closest, const std::int64_t* cand,
+                                            index_t L, double* potentials, int n_threads) = nullptr;
+  void (*csr_kmeanspp_update_closest)(const CsrMatrix<T>& X, std::int64_t center, double* closest,
+                                      int n_threads) = nullptr;
 };
 
 // The names of the members of Kernels, for code generated per kernel (the
 // per-ISA tables).
-#define SOFTKMEANS_KERNEL_NAMES(F) \
-  F(sq_distances)                  \
-  F(assign)                        \
-  F(margins)                       \
-  F(entmax15)                      \
-  F(responsibilities)              \
-  F(block_stats)                   \
-  F(weighted_covariance)           \
-  F(kmeanspp_candidate_potentials) \
-  F(kmeanspp_update_closest)
+#define SOFTKMEANS_KERNEL_NAMES(F)     \
+  F(sq_distances)                      \
+  F(assign)                            \
+  F(margins)                           \
+  F(entmax15)                          \
+  F(responsibilities)                  \
+  F(block_stats)                       \
+  F(weighted_covariance)               \
+  F(kmeanspp_candidate_potentials)     \
+  F(kmeanspp_update_closest)           \
+  F(csr_sq_distances)                  \
+  F(csr_assign)                        \
+  F(csr_margins)                       \
+  F(csr_responsibilities)              \
+  F(csr_block_stats)                   \
+  F(csr_kmeanspp_candidate_potentials) \
+  F(csr_kmeanspp_update_closest)
 
 // The table of the currently selected SIMD level (softkmeans/simd.hpp).
 template <typename T>

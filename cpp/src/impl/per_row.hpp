@@ -123,33 +123,43 @@ void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
   }
 }
 
+// The responsibilities of `kind` of one distance row (kp,) into o (k,); the
+// row is overwritten (softmax) and ws holds the entmax15 candidates.
+template <typename T>
+struct ResponsibilityRow {
+  index_t k, kp;
+  Kind kind;
+  double sigma2;
+  T inv_t;  // 1 / (2 sigma^2), capped at the largest T
+  ResponsibilityRow(index_t k_, index_t kp_, Kind kind_, double sigma)
+      : k(k_), kp(kp_), kind(kind_), sigma2(sigma * sigma) {
+    inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  }
+  void operator()(T* row, T* o, Workspace<T>& ws) const {
+    const RowMin<T> m = row_min2(row, kp);
+    if (kind == Kind::hard) {
+      std::fill(o, o + k, T(0));
+      o[m.a] = T(1);
+    } else if (kind == Kind::softmax) {
+      softmax_row(row, kp, m.m1, inv_t, true);
+      std::memcpy(o, row, k * sizeof(T));
+    } else {
+      double extra;
+      const index_t s = entmax_row(row, kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
+      std::fill(o, o + k, T(0));
+      for (index_t a = 0; a < s; ++a) o[ws.cidx[a]] = static_cast<T>(ws.cval[a]);
+    }
+  }
+};
+
 template <typename T>
 void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
                       double sigma, T* R, int n_threads) {
   const Engine<T> E(C, k, d);
   auto wss = per_thread(E, n_threads);
-  const double sigma2 = sigma * sigma;
-  const T inv_t =
-      static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
+  const ResponsibilityRow<T> resp(k, E.kp, kind, sigma);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
-    for (index_t r = 0; r < rows; ++r) {
-      T* row = ws.dbuf.data() + r * E.kp;
-      T* o = R + (i0 + r) * k;
-      const RowMin<T> m = row_min2(row, E.kp);
-      if (kind == Kind::hard) {
-        std::fill(o, o + k, T(0));
-        o[m.a] = T(1);
-      } else if (kind == Kind::softmax) {
-        softmax_row(row, E.kp, m.m1, inv_t, true);
-        std::memcpy(o, row, k * sizeof(T));
-      } else {
-        double extra;
-        const index_t s =
-            entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
-        std::fill(o, o + k, T(0));
-        for (index_t a = 0; a < s; ++a) o[ws.cidx[a]] = static_cast<T>(ws.cval[a]);
-      }
-    }
+    for (index_t r = 0; r < rows; ++r) resp(ws.dbuf.data() + r * E.kp, R + (i0 + r) * k, ws);
   });
 }
 

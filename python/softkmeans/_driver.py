@@ -31,7 +31,7 @@ from . import _validation as v
 from ._params import DEFAULT_SIGMA_FRACTION, FitParams
 from ._seeding import _check_random_state, greedy_kmeans_plusplus
 from ._steps import History, run_steps
-from .annealing import run_annealing
+from .annealing import AnnealingReads, run_annealing
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState"]
 
@@ -140,7 +140,7 @@ class StreamState:
     n_steps: int  # batches seen
 
 
-class Fitter:
+class Fitter(AnnealingReads):
     """One fit: `params` (a FitParams), the fitted attributes after `fit`.
 
     warning_category: the class of the convergence warnings (scikit-learn's
@@ -157,7 +157,7 @@ class Fitter:
 
     # ------------------------------------------------------------------ reading the data
     # Every read of X in a fit goes through these methods (and _init_centroids, _relocator,
-    # _warn_about_empty_clusters), so that `softkmeans.dask` can run the same fit on blocks
+    # _warn_about_empty_clusters, and annealing's AnnealingReads), so that `softkmeans.dask` can run the same fit on blocks
     # held by Dask workers by overriding them.
 
     def _check_data(self, X):
@@ -282,7 +282,7 @@ class Fitter:
             tol=tol,
             max_iter=self.params.max_iter,
             rng=rng,
-            n_threads=self._n_threads,
+            reads=self,
             history=history,
             relocate=relocate,
             report=report if self.params.verbose else None,

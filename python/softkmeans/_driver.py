@@ -157,8 +157,8 @@ class Fitter(AnnealingReads):
 
     # ------------------------------------------------------------------ reading the data
     # Every read of X in a fit goes through these methods (and _init_centroids, _relocator,
-    # _warn_about_empty_clusters, and annealing's AnnealingReads), so that `softkmeans.dask` can run the same fit on blocks
-    # held by Dask workers by overriding them.
+    # _warn_about_empty_clusters, and annealing's AnnealingReads), so that `softkmeans.dask`
+    # can run the same fit on blocks held by Dask workers by overriding them.
 
     def _check_data(self, X):
         return v.check_data(X)

@@ -380,8 +380,8 @@ class Fitter(AnnealingReads):
         BlockStats at the centroids before the update, its labels there).
         """
         params = self.params
-        X = v.check_data(X)
-        w = _check_weights(sample_weight, X.shape[0])
+        X = self._check_data(X)
+        w = self._check_weights(sample_weight, X)
         if state is None:
             k, kind, schedule, init = params.check(X)
             if schedule is not None:
@@ -389,18 +389,16 @@ class Fitter(AnnealingReads):
                     "partial_fit does not anneal: annealing needs all the data at every "
                     "width; use fit, or anneal=None"
                 )
-            self._n_threads = _threads_for(params.n_threads, X.shape[0], k, X.shape[1])
-            _, cov = _native.weighted_covariance(X, w, self._n_threads)
+            self._n_threads = self._threads(params.n_threads, X, k)
+            _, cov = self._covariance(X, w)
             crit = _stats.critical_sigma_of(cov)
             rng = _check_random_state(params.random_state)
             C = self._init_centroids(X, w, k, init, rng, sample_weight is None)
             state = StreamState(C, np.zeros(k), _width(kind, params.sigma, crit), crit, 0)
-        k, d = state.centroids.shape
-        self._n_threads = _threads_for(params.n_threads, X.shape[0], k, d)
+        k = state.centroids.shape[0]
+        self._n_threads = self._threads(params.n_threads, X, k)
         C = state.centroids.astype(X.dtype, copy=False)
-        stats, labels, _ = _native.block_stats(
-            X, C, params.assignment, state.sigma, w, self._n_threads, labels=True
-        )
+        stats, labels = self._pass(X, w, C, params.assignment, state.sigma, labels=True)
         C_new, totals = _stats.running_update(state.centroids, state.totals, stats)
         new_state = StreamState(C_new, totals, state.sigma, state.critical_sigma, state.n_steps + 1)
         return new_state, stats, labels

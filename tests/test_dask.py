@@ -154,7 +154,8 @@ def _boom(block):
 def test_bad_input_fails_before_any_work(client, problem):
     X, C, w = problem
     Xd = da.from_array(X, chunks=(CHUNKS, -1)).map_blocks(_boom, dtype=X.dtype)
-    df = pd.DataFrame({"a": X[:, 0], "name": ["x"] * X.shape[0]})
+    # A column of strings, and an object column (of numbers: still refused, not parsed).
+    df = pd.DataFrame({"a": X[:, 0], "name": ["x"] * X.shape[0], "obj": X[:, 1].astype(object)})
     ddf = dd.from_pandas(df, npartitions=2).map_partitions(_boom, meta=df.iloc[:0])
     for method in ("fit", "partial_fit"):
         model = skd.SoftKMeans(5, init=C)
@@ -163,7 +164,7 @@ def test_bad_input_fails_before_any_work(client, problem):
             call(Xd[Xd[:, 0] > 0])
         with pytest.raises(ValueError, match="chunks"):
             call(Xd, sample_weight=da.from_array(w, chunks=1000))
-        with pytest.raises(TypeError, match="numeric columns only.*'name'"):
+        with pytest.raises(TypeError, match="numeric columns only.*'name'.*'obj' \\(object\\)"):
             call(ddf)
         with pytest.raises(TypeError, match="real numeric"):
             call(Xd.astype(np.complex128))

@@ -309,41 +309,37 @@ def _proba_block(X, C, kind, sigma, n_threads):
 # ---------------------------------------------------------------------- passes
 
 
-def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
-    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
-    C = _broadcast(C)
-    token = dask.base.tokenize(X, w, C, kind, sigma, sums, labels)
-    parts = [
-        dask.delayed(_block_stats, pure=True)(
-            xb,
-            wb,
-            C,
-            kind,
-            sigma,
-            n_threads,
-            sums,
-            labels,
-            dask_key_name=(f"softkmeans-block_stats-{token}", i),
+def _block_tasks(name, block_fn, X, w, *args):
+    """One task per non-empty row block: block_fn(X block, w block or None, *args), named
+    ``softkmeans-<name>`` in the task stream (the args may hold a `_broadcast` key)."""
+    token = dask.base.tokenize(X, w, *args)
+    return [
+        dask.delayed(block_fn, pure=True)(
+            xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
         )
         for i, (xb, wb) in enumerate(_blocks(X, w))
     ]
+
+
+def _merged(parts, merge, name):
+    """The parts merged by `merge` in the fixed tree (`_tree`), computed."""
+    return _compute(_tree(parts, merge, name))[0]
+
+
+def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
+    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
+    args = (_broadcast(C), kind, sigma, n_threads, sums, labels)
+    parts = _block_tasks("block_stats", _block_stats, X, w, *args)
     if not labels:
-        (merged,) = _compute(_tree(parts, _stats.merge, "softkmeans-merge"))
-        return merged, None
+        return _merged(parts, _stats.merge, "softkmeans-merge"), None
     root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
     merged, *labs = _compute(root, *[p[1] for p in parts])
     return merged, np.concatenate(labs)
 
 
 def _moments(X, w, n_threads):
-    parts = [
-        dask.delayed(_block_moments, pure=True)(
-            xb, wb, n_threads, dask_key_name=(f"softkmeans-moments-{dask.base.tokenize(X, w)}", i)
-        )
-        for i, (xb, wb) in enumerate(_blocks(X, w))
-    ]
-    (moments,) = _compute(_tree(parts, _merge_moments, "softkmeans-moments-merge"))
-    return moments
+    parts = _block_tasks("moments", _block_moments, X, w, n_threads)
+    return _merged(parts, _merge_moments, "softkmeans-moments-merge")
 
 
 # ---------------------------------------------------------------------- input checks
@@ -493,20 +489,9 @@ class _DaskFitter(Fitter):
 
         def relocate(C_old, step):
             m = int(step.empty.sum())
-            C_ref = _broadcast(C_old)
-            parts = [
-                dask.delayed(_block_farthest, pure=True)(
-                    xb,
-                    wb,
-                    C_ref,
-                    m,
-                    self._n_threads,
-                    dask_key_name=(f"softkmeans-farthest-{dask.base.tokenize(X, C_old)}", i),
-                )
-                for i, (xb, wb) in enumerate(_blocks(X, w))
-            ]
-            (cand,) = _compute(_tree(parts, _concat_farthest, "softkmeans-farthest-merge"))
-            dist, rows, ws = cand
+            args = (_broadcast(C_old), m, self._n_threads)
+            parts = _block_tasks("farthest", _block_farthest, X, w, *args)
+            dist, rows, ws = _merged(parts, _concat_farthest, "softkmeans-farthest-merge")
             top = np.argsort(-dist, kind="stable")[:m]
             rows, ws = np.ascontiguousarray(rows[top]), np.ascontiguousarray(ws[top])
             # NOTE: the same m rows as the in-memory fit; when several clusters are empty
@@ -524,21 +509,9 @@ class _DaskFitter(Fitter):
 
     def _responsibility_moments(self, X, Xa, w, Ca, kind, sigma):
         """One pass: the per-centroid moments of each block, merged in block order."""
-        Ca_ref = _broadcast(Ca)
-        token = dask.base.tokenize(X, w, Ca, kind, sigma)
-        parts = [
-            dask.delayed(_block_responsibility_moments, pure=True)(
-                xb,
-                wb,
-                Ca_ref,
-                kind,
-                sigma,
-                self._n_threads,
-                dask_key_name=(f"softkmeans-anneal-moments-{token}", i),
-            )
-            for i, (xb, wb) in enumerate(_blocks(X, w))
-        ]
-        merged = _compute(_tree(parts, _merge_responsibility_moments, "softkmeans-merge"))[0]
+        args = (_broadcast(Ca), kind, sigma, self._n_threads)
+        parts = _block_tasks("anneal-moments", _block_responsibility_moments, X, w, *args)
+        merged = _merged(parts, _merge_responsibility_moments, "softkmeans-anneal-moments-merge")
         return [(U, mean, M / U) if U > 0 else (U, None, None) for U, mean, M in merged]
 
     def _add_farthest(self, X, w, C, k):
@@ -546,19 +519,9 @@ class _DaskFitter(Fitter):
         C = np.ascontiguousarray(C, dtype=X.dtype)
         added = []
         while C.shape[0] + len(added) < k:
-            ref = _broadcast((C, list(added)))
-            token = dask.base.tokenize(X, w, C, added)
-            parts = [
-                dask.delayed(_block_farthest_row, pure=True)(
-                    xb,
-                    wb,
-                    ref,
-                    self._n_threads,
-                    dask_key_name=(f"softkmeans-farthest-{token}", i),
-                )
-                for i, (xb, wb) in enumerate(_blocks(X, w))
-            ]
-            added.append(_compute(_tree(parts, _first_farthest, "softkmeans-farthest-merge"))[0][1])
+            args = (_broadcast((C, list(added))), self._n_threads)
+            parts = _block_tasks("farthest", _block_farthest_row, X, w, *args)
+            added.append(_merged(parts, _first_farthest, "softkmeans-farthest-merge")[1])
         return np.vstack([C, *added]).astype(X.dtype) if added else C
 
     def _warn_about_empty_clusters(self, X, w, labels, k, notes):

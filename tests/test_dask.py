@@ -186,7 +186,7 @@ def test_annealing_equals_the_in_memory_annealing(client, problem):
     X, _, w = problem
     Xd = da.from_array(X, chunks=(CHUNKS, -1)).persist()
     wd = da.from_array(w, chunks=(CHUNKS,))
-    schedule = {"cooling": 0.5, "steps": 8}
+    schedule = {"cooling": 0.4, "steps": 5, "splits": 2}
     got = skd.SoftKMeans(5, anneal=schedule, random_state=1).fit(Xd, sample_weight=wd)
     expected = softkmeans.SoftKMeans(5, anneal=schedule, random_state=1).fit(X, sample_weight=w)
     assert expected.history_["transitions"] and expected.exact_lloyd_  # it annealed

@@ -56,8 +56,8 @@ its reads of X as block passes: each step one block_stats pass over the blocks a
 on the workers with the prior coordinate (no augmented copy of X is stored), each width's
 split test one pass that returns every centroid's responsibility-weighted moments (merged
 pairwise in block order), and the exact finish one pass per step. The result equals the
-in-memory annealing fit up to the rounding of the block sums (float64: ~1e-13 relative,
-same labels).
+in-memory annealing fit up to the rounding of the block sums (float64: centroids ~1e-16
+relative, ``sigma_``, set by a minimum margin, ~1e-13; same labels and iterations).
 
 Streaming: ``partial_fit`` takes a stream of Dask arrays or DataFrames (NumPy batches too):
 each batch's statistics are one pass on the workers, the running-mean update (SPEC.md,

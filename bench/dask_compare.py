@@ -10,7 +10,10 @@ k clusters, 20 iterations with tol=0 (every fit runs all 20; checked through n_i
   (skipped, and said so, when dask-ml is not installed);
 - softkmeans.SoftKMeans(assignment="hard") on the NumPy array in this process (all cores).
 
-Prints the median wall time of `repeat` fits of each and the ratios.
+The fits are interleaved (ours, dask-ml's, in memory; `repeat` rounds), so that a load
+that changes over the minutes of the run weighs on all three alike. Prints the median wall
+time of each, the ratios of the medians and the median of the per-round ratios, and the
+load average before and after (the machine this runs on may be shared).
 """
 
 from __future__ import annotations
@@ -22,13 +25,18 @@ import time
 import numpy as np
 
 
-def _median_time(fit, repeat):
-    times, model = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        model = fit()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times, model
+def _timed(fit):
+    t0 = time.perf_counter()
+    model = fit()
+    return time.perf_counter() - t0, model
+
+
+def _load():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
 
 
 def main(argv=None):
@@ -61,6 +69,7 @@ def main(argv=None):
     C0 = X[rng.choice(args.n, args.k, replace=False)].copy()
     iters = args.iters
 
+    models = {}
     cluster = LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     )
@@ -72,46 +81,59 @@ def main(argv=None):
             f"n={args.n} d={args.d} k={args.k} float32, {Xd.numblocks[0]} persisted blocks, "
             f"2 worker processes x 1 thread, {iters} iterations tol=0, median of {args.repeat}"
         )
-        rows = []
 
         def ours():
             return DaskSoftKMeans(args.k, assignment="hard", init=C0, max_iter=iters, tol=0).fit(Xd)
 
-        t_ours, times, model = _median_time(ours, args.repeat)
-        assert model.n_iter_ == iters, model.n_iter_
-        rows.append(("softkmeans.dask.SoftKMeans(hard)", t_ours, times))
-
-        if DaskMLKMeans is not None:
-
-            def theirs():
-                return DaskMLKMeans(n_clusters=args.k, init=C0, max_iter=iters, tol=0).fit(Xd)
-
-            t_ml, times, ml = _median_time(theirs, args.repeat)
-            assert ml.n_iter_ == iters, f"dask-ml ran {ml.n_iter_} iterations, not {iters}"
-            rows.append(("dask_ml.cluster.KMeans", t_ml, times))
-            agree = float(np.mean(model.labels_ == np.asarray(ml.labels_)))
-        else:
-            t_ml = agree = None
+        def theirs():
+            return DaskMLKMeans(n_clusters=args.k, init=C0, max_iter=iters, tol=0).fit(Xd)
 
         def in_memory():
             return softkmeans.SoftKMeans(
                 args.k, assignment="hard", init=C0, max_iter=iters, tol=0
             ).fit(X)
 
-        t_mem, times, mem = _median_time(in_memory, args.repeat)
-        rows.append(("softkmeans.SoftKMeans(hard), in memory", t_mem, times))
+        fits = {"softkmeans.dask.SoftKMeans(hard)": ours}
+        if DaskMLKMeans is not None:
+            fits["dask_ml.cluster.KMeans"] = theirs
+        fits["softkmeans.SoftKMeans(hard), in memory"] = in_memory
+        times = {name: [] for name in fits}
+        load_before = _load()
+        for _ in range(args.repeat):
+            for name, fit in fits.items():
+                t, fitted = _timed(fit)
+                assert fitted.n_iter_ == iters, f"{name} ran {fitted.n_iter_} iterations"
+                times[name].append(t)
+                models[name] = fitted
+        print(f"load average before: {load_before}, after: {_load()}")
+        if DaskMLKMeans is not None:  # dask-ml's labels are lazy: compute them here
+            ml_labels = np.asarray(models["dask_ml.cluster.KMeans"].labels_)
 
-    for name, t, times in rows:
-        print(f"{name:42s} {t:8.3f} s   ({', '.join(f'{x:.3f}' for x in times)})")
+    for name, ts in times.items():
+        print(f"{name:42s} {statistics.median(ts):8.3f} s   ({', '.join(f'{x:.3f}' for x in ts)})")
+    names = list(fits)
+    ours_t, mem_t = times[names[0]], times[names[-1]]
+    model, mem = models[names[0]], models[names[-1]]
     same = float(np.mean(model.labels_ == mem.labels_))
     # float32: the centroids are rounded to float32 after each step, so the block order
     # of the sums can move a boundary point over 20 iterations (float64 fits agree exactly).
-    print(f"dask / in-memory: {t_ours / t_mem:.2f}x the time (labels agreeing: {same:.5f})")
-    if t_ml is not None:
+    print(
+        f"dask / in-memory: {statistics.median(ours_t) / statistics.median(mem_t):.2f}x the "
+        f"time (median of per-round ratios {_median_ratio(ours_t, mem_t):.2f}x; labels "
+        f"agreeing: {same:.5f})"
+    )
+    if DaskMLKMeans is not None:
+        ml_t = times[names[1]]
+        agree = float(np.mean(model.labels_ == ml_labels))
         print(
-            f"dask-ml / ours:   {t_ml / t_ours:.1f}x faster (labels agreeing with dask-ml: "
-            f"{agree:.4f})"
+            f"dask-ml / ours:   {statistics.median(ml_t) / statistics.median(ours_t):.1f}x faster "
+            f"(median of per-round ratios {_median_ratio(ml_t, ours_t):.1f}x; labels agreeing "
+            f"with dask-ml: {agree:.4f})"
         )
+
+
+def _median_ratio(a, b):
+    return statistics.median(x / y for x, y in zip(a, b))
 
 
 if __name__ == "__main__":

@@ -50,16 +50,28 @@ def _fit(cls, X, C, kind, w=None, **kw):
     return cls(C.shape[0], assignment=kind, init=C, **kw).fit(X, sample_weight=w)
 
 
+def assert_close(actual, expected, rtol, what):
+    # rel_close returns (ok, error): a bare `assert rel_close(...)` could never fail.
+    ok, err = rel_close(actual, expected, rtol)
+    assert ok, f"{what}: relative error {err:.3g} > {rtol:g}"
+
+
 def assert_same_fit(a, b, rtol=RTOL):
     assert a.n_iter_ == b.n_iter_
-    assert rel_close(a.cluster_centers_, b.cluster_centers_, rtol)
+    assert_close(a.cluster_centers_, b.cluster_centers_, rtol, "cluster_centers_")
     np.testing.assert_array_equal(a.labels_, b.labels_)
     for name in ("inertia_", "objective_", "critical_sigma_", "sigma_"):
-        assert rel_close(getattr(a, name), getattr(b, name), rtol), name
+        assert_close(getattr(a, name), getattr(b, name), rtol, name)
     # The margin is a difference of squared distances: relative to their size.
     scale = float((b.cluster_centers_.astype(np.float64) ** 2).sum(axis=1).max())
     assert abs(a.min_margin_ - b.min_margin_) <= rtol * scale
-    assert rel_close(a.history_["objective"], b.history_["objective"], rtol)
+    for name in ("objective", "J", "sigma"):
+        assert_close(a.history_[name], b.history_[name], rtol, f"history_[{name!r}]")
+    assert a.history_["kind"] == b.history_["kind"]
+    ta, tb = ([list(t.values()) for t in m.history_["transitions"]] for m in (a, b))
+    assert len(ta) == len(tb)
+    if ta:
+        assert_close(ta, tb, rtol, "transitions")
     assert a.exact_lloyd_ == b.exact_lloyd_
     assert isinstance(a.cluster_centers_, np.ndarray) and isinstance(a.labels_, np.ndarray)
 
@@ -142,19 +154,93 @@ def _boom(block):
 def test_bad_input_fails_before_any_work(client, problem):
     X, C, w = problem
     Xd = da.from_array(X, chunks=(CHUNKS, -1)).map_blocks(_boom, dtype=X.dtype)
-    model = skd.SoftKMeans(5, init=C)
-    with pytest.raises(ValueError, match="unknown chunk sizes"):
-        model.fit(Xd[Xd[:, 0] > 0])
-    with pytest.raises(ValueError, match="chunks"):
-        model.fit(Xd, sample_weight=da.from_array(w, chunks=1000))
-    with pytest.raises(TypeError, match="numeric columns only.*'name'"):
-        df = pd.DataFrame({"a": X[:, 0], "name": ["x"] * X.shape[0]})
-        ddf = dd.from_pandas(df, npartitions=2).map_partitions(_boom, meta=df.iloc[:0])
-        model.fit(ddf)
-    with pytest.raises(TypeError, match="real numeric"):
-        model.fit(Xd.astype(np.complex128))
-    with pytest.raises(NotImplementedError, match="annealing on dask arrays"):
-        skd.SoftKMeans(5, anneal=True).fit(Xd)
+    # A column of strings, and an object column (of numbers: still refused, not parsed).
+    df = pd.DataFrame({"a": X[:, 0], "name": ["x"] * X.shape[0], "obj": X[:, 1].astype(object)})
+    ddf = dd.from_pandas(df, npartitions=2).map_partitions(_boom, meta=df.iloc[:0])
+    for method in ("fit", "partial_fit"):
+        model = skd.SoftKMeans(5, init=C)
+        call = getattr(model, method)
+        with pytest.raises(ValueError, match="unknown chunk sizes"):
+            call(Xd[Xd[:, 0] > 0])
+        with pytest.raises(ValueError, match="chunks"):
+            call(Xd, sample_weight=da.from_array(w, chunks=1000))
+        with pytest.raises(TypeError, match="numeric columns only.*'name'.*'obj' \\(object\\)"):
+            call(ddf)
+        with pytest.raises(TypeError, match="real numeric"):
+            call(Xd.astype(np.complex128))
+
+
+def test_a_batch_of_another_width_fails_before_any_work(client, problem):
+    X, C, _ = problem
+    model = skd.SoftKMeans(5, init=C).partial_fit(da.from_array(X[:500], chunks=200))
+    centres = model.cluster_centers_.copy()
+    wide = da.from_array(np.hstack([X, X[:, :1]]), chunks=(CHUNKS, -1))
+    for batch in (wide.map_blocks(_boom, dtype=X.dtype), np.hstack([X, X[:, :1]])):
+        with pytest.raises(ValueError, match="X has 5 features, but SoftKMeans is expecting 4"):
+            model.partial_fit(batch)
+    np.testing.assert_array_equal(model.cluster_centers_, centres)
+    assert model.n_steps_ == 1
+
+
+def test_annealing_equals_the_in_memory_annealing(client, problem):
+    X, _, w = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1)).persist()
+    wd = da.from_array(w, chunks=(CHUNKS,))
+    schedule = {"cooling": 0.4, "steps": 5, "splits": 2}
+    got = skd.SoftKMeans(5, anneal=schedule, random_state=1).fit(Xd, sample_weight=wd)
+    expected = softkmeans.SoftKMeans(5, anneal=schedule, random_state=1).fit(X, sample_weight=w)
+    assert expected.history_["transitions"] and expected.exact_lloyd_  # it annealed
+    assert_same_fit(got, expected)
+
+
+def test_annealing_that_ends_short_of_k_adds_the_same_farthest_points(client, problem):
+    X, _, _ = problem
+    # Stopping above the critical width leaves one centroid: four are added at the
+    # farthest points, then the Lloyd finish. (entmax15 annealing: the other map.)
+    schedule = {"start": 40.0, "stop": 30.0, "cooling": 0.5, "kind": "entmax15"}
+    got = skd.SoftKMeans(5, anneal=schedule).fit(da.from_array(X, chunks=(CHUNKS, -1)))
+    expected = softkmeans.SoftKMeans(5, anneal=schedule).fit(X)
+    assert expected.history_["transitions"] == []
+    assert_same_fit(got, expected)
+
+
+def _stream_attributes(model):
+    return {
+        name: getattr(model, name)
+        for name in (
+            "cluster_centers_", "cluster_weights_", "inertia_", "objective_", "sigma_",
+            "critical_sigma_",
+        )
+    }  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:X has feature names")
+@pytest.mark.parametrize("kind", ["hard", "softmax"])  # the kind only changes the kernel
+def test_partial_fit_equals_the_in_memory_partial_fit(client, problem, kind):
+    X, _, w = problem
+    bounds = [0, 1000, 1700, 3000]  # uneven batches, the first seeds (k-means++)
+    got = skd.SoftKMeans(5, assignment=kind, random_state=2)
+    expected = softkmeans.SoftKMeans(5, assignment=kind, random_state=2)
+    for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        # Dask arrays, a NumPy batch in between, a DataFrame; with and without weights.
+        weights = w[a:b] if i != 1 else None
+        if i == 2:
+            df = pd.DataFrame(X[a:b], columns=[f"f{j}" for j in range(X.shape[1])])
+            batch = dd.from_pandas(df, npartitions=3)
+            expected.partial_fit(df, sample_weight=weights)
+        else:
+            batch = da.from_array(X[a:b], chunks=(b - a) // 3 + 1) if i == 0 else X[a:b]
+            expected.partial_fit(X[a:b], sample_weight=weights)
+        got.partial_fit(batch, sample_weight=weights)
+        assert got.n_steps_ == expected.n_steps_ == i + 1
+        np.testing.assert_array_equal(got.labels_, expected.labels_)
+        assert isinstance(got.labels_, np.ndarray)
+        for name, value in _stream_attributes(expected).items():
+            assert_close(getattr(got, name), value, RTOL, f"{name} after batch {i}")
+    # A fit ends the stream: the next partial_fit seeds again.
+    got.fit(da.from_array(X, chunks=1000))
+    got.partial_fit(da.from_array(X[:400], chunks=200))
+    assert got.n_steps_ == 1
 
 
 def test_bad_values_are_reported_from_the_workers(client, problem):

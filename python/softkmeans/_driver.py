@@ -30,7 +30,7 @@ from . import _validation as v
 from ._params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from ._seeding import InMemoryPasses, _check_random_state, greedy_kmeans_plusplus
 from ._steps import History, run_steps
-from .annealing import run_annealing
+from .annealing import AnnealingReads, run_annealing
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState"]
 
@@ -156,7 +156,7 @@ class StreamState:
     n_steps: int  # batches seen
 
 
-class Fitter:
+class Fitter(AnnealingReads):
     """One fit: `params` (a FitParams), the fitted attributes after `fit`.
 
     warning_category: the class of the convergence warnings (scikit-learn's
@@ -173,8 +173,8 @@ class Fitter:
 
     # ------------------------------------------------------------------ reading the data
     # Every read of X in a fit goes through these methods (and _init_centroids, _relocator,
-    # _warn_about_empty_clusters), so that `softkmeans.dask` can run the same fit on blocks
-    # held by Dask workers by overriding them.
+    # _warn_about_empty_clusters, and annealing's AnnealingReads), so that `softkmeans.dask`
+    # can run the same fit on blocks held by Dask workers by overriding them.
 
     def _check_data(self, X):
         return v.check_data(X)
@@ -303,7 +303,7 @@ class Fitter:
             tol=tol,
             max_iter=self.params.max_iter,
             rng=rng,
-            n_threads=self._n_threads,
+            reads=self,
             history=history,
             relocate=relocate,
             report=report if self.params.verbose else None,
@@ -400,8 +400,8 @@ class Fitter:
         BlockStats at the centroids before the update, its labels there).
         """
         params = self.params
-        X = v.check_data(X)
-        w = _check_weights(sample_weight, X.shape[0])
+        X = self._check_data(X)
+        w = self._check_weights(sample_weight, X)
         if state is None:
             k, kind, schedule, init, _ = params.check(X)
             if schedule is not None:
@@ -409,18 +409,16 @@ class Fitter:
                     "partial_fit does not anneal: annealing needs all the data at every "
                     "width; use fit, or anneal=None"
                 )
-            self._n_threads = _threads_for(params.n_threads, X.shape[0], k, X.shape[1])
-            _, cov = _native.weighted_covariance(X, w, self._n_threads)
+            self._n_threads = self._threads(params.n_threads, X, k)
+            _, cov = self._covariance(X, w)
             crit = _stats.critical_sigma_of(cov)
             rng = _check_random_state(params.random_state)
             C = self._init_centroids(X, w, k, init, rng, sample_weight is None)
             state = StreamState(C, np.zeros(k), _width(kind, params.sigma, crit), crit, 0)
-        k, d = state.centroids.shape
-        self._n_threads = _threads_for(params.n_threads, X.shape[0], k, d)
+        k = state.centroids.shape[0]
+        self._n_threads = self._threads(params.n_threads, X, k)
         C = state.centroids.astype(X.dtype, copy=False)
-        stats, labels, _ = _native.block_stats(
-            X, C, params.assignment, state.sigma, w, self._n_threads, labels=True
-        )
+        stats, labels = self._pass(X, w, C, params.assignment, state.sigma, labels=True)
         C_new, totals = _stats.running_update(state.centroids, state.totals, stats)
         new_state = StreamState(C_new, totals, state.sigma, state.critical_sigma, state.n_steps + 1)
         return new_state, stats, labels

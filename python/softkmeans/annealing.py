@@ -32,6 +32,12 @@ The driver
    sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), half the exact-recovery threshold
    sqrt(Delta_min) / 2, until the centroids stop moving. Below that threshold an entmax15
    step *is* Lloyd's step, so the result is a K-Means fixed point.
+
+Reading the data. Every read of X goes through the methods of `AnnealingReads` (the
+fused ``block_stats`` pass ``_pass`` and the covariance ``_covariance`` of the fitting
+driver, plus the three below), which `softkmeans._driver.Fitter` mixes in. In memory they
+call the native core on X; `softkmeans.dask` overrides them with passes over the blocks of
+a Dask array, so one implementation of the schedule runs in both places.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from . import _native, _sparse, _stats
 from . import _validation as v
 from ._steps import run_steps
 
-__all__ = ["AnnealingSchedule", "check_schedule", "run_annealing"]
+__all__ = ["AnnealingReads", "AnnealingSchedule", "check_schedule", "run_annealing"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,15 +151,66 @@ def _with_priors(C, p, sigma, dtype):
     return np.hstack([C, b[:, None]]).astype(dtype)
 
 
-def _cluster_lambda_max(X, u, n_threads):
-    """lambda_max of the covariance of X under weights u (= critical_sigma(X, u)^2)."""
-    _, cov = _native.weighted_covariance(X, u, n_threads)
-    return _stats.lambda_max(cov)
+def responsibility_moments(X, Xa, w, Ca, kind, sigma, n_threads):
+    """[(U_j, weighted mean (d,), weighted covariance (d, d)) for each centroid j]: the
+    moments of X under the weights u = w r_j, r the responsibilities of Xa at Ca
+    (mean and covariance None where U_j = sum u is not positive)."""
+    R = _native.responsibilities(Xa, Ca, kind, sigma, n_threads)
+    out = []
+    for j in range(Ca.shape[0]):
+        u = w * R[:, j].astype(np.float64)
+        U = float(u.sum())
+        out.append((U, *_native.weighted_covariance(X, u, n_threads)) if U > 0 else (U, None, None))
+    return out
 
 
-def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
+def farthest_distances(X, positive, C, n_threads):
+    """Squared distance of each row of X to its nearest centroid (0 where not positive)."""
+    _, dist = _native.assign(X, np.ascontiguousarray(C, dtype=X.dtype), n_threads)
+    return dist.astype(np.float64) * positive
+
+
+def closer(dist, X, positive, row, n_threads=None):
+    """`dist` lowered to the squared distance to `row` (dense, (d,)) where that is smaller."""
+    if _sparse.is_sparse(X):
+        _, to_row = _native.assign(X, row[None, :].astype(X.dtype), n_threads)
+    else:
+        to_row = ((X - row) ** 2).sum(axis=1)
+    return np.minimum(dist, to_row * positive)
+
+
+class AnnealingReads:
+    """The reads of X that annealing makes besides the fitting driver's ``_pass`` and
+    ``_covariance``, in memory; `softkmeans.dask` overrides them with block passes.
+
+    Mixed into `softkmeans._driver.Fitter` (which sets ``_n_threads`` before a fit).
+    """
+
+    def _augment(self, X):
+        """X with a zero last column (the prior coordinate)."""
+        return _augment(X)
+
+    def _responsibility_moments(self, X, Xa, w, Ca, kind, sigma):
+        """`responsibility_moments` over all of X."""
+        return responsibility_moments(X, Xa, w, Ca, kind, sigma, self._n_threads)
+
+    def _add_farthest(self, X, w, C, k):
+        """C with centroids added, one at a time, at the positive-weight row farthest from
+        all centroids so far (ties to the first row)."""
+        positive = w > 0
+        C = [c for c in C]
+        dist = farthest_distances(X, positive, np.array(C), self._n_threads)
+        while len(C) < k:
+            row = _sparse.dense_rows(X, [int(np.argmax(dist))])[0]
+            C.append(row)
+            dist = closer(dist, X, positive, row, self._n_threads)
+        return np.array(C, dtype=X.dtype)
+
+
+def _split_candidates(reads, X, Xa, w, C, p, sigma, kind, n_threads):
     """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
-    R = _native.responsibilities(Xa, _with_priors(C, p, sigma, X.dtype), kind, sigma, n_threads)
+    Ca = _with_priors(C, p, sigma, X.dtype)
+    moments = reads._responsibility_moments(X, Xa, w, Ca, kind, sigma)
     m = C.shape[0]
     if m > 1:
         C64 = np.ascontiguousarray(C, dtype=np.float64)
@@ -163,11 +220,10 @@ def _split_candidates(X, Xa, w, C, p, sigma, kind, n_threads):
     else:
         nearest = np.full(1, np.inf)
     out = []
-    for j in range(m):
-        u = w * R[:, j].astype(np.float64)
-        if not u.sum() > 0:
+    for j, (U, _, cov) in enumerate(moments):
+        if not U > 0:
             continue
-        lam = _cluster_lambda_max(X, u, n_threads)
+        lam = _stats.lambda_max(cov)
         # A fresh twin pair is still one cluster: neither half may split again until
         # they are resolved, i.e. apart by half the cluster's width or more.
         if sigma * sigma < lam and nearest[j] >= 0.25 * lam:
@@ -186,24 +242,27 @@ def run_annealing(
     tol: float,
     max_iter: int,
     rng,
-    n_threads,
+    reads,
     history,
     relocate,
     report=None,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
-    X, w: validated data and float64 weights; n_threads: an int (0: the OpenMP default).
+    X, w: the data and weights as the fitting driver validated them (NumPy, or Dask
+    arrays with w None for unit weights). reads: the `softkmeans._driver.Fitter` of the
+    fit (its ``_pass``, ``_covariance``, ``_n_threads`` and the `AnnealingReads` methods).
     history: a `softkmeans._steps.History` that records each step and transition.
     relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
     report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.
     """
     start, stop = schedule.resolve(critical_sigma)
+    n_threads = reads._n_threads
     d = X.shape[1]
-    Xa = _augment(X)
-    W = float(w.sum())
-    C = ((w @ X.astype(np.float64)) / W)[None, :]
+    Xa = reads._augment(X)
+    mean, _ = reads._covariance(X, w)
+    C = np.array(mean, dtype=np.float64)[None, :]
     p = np.ones(1)
     sigma = start
     t0 = time.perf_counter()
@@ -211,19 +270,19 @@ def run_annealing(
     def anneal_step(C):
         nonlocal p
         Ca = _with_priors(C, p, sigma, X.dtype)
-        stats, _, _ = _native.block_stats(Xa, Ca, schedule.kind, sigma, w, n_threads)
+        stats, _ = reads._pass(Xa, w, Ca, schedule.kind, sigma)
         result = _stats.step_result(stats, Ca)
         C_new = result.centroids[:, :d].astype(np.float64)
         # A centroid that lost all its mass keeps its place (and its tiny mass).
         C_new[result.empty] = C[result.empty]
-        p = np.maximum(stats.cluster_weights / W, 1e-300)
+        p = np.maximum(stats.cluster_weights / stats.weight, 1e-300)
         # The step's margin is that of the augmented space, not the data's: the history
         # shows nan while annealing.
         return result._replace(centroids=C_new, min_margin=float("nan")), sigma, schedule.kind
 
     while True:
         if C.shape[0] < n_clusters:
-            cands = _split_candidates(X, Xa, w, C, p, sigma, schedule.kind, n_threads)
+            cands = _split_candidates(reads, X, Xa, w, C, p, sigma, schedule.kind, n_threads)
             room = min(n_clusters - C.shape[0], schedule.splits)
             if cands[:room]:
                 before = C.shape[0]
@@ -249,59 +308,39 @@ def run_annealing(
 
     C = C.astype(X.dtype)
     if C.shape[0] < n_clusters:
-        C = _add_farthest(X, w, C, n_clusters, n_threads)
+        C = reads._add_farthest(X, w, C, n_clusters)
     exact = False
     if schedule.finish:
         C, sigma, exact = finish_exact(
-            X,
-            w,
-            C,
-            sigma,
-            max_iter=max_iter,
-            n_threads=n_threads,
-            history=history,
-            relocate=relocate,
+            X, w, C, sigma, max_iter=max_iter, reads=reads, history=history, relocate=relocate
         )
         if report is not None and history.n_iter:
             report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
     return C, sigma, exact
 
 
-def _add_farthest(X, w, C, k, n_threads):
-    """Add centroids, one at a time, at the positive-weight point farthest from all."""
-    C = [c for c in C]
-    _, dist = _native.assign(X, np.array(C, dtype=X.dtype), n_threads)
-    dist = dist.astype(np.float64) * (w > 0)
-    while len(C) < k:
-        i = int(np.argmax(dist))
-        x_i = _sparse.dense_rows(X, [i])[0]
-        C.append(x_i)
-        if _sparse.is_sparse(X):
-            _, to_i = _native.assign(X, x_i[None, :], n_threads)
-        else:
-            to_i = ((X - X[i]) ** 2).sum(axis=1)
-        dist = np.minimum(dist, to_i * (w > 0))
-    return np.array(C, dtype=X.dtype)
-
-
-def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
+def finish_exact(X, w, C, sigma, *, max_iter, reads, history, relocate):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
-    Returns (centroids, last sigma, exact_lloyd of the last step). NOTE: each step reads X
-    twice, once for the margins that choose its sigma and once for the step itself.
+    Returns (centroids, last sigma, exact_lloyd of the last step). Each step is one pass:
+    the step from C_t runs at sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), and below
+    the threshold sqrt(Delta_min) / 2 the native entmax15 step returns exactly the bits of
+    the hard step (SPEC.md, "Margins and temperatures"). So one hard pass at C_t gives
+    both Delta_min(C_t), which fixes sigma_t, and the entmax15 step at sigma_t.
     """
     k = C.shape[0]
     if k < 2:
-        stats, _, _ = _native.block_stats(X, C, "hard", 0.0, w, n_threads)
+        stats, _ = reads._pass(X, w, C, "hard", 0.0)
         step = _stats.step_result(stats, C)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
         return step.centroids, sigma, True
-    positive = w > 0
     exact = False
 
     def exact_step(C):
         nonlocal sigma, exact
-        m = float(_native.margins(X, C, n_threads)[positive].min())
+        stats, _ = reads._pass(X, w, C, "hard", 0.0)
+        step = _stats.step_result(stats, C)
+        m = step.min_margin  # over the rows of positive weight
         if m > 0.0:
             sigma = min(sigma, math.sqrt(m) / 4.0)
             kind = "entmax15"
@@ -309,9 +348,7 @@ def finish_exact(X, w, C, sigma, *, max_iter, n_threads, history, relocate):
             # A point exactly equidistant from two centroids: no sigma > 0 makes entmax15
             # one-hot there, so this step is Lloyd's own (ties to the smallest index).
             kind = "hard"
-        stats, _, _ = _native.block_stats(X, C, kind, sigma, w, n_threads)
-        step = _stats.step_result(stats, C)
-        exact = kind == "entmax15" and sigma <= math.sqrt(step.min_margin) / 2.0
+        exact = kind == "entmax15"
         return step, sigma, kind
 
     C, _, _ = run_steps(

@@ -48,12 +48,22 @@ method is passed to `softkmeans.SoftKMeans` unchanged.
 
 Progress: ``verbose=1`` prints the estimator's per-iteration lines (a tqdm bar on a
 terminal); the tasks appear in the Dask dashboard's task stream as
-``softkmeans-block_stats``, ``softkmeans-merge``, ``softkmeans-moments`` and
-``softkmeans-farthest``.
+``softkmeans-block_stats``, ``softkmeans-merge``, ``softkmeans-moments``,
+``softkmeans-anneal-moments`` and ``softkmeans-farthest``.
 
-Not supported: ``anneal`` (NotImplementedError before any work is scheduled; deterministic
-annealing reads X in ways -- per-centroid covariances, an augmented copy -- that are not
-block passes yet).
+Annealing (``anneal=...``) runs `softkmeans.annealing`'s schedule, the in-memory one, with
+its reads of X as block passes: each step one block_stats pass over the blocks augmented
+on the workers with the prior coordinate (no augmented copy of X is stored), each width's
+split test one pass that returns every centroid's responsibility-weighted moments (merged
+pairwise in block order), and the exact finish one pass per step. The result equals the
+in-memory annealing fit up to the rounding of the block sums (float64: centroids ~1e-16
+relative, ``sigma_``, set by a minimum margin, ~1e-13; same labels and iterations).
+
+Streaming: ``partial_fit`` takes a stream of Dask arrays or DataFrames (NumPy batches too):
+each batch's statistics are one pass on the workers, the running-mean update (SPEC.md,
+"Streaming") runs on the client, and the first batch seeds (k-means++ on its sample, as
+``fit``) and fixes sigma. A batch of another width than the first is refused before any
+work is scheduled.
 """
 
 from __future__ import annotations
@@ -71,12 +81,14 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "(dask[array,dataframe] and distributed)"
     ) from exc
 
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from . import _native, _stats
 from . import _validation as v
 from . import estimator as _estimator
 from ._driver import Fitter, _threads_for
+from .annealing import _augment, closer, farthest_distances, responsibility_moments
 
 __all__ = ["SoftKMeans"]
 
@@ -233,6 +245,45 @@ def _concat_farthest(parts):
     return tuple(np.concatenate(column) for column in zip(*parts))
 
 
+def _block_responsibility_moments(X, w, Ca, kind, sigma, n_threads):
+    """Annealing's per-centroid moments of the block, as [(U_j, mean_j, U_j x cov_j)]."""
+    X = np.ascontiguousarray(X)
+    d = X.shape[1]
+    out = []
+    for U, mean, cov in responsibility_moments(
+        X, _augment(X), _weights(w, X.shape[0]), Ca, kind, sigma, n_threads
+    ):
+        out.append((U, mean, U * cov) if U > 0 else (0.0, np.zeros(d), np.zeros((d, d))))
+    return out
+
+
+def _merge_responsibility_moments(parts):
+    return [_merge_moments(list(per_centroid)) for per_centroid in zip(*parts)]
+
+
+def _block_farthest_row(X, w, reference, n_threads):
+    """(squared distance, row) of the block's positive-weight row farthest from the
+    centroids C and the rows `added`, reference = (C, added) (ties to the first row), as
+    annealing's in-memory `_add_farthest` computes them."""
+    C, added = reference
+    X = np.ascontiguousarray(X)
+    positive = _weights(w, X.shape[0]) > 0
+    dist = farthest_distances(X, positive, C, n_threads)
+    for row in added:
+        dist = closer(dist, X, positive, row)
+    i = int(np.argmax(dist))
+    return dist[i], X[i].copy()
+
+
+def _first_farthest(parts):
+    """The part of the largest distance; of equal ones the first in block order."""
+    best = parts[0]
+    for part in parts[1:]:
+        if part[0] > best[0]:
+            best = part
+    return best
+
+
 def _labels_block(X, C, n_threads):
     if X.shape[0] == 0:
         return np.empty(0, dtype=np.int64)
@@ -258,41 +309,37 @@ def _proba_block(X, C, kind, sigma, n_threads):
 # ---------------------------------------------------------------------- passes
 
 
-def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
-    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
-    C = _broadcast(C)
-    token = dask.base.tokenize(X, w, C, kind, sigma, sums, labels)
-    parts = [
-        dask.delayed(_block_stats, pure=True)(
-            xb,
-            wb,
-            C,
-            kind,
-            sigma,
-            n_threads,
-            sums,
-            labels,
-            dask_key_name=(f"softkmeans-block_stats-{token}", i),
+def _block_tasks(name, block_fn, X, w, *args):
+    """One task per non-empty row block: block_fn(X block, w block or None, *args), named
+    ``softkmeans-<name>`` in the task stream (the args may hold a `_broadcast` key)."""
+    token = dask.base.tokenize(X, w, *args)
+    return [
+        dask.delayed(block_fn, pure=True)(
+            xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
         )
         for i, (xb, wb) in enumerate(_blocks(X, w))
     ]
+
+
+def _merged(parts, merge, name):
+    """The parts merged by `merge` in the fixed tree (`_tree`), computed."""
+    return _compute(_tree(parts, merge, name))[0]
+
+
+def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
+    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
+    args = (_broadcast(C), kind, sigma, n_threads, sums, labels)
+    parts = _block_tasks("block_stats", _block_stats, X, w, *args)
     if not labels:
-        (merged,) = _compute(_tree(parts, _stats.merge, "softkmeans-merge"))
-        return merged, None
+        return _merged(parts, _stats.merge, "softkmeans-merge"), None
     root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
     merged, *labs = _compute(root, *[p[1] for p in parts])
     return merged, np.concatenate(labs)
 
 
 def _moments(X, w, n_threads):
-    parts = [
-        dask.delayed(_block_moments, pure=True)(
-            xb, wb, n_threads, dask_key_name=(f"softkmeans-moments-{dask.base.tokenize(X, w)}", i)
-        )
-        for i, (xb, wb) in enumerate(_blocks(X, w))
-    ]
-    (moments,) = _compute(_tree(parts, _merge_moments, "softkmeans-moments-merge"))
-    return moments
+    parts = _block_tasks("moments", _block_moments, X, w, n_threads)
+    return _merged(parts, _merge_moments, "softkmeans-moments-merge")
 
 
 # ---------------------------------------------------------------------- input checks
@@ -340,6 +387,11 @@ def _as_array(X, *, lengths):
     if X.numblocks[1] > 1:
         X = X.rechunk({1: -1})
     return X, names
+
+
+def _local(sample_weight):
+    """sample_weight for NumPy X: a Dask array is computed."""
+    return np.asarray(sample_weight) if _is_dask(sample_weight) else sample_weight
 
 
 def _known_rows(X):
@@ -437,20 +489,9 @@ class _DaskFitter(Fitter):
 
         def relocate(C_old, step):
             m = int(step.empty.sum())
-            C_ref = _broadcast(C_old)
-            parts = [
-                dask.delayed(_block_farthest, pure=True)(
-                    xb,
-                    wb,
-                    C_ref,
-                    m,
-                    self._n_threads,
-                    dask_key_name=(f"softkmeans-farthest-{dask.base.tokenize(X, C_old)}", i),
-                )
-                for i, (xb, wb) in enumerate(_blocks(X, w))
-            ]
-            (cand,) = _compute(_tree(parts, _concat_farthest, "softkmeans-farthest-merge"))
-            dist, rows, ws = cand
+            args = (_broadcast(C_old), m, self._n_threads)
+            parts = _block_tasks("farthest", _block_farthest, X, w, *args)
+            dist, rows, ws = _merged(parts, _concat_farthest, "softkmeans-farthest-merge")
             top = np.argsort(-dist, kind="stable")[:m]
             rows, ws = np.ascontiguousarray(rows[top]), np.ascontiguousarray(ws[top])
             # NOTE: the same m rows as the in-memory fit; when several clusters are empty
@@ -459,8 +500,29 @@ class _DaskFitter(Fitter):
 
         return relocate
 
-    def _run_annealing(self, *args, **kwargs):  # checked before any work in fit
-        raise NotImplementedError(_NO_ANNEALING)
+    # -------------------------------------------------------------- annealing's reads
+
+    def _augment(self, X):
+        """X with a zero last column, lazily: each pass augments its blocks on the workers."""
+        d = X.shape[1] + 1
+        return X.map_blocks(_augment, chunks=(X.chunks[0], (d,)), dtype=X.dtype)
+
+    def _responsibility_moments(self, X, Xa, w, Ca, kind, sigma):
+        """One pass: the per-centroid moments of each block, merged in block order."""
+        args = (_broadcast(Ca), kind, sigma, self._n_threads)
+        parts = _block_tasks("anneal-moments", _block_responsibility_moments, X, w, *args)
+        merged = _merged(parts, _merge_responsibility_moments, "softkmeans-anneal-moments-merge")
+        return [(U, mean, M / U) if U > 0 else (U, None, None) for U, mean, M in merged]
+
+    def _add_farthest(self, X, w, C, k):
+        """The in-memory greedy choice, one pass per added centroid."""
+        C = np.ascontiguousarray(C, dtype=X.dtype)
+        added = []
+        while C.shape[0] + len(added) < k:
+            args = (_broadcast((C, list(added))), self._n_threads)
+            parts = _block_tasks("farthest", _block_farthest_row, X, w, *args)
+            added.append(_merged(parts, _first_farthest, "softkmeans-farthest-merge")[1])
+        return np.vstack([C, *added]).astype(X.dtype) if added else C
 
     def _warn_about_empty_clusters(self, X, w, labels, k, notes):
         positive = slice(None) if w is None else _compute(w > 0)[0]
@@ -469,13 +531,6 @@ class _DaskFitter(Fitter):
             rows = _compute(X if w is None else X[positive])[0]
             ones = np.ones(rows.shape[0])
             super()._warn_about_empty_clusters(rows, ones, labels[positive], k, notes)
-
-
-_NO_ANNEALING = (
-    "annealing on dask arrays: not supported yet (deterministic annealing reads X through "
-    "per-centroid covariances and an augmented copy, not block passes); fit "
-    "softkmeans.SoftKMeans(anneal=...) on a sample, then pass its cluster_centers_ as init"
-)
 
 
 # ---------------------------------------------------------------------- the estimator
@@ -490,23 +545,42 @@ class SoftKMeans(_estimator.SoftKMeans):
     def fit(self, X, y=None, sample_weight=None):
         """Fit the centroids to X (a Dask array or DataFrame, or NumPy: passed through)."""
         if not _is_dask(X):
-            if _is_dask(sample_weight):
-                sample_weight = np.asarray(sample_weight)
-            return super().fit(X, y, sample_weight=sample_weight)
-        if self.anneal is not None and self.anneal is not False:
-            raise NotImplementedError(_NO_ANNEALING)
-        # The pre-work checks (dtype, columns, unknown chunks, weight chunks) run here and
-        # in _DaskFitter, before any task is scheduled.
-        X_arr, names = _as_array(X, lengths=False)
-        if names is not None:
-            self.feature_names_in_ = names
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        self.n_features_in_ = X_arr.shape[1]
-        if isinstance(X_arr, da.Array) and not _is_dataframe(X):
+            return super().fit(X, y, sample_weight=_local(sample_weight))
+        self._check_input(X, sample_weight, reset=True)
+        return self._fit_with(_DaskFitter, X, sample_weight)
+
+    @available_if(_estimator._streams)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """One streaming step (see `softkmeans.SoftKMeans.partial_fit`) on a batch X, a Dask
+        array or DataFrame (or NumPy: passed through; a stream may mix both).
+
+        The batch's statistics are computed on the workers (one pass; the first batch
+        also seeds and measures its critical width there), the running-mean update on
+        the client, so the stream gives what the in-memory partial_fit gives on the same
+        batches. ``labels_`` (of this batch) is a NumPy array.
+        """
+        if not _is_dask(X):
+            return super().partial_fit(X, y, sample_weight=_local(sample_weight))
+        self._check_input(X, sample_weight, reset=self.__dict__.get("_stream") is None)
+        return self._partial_fit_with(_DaskFitter, X, sample_weight)
+
+    def _check_input(self, X, sample_weight, *, reset):
+        """The checks made before any task is scheduled (dtype, columns, width, unknown
+        chunks, weight chunks; a DataFrame's weight chunks are checked in _DaskFitter,
+        after its partition lengths are known). reset: set n_features_in_ and
+        feature_names_in_ (a fit, the first partial_fit), else check X against them."""
+        if reset:
+            X_arr, names = _as_array(X, lengths=False)
+            if names is not None:
+                self.feature_names_in_ = names
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            self.n_features_in_ = X_arr.shape[1]
+        else:
+            X_arr, _, _ = self._dask_X(X)
+        if not _is_dataframe(X):
             _known_rows(X_arr)
             _sample_weight(sample_weight, X_arr)
-        return self._fit_with(_DaskFitter, X, sample_weight)
 
     # -------------------------------------------------------------- predict side
 
@@ -564,9 +638,7 @@ class SoftKMeans(_estimator.SoftKMeans):
     def score(self, X, y=None, sample_weight=None):
         """Minus the fitted objective on X (computed: one pass for Dask input)."""
         if not _is_dask(X):
-            if _is_dask(sample_weight):
-                sample_weight = np.asarray(sample_weight)
-            return super().score(X, y, sample_weight=sample_weight)
+            return super().score(X, y, sample_weight=_local(sample_weight))
         X, _, threads = self._dask_X(X)
         _known_rows(X)
         w = _sample_weight(sample_weight, X)

@@ -70,6 +70,11 @@ def _refuse_lossy_dtypes(X):
         raise TypeError(f"X must be a real numeric array (float32 or float64); got dtype {dtype}")
 
 
+def _streams(estimator):
+    """partial_fit is available: the estimator does not anneal."""
+    return estimator.anneal is None or estimator.anneal is False
+
+
 class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """K-Means with hard (Lloyd), softmax or entmax15 assignments, and deterministic annealing.
 
@@ -224,7 +229,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
             raise InvalidParameterError(str(exc)) from None
         return params
 
-    @available_if(lambda self: self.anneal is None or self.anneal is False)
+    @available_if(_streams)
     def partial_fit(self, X, y=None, sample_weight=None):
         """Update the centroids with one batch X (n_b, d): streaming K-Means (SPEC.md).
 
@@ -240,18 +245,22 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         ``n_steps_`` (batches seen), and of this batch at the centroids before its update:
         ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
         """
-        stream = self.__dict__.get("_stream")
         _refuse_lossy_dtypes(X)
+        reset = self.__dict__.get("_stream") is None
         X = validate_data(
             self,
             X,
             dtype=[np.float64, np.float32],
             order="C",
             accept_sparse="csr",
-            reset=stream is None,
+            reset=reset,
         )
-        fitter = Fitter(self._fit_params(), ConvergenceWarning)
-        stream, stats, labels = fitter.partial_fit(X, sample_weight, stream)
+        return self._partial_fit_with(Fitter, X, sample_weight)
+
+    def _partial_fit_with(self, fitter_class, X, sample_weight):
+        """One streaming step with `fitter_class` (softkmeans.dask passes its own)."""
+        fitter = fitter_class(self._fit_params(), ConvergenceWarning)
+        stream, stats, labels = fitter.partial_fit(X, sample_weight, self.__dict__.get("_stream"))
         self._stream = stream
         self.cluster_centers_ = stream.centroids
         self.cluster_weights_ = stream.totals

@@ -4,6 +4,7 @@ experiment on a small synthetic data set (seconds)."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 
 import numpy as np
 import pytest
@@ -92,7 +93,10 @@ def test_reproduce_torch_quick_through_the_command_line(tmp_path, capsys):
     assert "### torch9_gradient_norm on digits" in report
     with open(tmp_path / "tables" / "torch9_gradient_norm_digits.csv") as f:
         assert next(csv.reader(f))[:2] == ["kind", "sigma/sigma_c"]
-    assert (tmp_path / "figures" / "torch9_gradient_norm_digits.png").exists()
+    # Figures are drawn when matplotlib is installed (not in CI's test extra), else skipped.
+    has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+    figure = tmp_path / "figures" / "torch9_gradient_norm_digits.png"
+    assert figure.exists() == has_matplotlib
     assert (tmp_path / "results.csv").exists()
 
 

@@ -23,7 +23,7 @@ namespace SOFTKMEANS_ISA {
 template <typename T>
 void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int n_threads) {
   const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  auto wss = per_thread(E, n, n_threads);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
     for (index_t r = 0; r < rows; ++r)
       std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.kp, k * sizeof(T));
@@ -34,16 +34,15 @@ void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
 // path, from the distance block otherwise.
 template <typename T, typename F>
 void for_each_row_min(const T* X, index_t n, index_t d, const T* C, index_t k, int n_threads, F f) {
-  const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  const Engine<T> E(C, k, d, kDistBlockBytes, true);
+  auto wss = per_thread(E, n, n_threads);
   drive_rows(
       E, X, n, wss,
       [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
-        if (E.small) E.min2_rows(X + i0 * d, rows, ws.mins.data());
-        for (index_t r = 0; r < rows; ++r)
-          f(i0 + r, E.small ? ws.mins[r] : row_min2(ws.dbuf.data() + r * E.kp, E.kp));
+        E.min2_rows(X + i0 * d, rows, ws.mins.data(), ws);
+        for (index_t r = 0; r < rows; ++r) f(i0 + r, ws.mins[r]);
       },
-      !E.small);
+      false);
 }
 
 template <typename T>
@@ -111,11 +110,11 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
 
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
-  const int nt = resolve_threads(n_threads);
+  const int nt = resolve_threads(n_threads, n * k);
   std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t i = 0; i < n; ++i) {
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
     const int th = omp_get_thread_num();
@@ -127,7 +126,7 @@ template <typename T>
 void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
                       double sigma, T* R, int n_threads) {
   const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  auto wss = per_thread(E, n, n_threads);
   const double sigma2 = sigma * sigma;
   const T inv_t =
       static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));

@@ -77,7 +77,7 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   // overflow. Candidates u > -1, i.e. z > max(z) - 2 (a superset test in T,
   // then the exact one in double).
   const double half_max = static_cast<double>(zmax) / 2.0;
-  const T lo = zmax - T(2) - std::fabs(zmax) * T(1e-6);
+  const T lo = zmax - T(2) - (std::fabs(zmax) + T(2)) * T(1e-6);
   const V vlo = vset<T>(lo);
   index_t count = 0;
   auto consider = [&](index_t j) {
@@ -89,12 +89,10 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
     }
   };
   for (index_t j = 0; j < kv; j += W) {
-    const auto m = vload(z + j) > vlo;
     vstore(o + j, V{});
-    bool any = false;
-    for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
-    if (any)
-      for (index_t q = 0; q < W; ++q) consider(j + q);
+    // The lanes above lo, one bit each (a superset; the exact test in consider).
+    for (unsigned bits = lane_bits<Cmp::lt>(vlo, vload(z + j)); bits != 0; bits &= bits - 1)
+      consider(j + __builtin_ctz(bits));
   }
   for (index_t j = kv; j < k; ++j) {
     o[j] = T(0);

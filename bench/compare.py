@@ -5,8 +5,8 @@ and ratios against the targets, every target as measured / needed. Issue 10's ro
 whole fit from a given init vs scikit-learn and faiss (``fit``), defaults as typed
 (``defaults``), the hard step vs the same-run sgemm rate (``kernel``), small calls
 (``small``), the softmax step vs the careful NumPy step (``numpy``) and vs our hard step
-(``soft``), entmax15 rows vs the entmax package (``entmax``). One function per comparison (``compare_*``), each
-returning ``Row`` objects; ``main`` assembles the table.
+(``soft``), entmax15 rows vs the entmax package (``entmax``). One function per
+comparison (``compare_*``), each returning ``Row`` objects; ``main`` assembles the table.
 
     python bench/compare.py            # full run (n = 1e6; several minutes)
     python bench/compare.py --quick    # small n, about a minute
@@ -314,7 +314,7 @@ def compare_whole_fit(shapes, dtypes, args):
                     cases["faiss"] = P.faiss_fit(X, C0, max_iter=iters, n_threads=args.threads)
                 except P.PeerUnavailable as exc:
                     print(f"# {P.skip_message('faiss whole fit', exc)}", file=sys.stderr)
-            t = P.interleaved(cases, repeats=args.repeats, warmup=1)
+            t = P.interleaved(cases, repeats=args.repeats, warmup=0 if args.quick else 1)
             ours, dt = t["ours"].median, np.dtype(dtype).name
             note = f"{iters} iterations"
             for peer, tgt in (("sklearn", 2.0), ("faiss", 1.25)):
@@ -491,7 +491,7 @@ def main(argv=None):
     fit_shapes = [
         (n // fit_scale, d, k, min(it, 10) if args.quick else it) for n, d, k, it in FIT_SHAPES
     ]
-    default_shapes = [(1_000_000 // fit_scale, 16, 64), (300_000 // fit_scale, 64, 256)]
+    default_shapes = [(1_000_000 // (2 * fit_scale), 16, 64), (300_000 // (2 * fit_scale), 64, 256)]
     kernel_shapes = [((n // fit_scale, d, k), t) for (n, d, k), t in KERNEL_SHAPES]
     stages = [
         ("fit", lambda: compare_whole_fit(fit_shapes, dtypes, args)),

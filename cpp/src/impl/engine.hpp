@@ -5,7 +5,10 @@
 // - direct (d <= kSmallDim): differences x - c vectorized over centroids
 //   (ct, cpad), or over rows with centroids broadcast (craw);
 // - micro-kernel (d > kSmallDim): ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s)
-//   with a shift s near the centroids, MR x NR register blocks (cp, cn).
+//   with a shift s near the centroids, MR x NR register blocks (cp, cn) into a
+//   distance block; or, when the caller only needs each row's two smallest and
+//   argmin (hard, entmax15, assign, margins), the same distances with rows in
+//   the lanes and centroids broadcast (cl, cnl), reduced in registers (min2_rows).
 #pragma once
 
 #include <algorithm>

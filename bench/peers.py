@@ -314,6 +314,55 @@ def faiss_kmeans(
     return measure
 
 
+def sklearn_fit(
+    X: np.ndarray, C0: np.ndarray, *, max_iter: int, algorithm: str = "lloyd", n_threads: int = 2
+) -> Callable[[], Timed]:
+    """The whole `KMeans(algorithm, init=C0, n_init=1, max_iter, tol=0).fit(X)` call, timed as
+    a user times it. Timed.extra: inertia_, n_iter."""
+    require("sklearn", "threadpoolctl")
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    def run() -> Timed:
+        km = KMeans(
+            n_clusters=C0.shape[0], init=C0, n_init=1, max_iter=max_iter, tol=0.0,
+            algorithm=algorithm,
+        )  # fmt: skip
+        with thread_limit(n_threads), warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=ConvergenceWarning)
+            t0 = time.perf_counter()
+            km.fit(X)
+            seconds = time.perf_counter() - t0
+        return Timed(seconds, {"J": float(km.inertia_), "n_iter": int(km.n_iter_)})
+
+    return run
+
+
+def faiss_fit(X: np.ndarray, C0: np.ndarray, *, max_iter: int, n_threads: int = 2):
+    """The whole faiss-cpu `Kmeans(niter=max_iter).train(X, init_centroids=C0)` call (float32,
+    no subsampling), timed as a user times it."""
+    require("faiss")
+    import faiss
+
+    X32 = np.ascontiguousarray(X, dtype=np.float32)
+    C32 = np.ascontiguousarray(C0, dtype=np.float32)
+    n, d = X32.shape
+    k = C32.shape[0]
+
+    def run() -> Timed:
+        km = faiss.Kmeans(
+            d, k, niter=max_iter, seed=1, verbose=False,
+            max_points_per_centroid=n // k + 1, min_points_per_centroid=1,
+        )  # fmt: skip
+        with thread_limit(n_threads):
+            t0 = time.perf_counter()
+            km.train(X32, init_centroids=C32)
+            seconds = time.perf_counter() - t0
+        return Timed(seconds, {"obj_last": float(km.obj[-1])})
+
+    return run
+
+
 # --------------------------------------------------------------------------------------
 # Soft centroid steps
 # --------------------------------------------------------------------------------------

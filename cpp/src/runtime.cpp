@@ -16,4 +16,8 @@ const std::atomic<int>* thread_cancel_flag() { return t_cancel_flag; }
 
 int resolve_threads(int n_threads) { return n_threads > 0 ? n_threads : omp_get_max_threads(); }
 
+int resolve_threads(int n_threads, index_t work) {
+  return work < kSerialWork ? 1 : resolve_threads(n_threads);
+}
+
 }  // namespace softkmeans

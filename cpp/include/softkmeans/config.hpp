@@ -26,6 +26,10 @@ inline constexpr index_t kDistBlockBytes = 96 * 1024;
 // block (its (d + 1, k) partial is read and written once per block).
 inline constexpr index_t kSoftmaxBlockBytes = 384 * 1024;
 
+// Bytes of the centroid block the micro-kernel path's row reduction takes
+// against every row group of a row block before the next (kept in L1/L2).
+inline constexpr index_t kLaneBlockBytes = 32 * 1024;
+
 // Dimensions up to this use the direct-difference distance path (vectorized
 // over centroids); above it, the ||x||^2 + ||c||^2 - 2 x.c micro-kernel.
 inline constexpr index_t kSmallDim = 4;
@@ -40,6 +44,12 @@ inline constexpr index_t kLaneAccK = 16;
 // Rows per step of the direct k-means++ candidate potentials (candidates in the
 // lanes, one independent accumulator per row to hide the FMA latency).
 inline constexpr index_t kPPRows = 8;
+
+// Below this much work (multiply-adds, n k d for the distance kernels) a call
+// runs on the calling thread whatever n_threads says: waking an OpenMP team
+// costs about as much as the work (and far more on a busy machine), and no
+// result depends on the thread count. About a tenth of a millisecond of one core.
+inline constexpr index_t kSerialWork = index_t(1) << 20;
 
 // Upper bound on the number of chunks (units of parallel work holding their own
 // double statistics) and on the bytes those statistics may take in total.

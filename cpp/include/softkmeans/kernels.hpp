@@ -163,5 +163,7 @@ const Kernels<T>& kernels();
 
 // The number of threads a parallel region started with n_threads uses.
 int resolve_threads(int n_threads);
+// The same for a call of `work` multiply-adds: 1 below kSerialWork.
+int resolve_threads(int n_threads, index_t work);
 
 }  // namespace softkmeans

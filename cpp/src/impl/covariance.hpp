@@ -28,7 +28,7 @@ template <typename T>
 double weighted_mean(const T* X, index_t n, index_t d, const double* w, index_t n_chunks, int nt,
                      double* mean) {
   std::vector<double> part(n_chunks * (d + 1), 0.0);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
     double* p = part.data() + c * (d + 1);
     const ChunkRows chunk(c, n_chunks, n);
@@ -52,7 +52,7 @@ double weighted_mean(const T* X, index_t n, index_t d, const double* w, index_t 
 template <typename T>
 void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
                          double* cov, int n_threads) {
-  const int nt = resolve_threads(n_threads);
+  const int nt = resolve_threads(n_threads, n * d * d);
   const index_t n_chunks = covariance_chunks(n, d);
   const double W = weighted_mean(X, n, d, w, n_chunks, nt, mean);
   // Second pass: per tile, the centered rows R (rows, dw) and their weighted
@@ -62,7 +62,7 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
   std::vector<double> cp(n_chunks * dp * dw, 0.0);
   std::vector<std::vector<double>> As(nt, std::vector<double>(dp * kRowTile, 0.0));
   std::vector<std::vector<double>> Rs(nt, std::vector<double>(kRowTile * dw, 0.0));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
     double* A = As[omp_get_thread_num()].data();
     double* R = Rs[omp_get_thread_num()].data();

@@ -29,12 +29,18 @@ struct ChunkRows {
   }
 };
 
-// One scratch per thread of the team a kernel runs on (n_threads <= 0: the
-// OpenMP default, resolved here, once per call), each set up by init. Scratch
-// is a Workspace<T> or derives from one.
+// The multiply-adds of a distance pass over n rows (resolve_threads).
+template <typename T>
+index_t distance_work(const Engine<T>& E, index_t n) {
+  return n * E.k * E.d;
+}
+
+// One scratch per thread of the team a kernel over n rows runs on (n_threads
+// <= 0: the OpenMP default; one thread below kSerialWork; resolved here, once
+// per call), each set up by init. Scratch is a Workspace<T> or derives from one.
 template <typename Scratch, typename T, typename Init>
-std::vector<Scratch> per_thread(const Engine<T>& E, int n_threads, Init init) {
-  std::vector<Scratch> scratch(resolve_threads(n_threads));
+std::vector<Scratch> per_thread(const Engine<T>& E, index_t n, int n_threads, Init init) {
+  std::vector<Scratch> scratch(resolve_threads(n_threads, distance_work(E, n)));
   for (Scratch& s : scratch) {
     E.init(s);
     init(s);
@@ -42,8 +48,8 @@ std::vector<Scratch> per_thread(const Engine<T>& E, int n_threads, Init init) {
   return scratch;
 }
 template <typename T>
-std::vector<Workspace<T>> per_thread(const Engine<T>& E, int n_threads) {
-  return per_thread<Workspace<T>>(E, n_threads, [](Workspace<T>&) {});
+std::vector<Workspace<T>> per_thread(const Engine<T>& E, index_t n, int n_threads) {
+  return per_thread<Workspace<T>>(E, n, n_threads, [](Workspace<T>&) {});
 }
 
 // Runs block_fn(c, scratch, i0, rows) on every row block of every tile of
@@ -59,7 +65,7 @@ void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks,
   const int nt = static_cast<int>(scratch.size());
   // Read on the calling thread: the flag is installed per thread.
   const std::atomic<int>* cancel = thread_cancel_flag();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
     Scratch& s = scratch[omp_get_thread_num()];
     const ChunkRows chunk(c, n_chunks, n);

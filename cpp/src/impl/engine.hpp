@@ -5,7 +5,10 @@
 // - direct (d <= kSmallDim): differences x - c vectorized over centroids
 //   (ct, cpad), or over rows with centroids broadcast (craw);
 // - micro-kernel (d > kSmallDim): ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s)
-//   with a shift s near the centroids, MR x NR register blocks (cp, cn).
+//   with a shift s near the centroids, MR x NR register blocks (cp, cn) into a
+//   distance block; or, when the caller only needs each row's two smallest and
+//   argmin (hard, entmax15, assign, margins), the same distances with rows in
+//   the lanes and centroids broadcast (cl, cnl), reduced in registers (min2_rows).
 #pragma once
 
 #include <algorithm>
@@ -40,8 +43,11 @@ inline decltype(auto) with_small_dim(index_t d, F&& f) {
 // blocks. Kernels with more per-thread state derive from it.
 template <typename T>
 struct Workspace {
-  std::vector<T> xb;               // (mb_pad, d) shifted rows (micro-kernel path)
-  std::vector<T> xn;               // (mb_pad,) their squared norms
+  std::vector<T> xb;                        // (mb_pad, d) shifted rows (micro-kernel path)
+  std::vector<T> xn;                        // (mb_pad,) their squared norms
+  std::vector<T> xt;                        // (groups, d, LR W) shifted rows, transposed per group
+  std::vector<typename VT<T>::v> lanes;     // (groups, 3, LR) v1, v2, xn (min2_rows)
+  std::vector<typename VT<T>::i> lane_idx;  // (groups, LR) their first argmins
   std::vector<T> dbuf;             // (mb_pad, kp) the distance block, then responsibilities
   std::vector<RowMin<T>> mins;     // (mb_pad,) row reductions of the direct path
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
@@ -84,21 +90,36 @@ struct Engine {
   static constexpr index_t NR = 2 * W;
   static constexpr index_t MR = SOFTKMEANS_MR;
 
+  // The micro-kernel path's row reduction (min2_rows): LR W rows in the lanes
+  // against LC centroids at a time, LR * LC accumulators.
+  static constexpr index_t LR = 2;
+  static constexpr index_t LC = 6;
+
   index_t d = 0, k = 0, kp = 0, mb = 0;
-  bool small = false;    // the direct path
-  std::vector<T> shift;  // (d,)
-  std::vector<T> cp;     // micro-kernel path: (kp / NR) panels of (d, NR)
-  std::vector<T> cn;     // (kp,) ||c_j - s||^2, +inf in the padding
-  std::vector<T> ct;     // direct path: (d, kp) transposed centroids
-  std::vector<T> cpad;   // direct path: (kp,) 0, then +inf in the padding
-  std::vector<T> craw;   // direct path: (k, d) the centroids (across-rows reduction)
+  index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
+  bool small = false;     // the direct path
+  std::vector<T> shift;   // (d,)
+  std::vector<T> cp;      // micro-kernel path: (kp / NR) panels of (d, NR)
+  std::vector<T> cn;      // (kp,) ||c_j - s||^2, +inf in the padding
+  index_t kl = 0;         // k rounded up to LC
+  std::vector<T> cl;      // lane reduction: (kl / LC) panels of (d, LC), 0 in the padding
+  std::vector<T> cnl;     // (kl,) ||c_j - s||^2, +inf in the padding
+  std::vector<T> ct;      // direct path: (d, kp) transposed centroids
+  std::vector<T> cpad;    // direct path: (kp,) 0, then +inf in the padding
+  std::vector<T> craw;    // direct path: (k, d) the centroids (across-rows reduction)
 
   // block_bytes: size of the distance block (rows x kp) a row block fills.
-  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes) : d(d_), k(k_) {
+  // in_registers: the caller reduces rows by min2_rows (no distance block; a
+  // one-row buffer for the rows it still needs whole, row blocks of a tile).
+  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes,
+         bool in_registers = false)
+      : d(d_), k(k_) {
     small = d <= kSmallDim;
     kp = round_up(k, small ? W : NR);
     const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
     mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
+    if (in_registers) mb = round_up(kRowTile, MR);
+    dbuf_rows = in_registers ? MR : mb_pad();  // distances() writes MR rows
     if (small) {
       ct.assign(d * kp, T(0));
       for (index_t j = 0; j < k; ++j)
@@ -121,16 +142,32 @@ struct Engine {
       }
       cn[j] = static_cast<T>(nrm);
     }
+    if (dbuf_rows < mb_pad()) {
+      kl = round_up(k, LC);
+      cl.assign(kl * d, T(0));
+      cnl.assign(kl, std::numeric_limits<T>::infinity());
+      for (index_t j = 0; j < k; ++j) {
+        for (index_t l = 0; l < d; ++l)
+          cl[(j / LC * d + l) * LC + j % LC] = cp[(j / NR * d + l) * NR + j % NR];
+        cnl[j] = cn[j];
+      }
+    }
   }
 
   index_t mb_pad() const { return round_up(mb, MR); }
 
   void init(Workspace<T>& ws) const {
-    ws.dbuf.assign(mb_pad() * kp, T(0));
-    if (small) ws.mins.assign(mb_pad(), RowMin<T>{});
+    ws.dbuf.assign(dbuf_rows * kp, T(0));
+    ws.mins.assign(mb_pad(), RowMin<T>{});
     if (!small) {
       ws.xb.assign(mb_pad() * d, T(0));
       ws.xn.assign(mb_pad(), T(0));
+      if (dbuf_rows < mb_pad()) {
+        const index_t groups = round_up(mb, LR * W) / (LR * W);
+        ws.xt.assign(groups * LR * W * d, T(0));
+        ws.lanes.assign(groups * 3 * LR, V{});
+        ws.lane_idx.assign(groups * LR, VI{});
+      }
     }
     ws.cval.assign(kp, 0.0);
     ws.cidx.assign(kp, 0);
@@ -147,15 +184,7 @@ struct Engine {
     T* xb = ws.xb.data();
     T* xn = ws.xn.data();
     const index_t rows_pad = round_up(rows, MR);
-    for (index_t r = 0; r < rows; ++r) {
-      T nrm = 0;
-      for (index_t l = 0; l < d; ++l) {
-        const T v = X[r * d + l] - shift[l];
-        xb[r * d + l] = v;
-        nrm += v * v;
-      }
-      xn[r] = nrm;
-    }
+    for (index_t r = 0; r < rows; ++r) xn[r] = shifted_row(X + r * d, xb + r * d, 1);
     for (index_t r = rows; r < rows_pad; ++r) {
       for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
       xn[r] = T(0);
@@ -164,6 +193,107 @@ struct Engine {
       for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
         micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
               out + r0 * kp + p * NR);
+  }
+
+  // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2 (summed in
+  // this order, so that both reductions of the micro-kernel path see the same bits).
+  T shifted_row(const T* x, T* out, index_t stride) const {
+    T nrm = 0;
+    for (index_t l = 0; l < d; ++l) {
+      const T v = x[l] - shift[l];
+      out[l * stride] = v;
+      nrm += v * v;
+    }
+    return nrm;
+  }
+
+  // Micro-kernel path, rows reduced in the lanes: the distances of the LR W
+  // rows of xg (d, LR W) (shifted rows, transposed; xnv their norms) to
+  // centroids [j_begin, j_end) (multiples of LC), LC centroids broadcast from
+  // the panels cl at a time, each D the micro-kernel's bits (same products in
+  // the same order, same clamp), folded per lane into the running two smallest
+  // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
+  void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1, V* v2,
+                  VI* i1) const {
+    for (index_t j0 = j_begin; j0 < j_end; j0 += LC) {
+      const T* cb = cl.data() + j0 * d;
+      V a[LR][LC];
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q)
+#pragma GCC unroll 16
+        for (index_t c = 0; c < LC; ++c) a[q][c] = V{};
+      for (index_t l = 0; l < d; ++l) {
+        V xv[LR];
+#pragma GCC unroll 16
+        for (index_t q = 0; q < LR; ++q) xv[q] = vload(xg + (l * LR + q) * W);
+#pragma GCC unroll 16
+        for (index_t c = 0; c < LC; ++c) {
+          const V cv = vset<T>(cb[l * LC + c]);
+#pragma GCC unroll 16
+          for (index_t q = 0; q < LR; ++q) a[q][c] += xv[q] * cv;
+        }
+      }
+      VI jv = VI{} + static_cast<Int>(j0);
+#pragma GCC unroll 16
+      for (index_t c = 0; c < LC; ++c, jv += 1) {
+        const V cnv = vset<T>(cnl[j0 + c]);
+#pragma GCC unroll 16
+        for (index_t q = 0; q < LR; ++q) {
+          // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
+          // micro-kernel's (xn + cn) - (a + a) bit for bit.
+          const V dist = vmax((xnv[q] + cnv) - a[q][c] * T(2), V{});
+          const VI lt = dist < v1[q];
+          v2[q] = vmin(v2[q], vmax(v1[q], dist));
+          i1[q] = lt ? jv : i1[q];
+          v1[q] = vmin(v1[q], dist);
+        }
+      }
+    }
+  }
+
+  // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
+  // (each (d, LR W), contiguous: a group's loads stay in L1), their norms
+  // summed in the lanes in shifted_row's order (the same bits); then centroid
+  // blocks of about kLaneBlockBytes (kept in L1/L2) are taken against every
+  // group, the running minima of a group kept in ws between blocks.
+  void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
+    constexpr index_t G = LR * W;
+    const T inf = std::numeric_limits<T>::infinity();
+    const index_t groups = (rows + G - 1) / G;
+    T* xt = ws.xt.data();
+    V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
+    VI* si = ws.lane_idx.data();  // (groups, LR): i1
+    for (index_t g = 0; g < groups; ++g) {
+      T* xg = xt + g * d * G;
+      const index_t rn = std::min<index_t>(G, rows - g * G);
+      for (index_t q = 0; q < G; ++q) {
+        const T* x = X + (g * G + std::min<index_t>(q, rn - 1)) * d;
+        for (index_t l = 0; l < d; ++l) xg[l * G + q] = x[l] - shift[l];
+      }
+      for (index_t q = 0; q < LR; ++q) {
+        V xnv = V{};
+        for (index_t l = 0; l < d; ++l) {
+          const V v = vload(xg + l * G + q * W);
+          xnv += v * v;
+        }
+        st[(3 * g) * LR + q] = st[(3 * g + 1) * LR + q] = vset<T>(inf);
+        st[(3 * g + 2) * LR + q] = xnv;
+        si[g * LR + q] = VI{};
+      }
+    }
+    const index_t kc =
+        std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+    for (index_t j0 = 0; j0 < kl; j0 += kc) {
+      const index_t j1 = std::min(kl, j0 + kc);
+      for (index_t g = 0; g < groups; ++g)
+        lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
+                   st + (3 * g + 1) * LR, si + g * LR);
+    }
+    for (index_t r = 0; r < rows; ++r) {
+      const index_t g = r / G, q = (r % G) / W, ln = r % W;
+      out[r] = {st[3 * g * LR + q][ln], st[(3 * g + 1) * LR + q][ln],
+                static_cast<index_t>(si[g * LR + q][ln])};
+    }
   }
 
   // Direct differences, vectorized over centroids with broadcasts of x.
@@ -250,8 +380,13 @@ struct Engine {
     }
   }
 
-  // Reduces rows X[0..rows) to RowMin (direct path), out [out] (rows,).
-  void min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
+  // Reduces rows X[0..rows) (rows <= mb) to RowMin, out [out] (rows,), with
+  // no distance block. ws: the rows' scratch on the micro-kernel path.
+  void min2_rows(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
+    if (!small) {
+      lane_rows_min2(X, rows, out, ws);
+      return;
+    }
     if (k <= kSmallK) {
       with_small_dim(d, [&](auto D) { direct_min2_rows<D>(X, rows, out); });
       return;

@@ -23,7 +23,7 @@ namespace SOFTKMEANS_ISA {
 template <typename T>
 void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D, int n_threads) {
   const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  auto wss = per_thread(E, n, n_threads);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
     for (index_t r = 0; r < rows; ++r)
       std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.kp, k * sizeof(T));
@@ -34,16 +34,15 @@ void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
 // path, from the distance block otherwise.
 template <typename T, typename F>
 void for_each_row_min(const T* X, index_t n, index_t d, const T* C, index_t k, int n_threads, F f) {
-  const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  const Engine<T> E(C, k, d, kDistBlockBytes, true);
+  auto wss = per_thread(E, n, n_threads);
   drive_rows(
       E, X, n, wss,
       [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
-        if (E.small) E.min2_rows(X + i0 * d, rows, ws.mins.data());
-        for (index_t r = 0; r < rows; ++r)
-          f(i0 + r, E.small ? ws.mins[r] : row_min2(ws.dbuf.data() + r * E.kp, E.kp));
+        E.min2_rows(X + i0 * d, rows, ws.mins.data(), ws);
+        for (index_t r = 0; r < rows; ++r) f(i0 + r, ws.mins[r]);
       },
-      !E.small);
+      false);
 }
 
 template <typename T>
@@ -78,7 +77,7 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   // overflow. Candidates u > -1, i.e. z > max(z) - 2 (a superset test in T,
   // then the exact one in double).
   const double half_max = static_cast<double>(zmax) / 2.0;
-  const T lo = zmax - T(2) - std::fabs(zmax) * T(1e-6);
+  const T lo = zmax - T(2) - (std::fabs(zmax) + T(2)) * T(1e-6);
   const V vlo = vset<T>(lo);
   index_t count = 0;
   auto consider = [&](index_t j) {
@@ -90,12 +89,10 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
     }
   };
   for (index_t j = 0; j < kv; j += W) {
-    const auto m = vload(z + j) > vlo;
     vstore(o + j, V{});
-    bool any = false;
-    for (index_t q = 0; q < W; ++q) any |= (m[q] != 0);
-    if (any)
-      for (index_t q = 0; q < W; ++q) consider(j + q);
+    // The lanes above lo, one bit each (a superset; the exact test in consider).
+    for (unsigned bits = lane_bits<Cmp::lt>(vlo, vload(z + j)); bits != 0; bits &= bits - 1)
+      consider(j + __builtin_ctz(bits));
   }
   for (index_t j = kv; j < k; ++j) {
     o[j] = T(0);
@@ -111,11 +108,11 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
 
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
-  const int nt = resolve_threads(n_threads);
+  const int nt = resolve_threads(n_threads, n * k);
   std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t i = 0; i < n; ++i) {
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
     const int th = omp_get_thread_num();
@@ -156,7 +153,7 @@ template <typename T>
 void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, Kind kind,
                       double sigma, T* R, int n_threads) {
   const Engine<T> E(C, k, d);
-  auto wss = per_thread(E, n_threads);
+  auto wss = per_thread(E, n, n_threads);
   const ResponsibilityRow<T> resp(k, E.kp, kind, sigma);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
     for (index_t r = 0; r < rows; ++r) resp(ws.dbuf.data() + r * E.kp, R + (i0 + r) * k, ws);

@@ -141,21 +141,28 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
       idx[b] = iv;
     }
   }
-  double s1 = 0.0, s2 = 0.0, tau = u[0] - 1.0;
+  // Size s qualifies when tau_s <= u_s, i.e. M_s - u_s <= sqrt(delta_s) with
+  // M_s >= u_s (a mean of the s largest), i.e. (s1 - s u_s)^2 <= s delta_s s
+  // = s - s s2 + s1^2 (both sides times s^2): no division and no square root
+  // per size (they would cost most of the row), tau computed once at the end.
+  double s1 = 0.0, s2 = 0.0;
+  index_t size = 0;
   for (index_t s = 1; s <= count; ++s) {
     const double v = u[s - 1];
-    s1 += v;
-    s2 += v * v;
+    const double a1 = s1 + v, a2 = s2 + v * v;
     const double ds = static_cast<double>(s);
-    const double M = s1 / ds, Q = s2 / ds;
-    const double delta = (1.0 - ds * (Q - M * M)) / ds;
-    const double tau_s = M - std::sqrt(std::max(delta, 0.0));
+    const double lhs = a1 - ds * v;
     // The qualifying sizes form a prefix 1..s* (as in deep-spin/entmax, which
     // counts them): stop at the first failure.
-    if (tau_s > v) break;
-    tau = tau_s;
+    if (s > 1 && lhs * lhs > ds - ds * a2 + a1 * a1) break;
+    s1 = a1;
+    s2 = a2;
+    size = s;
   }
-  return tau;
+  const double ds = static_cast<double>(size);  // >= 1: size 1 always qualifies
+  const double M = s1 / ds, Q = s2 / ds;
+  const double delta = (1.0 - ds * (Q - M * M)) / ds;
+  return M - std::sqrt(std::max(delta, 0.0));
 }
 
 // entmax15 responsibilities of a distance row: candidates are the j with

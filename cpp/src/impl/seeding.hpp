@@ -72,7 +72,8 @@ void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const doubl
   const index_t n_chunks = std::min(n_tiles_of(n), kMaxChunks);
   const index_t Lp = n_groups * W;
   std::vector<double> part(n_chunks * Lp, 0.0);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(resolve_threads(n_threads))
+  const int nt = resolve_threads(n_threads, n * L * d);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
     const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
     for (index_t g = 0; g < n_groups; ++g) {
@@ -92,7 +93,8 @@ void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t cent
                              int n_threads) {
   std::vector<double> c(d);
   for (index_t l = 0; l < d; ++l) c[l] = static_cast<double>(X[center * d + l]);
-#pragma omp parallel for schedule(static) num_threads(resolve_threads(n_threads))
+  const int nt = resolve_threads(n_threads, n * d);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t i = 0; i < n; ++i) {
     double s = 0.0;
     for (index_t l = 0; l < d; ++l) {

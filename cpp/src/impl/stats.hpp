@@ -79,7 +79,7 @@ void run_block_stats(const StatsPass<T>& p, const Acc& acc, index_t n, int n_thr
       c.S.assign(k * d, 0.0);
     }
   using Scratch = StatsScratch<T, typename Acc::Tile>;
-  auto scratch = per_thread<Scratch>(p.E, n_threads, [&](Scratch& s) { acc.init(s.tile); });
+  auto scratch = per_thread<Scratch>(p.E, n, n_threads, [&](Scratch& s) { acc.init(s.tile); });
   drive(
       p.E, p.X, n, static_cast<index_t>(chunks.size()), scratch,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
@@ -96,13 +96,14 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
                  int n_threads) {
   // Softmax accumulation streams its (d + 1, kp) tile partial once per row
   // block: larger blocks amortize it.
-  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
+  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes,
+                    kind != Kind::softmax);
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
   const bool sums = N != nullptr || S != nullptr;
   // Hard and entmax15 take the same lane accumulator on its path, so that
   // below the threshold their sums agree bit for bit (SPEC.md).
-  const bool lanes = p.in_registers && k <= kLaneAccK && grad_X == nullptr;
+  const bool lanes = E.small && p.in_registers && k <= kLaneAccK && grad_X == nullptr;
   if (lanes && kind == Kind::hard)
     run_block_stats(p, LaneAccumulator<T, Kind::hard>(p, sums), n, n_threads, out);
   else if (lanes && kind == Kind::entmax15)

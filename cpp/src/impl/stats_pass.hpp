@@ -40,7 +40,7 @@ struct StatsPass {
   Kind kind;
   double sigma2, two_s2;
   T inv_t;                  // 1 / (2 sigma^2), capped at the largest T
-  bool in_registers;        // direct path, hard/entmax15: rows reduced in registers, no block
+  bool in_registers;        // hard/entmax15: rows reduced in registers (min2_rows), no block
   std::int64_t* labels;     // (n,) nullable
   T* grad_X;                // (n, d) nullable
   std::vector<double> C64;  // (k, d) the centroids in double (with grad_X)
@@ -51,7 +51,7 @@ struct StatsPass {
     sigma2 = sigma * sigma;
     two_s2 = 2.0 * sigma2;
     inv_t = static_cast<T>(std::min<double>(1.0 / (2.0 * sigma2), std::numeric_limits<T>::max()));
-    in_registers = E.small && kind != Kind::softmax;
+    in_registers = kind != Kind::softmax;
     if (grad_X) C64.assign(C, C + E.k * E.d);
   }
 
@@ -132,22 +132,29 @@ template <typename T, typename Acc>
 void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
                 typename Acc::Tile& tile, index_t i0, index_t rows) {
   const index_t d = p.E.d, kp = p.E.kp;
-  if (p.in_registers) p.E.min2_rows(p.X + i0 * d, rows, ws.mins.data());
+  if (p.in_registers) p.E.min2_rows(p.X + i0 * d, rows, ws.mins.data(), ws);
+  // The chunk's scalar sums in locals (the same additions in the same order):
+  // in the chunk they would be memory round trips the row loop waits on.
+  double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
   for (index_t r = 0; r < rows; ++r) {
     const index_t i = i0 + r;
     const double wi = p.w[i];
     const T* x = p.X + i * d;
     T* row = ws.dbuf.data() + (p.in_registers ? 0 : r * kp);
     const RowMin<T> m = p.in_registers ? ws.mins[r] : row_min2(row, kp);
-    chunk.W += wi;
+    W += wi;
     if (p.labels) p.labels[i] = m.a;
-    if (wi > 0.0) chunk.mm = std::min(chunk.mm, static_cast<double>(m.m2 - m.m1));
+    if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
     const RowAssignment a = p.assign_row(x, row, m, wi, ws, acc.nonzero_blocks(tile, r));
-    chunk.obj += rounded_product(wi, a.objective);
-    chunk.J += rounded_product(wi, static_cast<double>(m.m1));
+    obj += rounded_product(wi, a.objective);
+    J += rounded_product(wi, static_cast<double>(m.m1));
     acc.row(tile, r, x, wi, a, ws);
     if (p.grad_X) p.data_gradient(i, x, wi, m, row, a, ws);
   }
+  chunk.W = W;
+  chunk.obj = obj;
+  chunk.J = J;
+  chunk.mm = mm;
   acc.block_end(tile, ws, rows);
 }
 

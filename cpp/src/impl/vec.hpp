@@ -20,8 +20,10 @@
 #error "define SOFTKMEANS_MR before including the kernel headers"
 #endif
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "softkmeans/config.hpp"
 
@@ -64,16 +66,36 @@ template <typename T>
 inline void vstore(T* p, typename VT<T>::v x) {
   *reinterpret_cast<typename VT<T>::u*>(p) = x;
 }
+// Every lane x. NOTE: a vector constructor of W copies (one broadcast), not
+// `V{} + x`: that form is an add of +0.0 the compiler must keep (it turns -0.0
+// into +0.0), one scalar add before each broadcast of the kernels' inner loops.
+template <typename V, typename T, std::size_t... I>
+inline V vsplat(T x, std::index_sequence<I...>) {
+  return V{(static_cast<void>(I), x)...};
+}
 template <typename T>
 inline typename VT<T>::v vset(T x) {
-  return typename VT<T>::v{} + x;
+  return vsplat<typename VT<T>::v>(x, std::make_index_sequence<VT<T>::W>{});
 }
+
+// a < b ? a : b and a > b ? a : b lane by lane (NaN and equal lanes: b), which
+// is exactly what the min/max instructions compute. NOTE: spelled with the
+// instructions where there are some: for b = 0 the compiler otherwise emits a
+// compare and a mask (two instructions in the kernels' inner loops).
 template <typename V>
 inline V vmin(V a, V b) {
+#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm256_min_ps((__m256)a, (__m256)b);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm256_min_pd((__m256d)a, (__m256d)b);
+#endif
   return a < b ? a : b;
 }
 template <typename V>
 inline V vmax(V a, V b) {
+#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm256_max_ps((__m256)a, (__m256)b);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm256_max_pd((__m256d)a, (__m256d)b);
+#endif
   return a > b ? a : b;
 }
 

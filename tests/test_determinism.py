@@ -76,3 +76,24 @@ def test_default_threads_follow_threadpoolctl(dtype):
         res = softkmeans.centroid_step(X, C, sigma, kind="softmax", sample_weight=w)
     for field in ref._fields:
         assert _bits(getattr(ref, field)) == _bits(getattr(res, field)), field
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+def test_kmeanspp_update_closest_bits_do_not_depend_on_row_position(dtype, simd_level):
+    """Each row's distance is the same bits wherever the row sits (several rows per step
+    or a leftover row) and for every thread count: the row-block reader of a Fortran X
+    shifts rows between blocks and must pick what the in-memory pass picks."""
+    from softkmeans import _native
+
+    X, _ = make_blobs(40_003, 9, 5, dtype=dtype, seed=3)
+    results = []
+    for t in THREADS:
+        closest = np.full(X.shape[0], np.inf)
+        _native.kmeanspp_update_closest(X, closest, 11, t)
+        results.append(closest)
+    for t, closest in zip(THREADS[1:], results[1:]):
+        assert _bits(closest) == _bits(results[0]), f"update_closest differs at {t} threads"
+    for offset in range(1, 9):  # every position of a row within a step of rows
+        shifted = np.full(X.shape[0] - offset, np.inf)
+        _native.kmeanspp_update_closest(X[offset:], shifted, 11 - offset, 1)
+        assert _bits(shifted) == _bits(results[0][offset:]), f"rows shifted by {offset}"

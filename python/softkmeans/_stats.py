@@ -9,6 +9,7 @@ statistics with `merge` and form c_j+ = S_j / N_j with `centroids`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -123,22 +124,26 @@ def running_update(
     return C64.astype(C.dtype), new_totals
 
 
+def merge_moment_pair(a, b):
+    """Chan, Golub & LeVeque's pairwise update of (W, weighted mean (d,), W x covariance
+    (d, d)) for the union of two disjoint blocks; a block of zero weight is skipped."""
+    Wa, ma, Ma = a
+    Wb, mb, Mb = b
+    if Wa == 0.0:
+        return b
+    if Wb == 0.0:
+        return a
+    W = Wa + Wb
+    delta = mb - ma
+    return W, ma + delta * (Wb / W), Ma + Mb + np.outer(delta, delta) * (Wa * Wb / W)
+
+
 def merge_moments(parts: Iterable[tuple[float, np.ndarray, np.ndarray]]):
     """(W, weighted mean (d,), weighted population covariance (d, d)) of the union of
     disjoint blocks, each given as its own (W, mean, covariance), merged in the order given
-    (Chan, Golub & LeVeque's pairwise update of the centred second moments)."""
-    W, mean, M = 0.0, None, None
-    for Wb, mean_b, cov_b in parts:
-        if Wb == 0.0:
-            continue
-        if W == 0.0:
-            W, mean, M = Wb, np.array(mean_b, dtype=np.float64), Wb * cov_b
-            continue
-        delta = mean_b - mean
-        total = W + Wb
-        M = M + Wb * cov_b + np.outer(delta, delta) * (W * Wb / total)
-        mean = mean + delta * (Wb / total)
-        W = total
+    (`merge_moment_pair`)."""
+    scaled = ((Wb, np.asarray(mean_b, dtype=np.float64), Wb * cov_b) for Wb, mean_b, cov_b in parts)
+    W, mean, M = functools.reduce(merge_moment_pair, scaled, (0.0, None, None))
     if W == 0.0:
         raise ValueError("merge_moments needs a block of positive weight")
     return W, mean, M / W

@@ -214,20 +214,7 @@ def _block_moments(X, w, n_threads):
 
 
 def _merge_moments(parts):
-    return functools.reduce(_merge_moment_pair, parts)
-
-
-def _merge_moment_pair(a, b):
-    """Chan et al.'s pairwise update of (W, mean, W x covariance)."""
-    Wa, ma, Ma = a
-    Wb, mb, Mb = b
-    if Wa == 0.0:
-        return b
-    if Wb == 0.0:
-        return a
-    W = Wa + Wb
-    delta = mb - ma
-    return W, ma + delta * (Wb / W), Ma + Mb + np.outer(delta, delta) * (Wa * Wb / W)
+    return functools.reduce(_stats.merge_moment_pair, parts)
 
 
 def _block_farthest(X, w, C, m, n_threads):

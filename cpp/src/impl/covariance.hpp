@@ -63,7 +63,7 @@ inline constexpr index_t kCovNR = kCovNV * VT<double>::W;
 struct CovariancePanels {
   index_t na, nb;  // panels of A and of B
   std::vector<double> A, B, row;
-  CovariancePanels(index_t d)
+  explicit CovariancePanels(index_t d)
       : na((d + kCovMR - 1) / kCovMR),
         nb((d + kCovNR - 1) / kCovNR),
         A(na * kRowTile * kCovMR, 0.0),

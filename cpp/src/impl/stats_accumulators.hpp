@@ -244,21 +244,28 @@ struct SparseAccumulator {
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
-    stats_rows(p, *this, chunk, ws, t, i0, rows);
+    if (p.kind == Kind::hard && !p.grad_X)
+      stats_rows_hard(p, *this, chunk, ws, t, i0, rows);
+    else
+      stats_rows(p, *this, chunk, ws, t, i0, rows);
   }
   std::uint8_t* nonzero_blocks(Tile&, index_t) const { return nullptr; }
   void row(Tile& t, index_t, const T* x, double wi, const RowAssignment& a,
            const Workspace<T>& ws) const {
     if (wi == 0.0) return;
-    for (index_t s = 0; s < a.supp; ++s) {
-      const double wr = wi * ws.cval[s];  // hard: wi * 1.0, exactly wi
-      const index_t j = ws.cidx[s];
-      t.N[j] += wr;
-      const T f = static_cast<T>(wr);
-      T* sj = t.S.data() + j * d;
+    for (index_t s = 0; s < a.supp; ++s) add(t, x, wi * ws.cval[s], ws.cidx[s]);
+  }
+  // A hard row: responsibility 1 (wi * 1.0 is exactly wi in row()).
+  void one_hot(Tile& t, const T* x, double wi, index_t j) const {
+    if (wi != 0.0) add(t, x, wi, j);
+  }
+  // N_j += wr, S_j += wr x (wr rounded to T).
+  void add(Tile& t, const T* x, double wr, index_t j) const {
+    t.N[j] += wr;
+    const T f = static_cast<T>(wr);
+    T* sj = t.S.data() + j * d;
 #pragma omp simd
-      for (index_t l = 0; l < d; ++l) sj[l] += f * x[l];
-    }
+    for (index_t l = 0; l < d; ++l) sj[l] += f * x[l];
   }
   void block_end(Tile&, const Workspace<T>&, index_t) const {}
   void fold(Tile& t, ChunkStats& chunk) const {
@@ -333,10 +340,14 @@ struct ObjectiveOnly {
   void init(Tile&) const {}
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
-    stats_rows(p, *this, chunk, ws, t, i0, rows);
+    if (p.kind == Kind::hard && !p.grad_X)
+      stats_rows_hard(p, *this, chunk, ws, t, i0, rows);
+    else
+      stats_rows(p, *this, chunk, ws, t, i0, rows);
   }
   std::uint8_t* nonzero_blocks(Tile&, index_t) const { return nullptr; }
   void row(Tile&, index_t, const T*, double, const RowAssignment&, const Workspace<T>&) const {}
+  void one_hot(Tile&, const T*, double, index_t) const {}
   void block_end(Tile&, const Workspace<T>&, index_t) const {}
   void fold(Tile&, ChunkStats&) const {}
 };

@@ -203,7 +203,7 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
-@pytest.mark.parametrize("d", [1, 2, 3, 5, 17])
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 13, 16, 17])
 @pytest.mark.parametrize("k", [3, 40, 100])
 def test_ties_go_to_the_smallest_index(dtype, d, k, simd_level):
     """Duplicated centroids and integer data: exact ties on every reduction path (rows in

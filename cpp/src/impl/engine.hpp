@@ -93,7 +93,7 @@ struct Engine {
   // The micro-kernel path's row reduction (min2_rows): LR W rows in the lanes
   // against LC centroids at a time, LR * LC accumulators.
   static constexpr index_t LR = 2;
-  static constexpr index_t LC = 6;
+  static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
   index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
@@ -213,8 +213,19 @@ struct Engine {
   // the panels cl at a time, each D the micro-kernel's bits (same products in
   // the same order, same clamp), folded per lane into the running two smallest
   // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
-  void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1, V* v2,
-                  VI* i1) const {
+  void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
+                  VI* i1p) const {
+    // The running state in locals: through the pointers (which may alias the
+    // float panels) it would be stored and reloaded at every centroid.
+    V v1[LR], v2[LR], xn[LR];
+    VI i1[LR];
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) {
+      v1[q] = v1p[q];
+      v2[q] = v2p[q];
+      xn[q] = xnv[q];
+      i1[q] = i1p[q];
+    }
     for (index_t j0 = j_begin; j0 < j_end; j0 += LC) {
       const T* cb = cl.data() + j0 * d;
       V a[LR][LC];
@@ -241,13 +252,73 @@ struct Engine {
         for (index_t q = 0; q < LR; ++q) {
           // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
           // micro-kernel's (xn + cn) - (a + a) bit for bit.
-          const V dist = vmax((xnv[q] + cnv) - a[q][c] * T(2), V{});
+          const V dist = vmax((xn[q] + cnv) - a[q][c] * T(2), V{});
           const VI lt = dist < v1[q];
           v2[q] = vmin(v2[q], vmax(v1[q], dist));
           i1[q] = lt ? jv : i1[q];
           v1[q] = vmin(v1[q], dist);
         }
       }
+    }
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) {
+      v1p[q] = v1[q];
+      v2p[q] = v2[q];
+      i1p[q] = i1[q];
+    }
+  }
+
+  // 8 x 8 floats transposed in registers: r [in/out] rows in, columns out.
+  // Three rounds of two-input shuffles (the unpack, shuffle and 128-bit
+  // permute instructions of AVX; other widths take pack_group's scalar loop).
+  template <typename U>
+  static void transpose8(U* r) {
+    U t[8], u[8];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      t[2 * p] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+      t[2 * p + 1] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+      for (int p = 0; p < 2; ++p) {
+        const U a = t[4 * h + p], b = t[4 * h + p + 2];
+        u[4 * h + 2 * p] = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+        u[4 * h + 2 * p + 1] = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+      r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+  }
+
+  // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
+  // (coordinate l of the group's row q at xg[l LR W + q]); lanes past rn
+  // repeat the last row. Each x - s is the same subtraction either way.
+  void pack_group(const T* X, index_t r0, index_t rn, T* xg) const {
+    constexpr index_t G = LR * W;
+    index_t l0 = 0;
+    if constexpr (std::is_same<V, vf>::value && W == 8) {
+      // 8 rows x 8 coordinates per transpose: two loads and six shuffles per
+      // row of 8 where the element-wise stores took 8 extracts.
+      for (; l0 + 8 <= d; l0 += 8) {
+        const V s = vload(shift.data() + l0);
+        for (index_t b = 0; b < G; b += 8) {
+          V r[8];
+#pragma GCC unroll 8
+          for (index_t q = 0; q < 8; ++q)
+            r[q] = vload(X + (r0 + std::min<index_t>(b + q, rn - 1)) * d + l0) - s;
+          transpose8<V>(r);
+#pragma GCC unroll 8
+          for (index_t c = 0; c < 8; ++c) vstore(xg + (l0 + c) * G + b, r[c]);
+        }
+      }
+    }
+    for (index_t q = 0; q < G; ++q) {
+      const T* x = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
+      for (index_t l = l0; l < d; ++l) xg[l * G + q] = x[l] - shift[l];
     }
   }
 
@@ -265,11 +336,7 @@ struct Engine {
     VI* si = ws.lane_idx.data();  // (groups, LR): i1
     for (index_t g = 0; g < groups; ++g) {
       T* xg = xt + g * d * G;
-      const index_t rn = std::min<index_t>(G, rows - g * G);
-      for (index_t q = 0; q < G; ++q) {
-        const T* x = X + (g * G + std::min<index_t>(q, rn - 1)) * d;
-        for (index_t l = 0; l < d; ++l) xg[l * G + q] = x[l] - shift[l];
-      }
+      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg);
       for (index_t q = 0; q < LR; ++q) {
         V xnv = V{};
         for (index_t l = 0; l < d; ++l) {

@@ -158,5 +158,37 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
   acc.block_end(tile, ws, rows);
 }
 
+// stats_rows for the hard kind without grad_X: the same statistics by the
+// same additions in the same order, the row's one-hot w x and w added by
+// acc.one_hot. No call in the row loop (stats_rows' assign_row may call the
+// entmax15 path): around a call every vector register is caller-saved, and
+// the chunk sums would stay in memory, one store-to-load round trip per row.
+template <typename T, typename Acc>
+void stats_rows_hard(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
+                     typename Acc::Tile& tile, index_t i0, index_t rows) {
+  const index_t d = p.E.d;
+  const T* X = p.X + i0 * d;
+  const double* w = p.w + i0;
+  const RowMin<T>* mins = ws.mins.data();
+  p.E.min2_rows(X, rows, ws.mins.data(), ws);
+  double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
+  for (index_t r = 0; r < rows; ++r) {
+    const RowMin<T> m = mins[r];
+    const double wi = w[r];
+    W += wi;
+    if (p.labels) p.labels[i0 + r] = m.a;
+    if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
+    const double m1 = static_cast<double>(m.m1);
+    obj += rounded_product(wi, m1);
+    J += rounded_product(wi, m1);
+    acc.one_hot(tile, X + r * d, wi, m.a);
+  }
+  chunk.W = W;
+  chunk.obj = obj;
+  chunk.J = J;
+  chunk.mm = mm;
+  acc.block_end(tile, ws, rows);
+}
+
 }  // namespace SOFTKMEANS_ISA
 }  // namespace softkmeans

@@ -188,7 +188,6 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
         ChunkStats& chunk = chunks[c];
         double Wc = chunk.W, J = chunk.J, mm = chunk.mm;
         index_t q = 0;  // next computed row
-        s.cval[0] = 1.0;
         for (index_t r = 0; r < rows; ++r) {
           const index_t i = i0 + r;
           const double wi = w[i];
@@ -213,8 +212,7 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
           }
           Wc += wi;
           J += rounded_product(wi, Di);
-          s.cidx[0] = labels[i];
-          acc.row(s.tile, r, x, wi, RowAssignment{Di, wi, 1}, s);
+          acc.one_hot(s.tile, x, wi, static_cast<index_t>(labels[i]));
         }
         chunk.W = Wc;
         chunk.J = chunk.obj = J;

@@ -101,8 +101,7 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   const double tau = entmax_tau(cval, cidx, count);
   for (index_t a = 0; a < count; ++a) {
     const double t = cval[a] - tau;
-    if (t <= 0.0) break;
-    o[cidx[a]] = static_cast<T>(t * t);
+    if (t > 0.0) o[cidx[a]] = static_cast<T>(t * t);
   }
 }
 

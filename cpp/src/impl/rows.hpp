@@ -122,8 +122,9 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
 // entmax15 threshold by SPEC.md's sort-based algorithm on candidates
 // u (count,) in (-1, 0] (halved, max-shifted scores; the max is 0): sorts
 // them descending (with their indices), returns tau. Running sums in double;
-// values in (-1, 0] keep Q_s - M_s^2 well conditioned.
-inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+// values in (-1, 0] keep Q_s - M_s^2 well conditioned. The oracle of
+// entmax_tau, and its fallback.
+inline double entmax_tau_sorted(double* u, std::int64_t* idx, index_t count) {
   // Insertion sort for the usual handful of candidates, Shell sort (in place,
   // no allocation inside the parallel region) for many.
   index_t gap = 1;
@@ -165,6 +166,77 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
   return M - std::sqrt(std::max(delta, 0.0));
 }
 
+// Count, sum, sum of squares and minimum of d = u - lo over the u > lo of
+// u (count,): one vector pass, lanes summed in a fixed order.
+struct EntmaxSums {
+  double n, s1, s2, mn;
+};
+inline EntmaxSums entmax_sums_above(const double* u, index_t count, double lo) {
+  using V = VT<double>::v;
+  constexpr index_t W = VT<double>::W;
+  const V vlo = vset(lo), one = vset(1.0), inf = vset(std::numeric_limits<double>::infinity());
+  V n = V{}, s1 = V{}, s2 = V{}, mn = inf;
+  auto add = [&](V x) {
+    const V d = x - vlo;
+    const auto in = d > V{};
+    const V dp = in ? d : V{};
+    n += in ? one : V{};
+    s1 += dp;
+    s2 += dp * dp;
+    mn = vmin(mn, in ? d : inf);
+  };
+  index_t a = 0;
+  for (; a + W <= count; a += W) add(vload(u + a));
+  if (a < count) {
+    V tail = vset(lo);  // d = 0: not above lo
+    for (index_t q = 0; a + q < count; ++q) tail[q] = u[a + q];
+    add(tail);
+  }
+  EntmaxSums r{0.0, 0.0, 0.0, mn[0]};
+  for (index_t q = 0; q < W; ++q) {
+    r.n += n[q];
+    r.s1 += s1[q];
+    r.s2 += s2[q];
+    r.mn = std::min(r.mn, mn[q]);
+  }
+  return r;
+}
+
+// Newton steps of entmax_tau before it falls back to the sort (rows need 3-5;
+// the fallback guards against rounding stalls).
+inline constexpr int kEntmaxNewtonSteps = 16;
+
+// entmax15 threshold tau of candidates u (count >= 1,) in (-1, 0] (halved,
+// max-shifted scores; the max is 0): sum_a [u_a - tau]_+^2 = 1. The same tau as
+// SPEC.md's sort-based algorithm without sorting: h(t) = sum_a [u_a - t]_+^2 is
+// convex and decreasing, so Newton steps from a lower bound lo (h(lo) >= 1;
+// lo = -1 to start, the top entry alone) stay lower bounds. On S = {u > lo}
+// (d = u - lo), SPEC.md's closed form tau_S = lo + mean(d) - sqrt(delta_S) is
+// tau exactly when tau_S <= min_S u: h is then sum_S (u - t)^2 on
+// [lo, min_S u], and tau_S its root there (S is the support). Otherwise
+// h(min_S u) > 1, so min_S u is a lower bound too and leaves S. Each step is
+// one vector pass over the candidates, no branches per entry (the sort's
+// mispredictions cost most of the row). The order of (u, idx) may change (the
+// fallback sorts them).
+inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+  if (count == 1) return -1.0;
+  double lo = -1.0;
+  for (int step = 0; step < kEntmaxNewtonSteps; ++step) {
+    const EntmaxSums s = entmax_sums_above(u, count, lo);
+    const double M = s.s1 / s.n;
+    const double delta = (1.0 - s.n * (s.s2 / s.n - M * M)) / s.n;
+    if (delta >= 0.0) {
+      const double t = M - std::sqrt(delta);
+      if (t <= s.mn) return lo + t;
+    }
+    // Newton: lo + (h(lo) - 1) / -h'(lo), h(lo) = s2, -h'(lo) = 2 s1.
+    const double next = lo + std::max((s.s2 - 1.0) / (2.0 * s.s1), s.mn);
+    if (!(next > lo)) break;  // rounding stalled
+    lo = next;
+  }
+  return entmax_tau_sorted(u, idx, count);
+}
+
 // entmax15 responsibilities of a distance row: candidates are the j with
 // D_j - m1 < 4 sigma^2 (u_j = -(D_j - m1) / (4 sigma^2) > -1); cval/cidx
 // [out] get the support's r values and indices, returns its size.
@@ -199,7 +271,7 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
   double lin = 0.0, p15 = 0.0;
   for (index_t a = 0; a < count; ++a) {
     const double t = cval[a] - tau;
-    if (t <= 0.0) break;  // sorted descending
+    if (t <= 0.0) continue;
     const double r = t * t;
     const double gap = -cval[a] * thr;
     lin += r * gap;

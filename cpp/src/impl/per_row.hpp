@@ -105,18 +105,90 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   }
 }
 
+// Up to this many columns entmax15 puts rows in the vector lanes and sorts
+// with a sorting network of this many inputs (short rows are padded).
+inline constexpr index_t kEntmaxLaneK = 8;
+
+// entmax15 of the W rows (W = double lanes) z (W, k), k <= kEntmaxLaneK, into
+// o (W, k): rows in the lanes, the same u as entmax15_row, the candidates
+// sorted descending by a sorting network (19 compare-exchanges, no branches)
+// and SPEC.md's scan with entmax_tau_sorted's test, its sums in its order:
+// the same tau as the oracle, bit for bit. For short rows the sort's
+// mispredictions and the per-row reductions cost several times the math.
+template <typename T>
+void entmax15_lane_rows(const T* z, index_t k, T* o) {
+  using V = typename VT<double>::v;
+  constexpr index_t W = VT<double>::W, K = kEntmaxLaneK;
+  const V below = vset(-2.0);  // padding, and the clamp of non-candidates
+  V u[K], s[K];
+  V zmax = vset(-std::numeric_limits<double>::infinity());
+  for (index_t j = 0; j < K; ++j) {
+    u[j] = below;
+    if (j >= k) continue;
+    for (index_t q = 0; q < W; ++q) u[j][q] = static_cast<double>(z[q * k + j]);
+    zmax = vmax(zmax, u[j]);
+  }
+  const V half_max = zmax / 2.0;
+  for (index_t j = 0; j < k; ++j) u[j] = vmax(u[j] / 2.0 - half_max, below);
+  for (index_t j = 0; j < K; ++j) s[j] = u[j];
+  // Knuth's 19-comparator network for 8 inputs, descending.
+  static constexpr int kNet[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6},
+                                      {3, 7}, {0, 1}, {2, 3}, {4, 5}, {6, 7}, {2, 4}, {3, 5},
+                                      {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+  for (const auto& ce : kNet) {
+    const V a = s[ce[0]], b = s[ce[1]];
+    s[ce[0]] = vmax(a, b);
+    s[ce[1]] = vmin(a, b);
+  }
+  // entmax_tau_sorted's scan in every lane: a lane stops at its first failing
+  // size (or its first non-candidate, u <= -1).
+  const V one = vset(1.0), minus_one = vset(-1.0);
+  V s1 = s[0], s2 = s[0] * s[0], size = one;
+  auto alive = s[0] == s[0];
+  for (index_t j = 1; j < K; ++j) {
+    const V v = s[j], ds = vset(static_cast<double>(j + 1));
+    const V a1 = s1 + v, a2 = s2 + v * v;
+    const V lhs = a1 - ds * v;
+    alive = alive & (v > minus_one) & (lhs * lhs <= ds - ds * a2 + a1 * a1);
+    s1 = alive ? a1 : s1;
+    s2 = alive ? a2 : s2;
+    size = alive ? ds : size;
+  }
+  const V M = s1 / size, Q = s2 / size;
+  V delta = vmax((one - size * (Q - M * M)) / size, V{});
+  for (index_t q = 0; q < W; ++q) delta[q] = std::sqrt(delta[q]);
+  const V tau = M - delta;
+  for (index_t j = 0; j < k; ++j) {
+    const V t = u[j] - tau;
+    const V r = (t > V{}) & (u[j] > minus_one) ? t * t : V{};
+    for (index_t q = 0; q < W; ++q) o[q * k + j] = static_cast<T>(r[q]);
+  }
+}
+
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
   const int nt = resolve_threads(n_threads, n * k);
   std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
+  // Rows in lane groups of W where k is small, one by one otherwise (and the
+  // last n % W rows).
+  constexpr index_t W = VT<double>::W;
+  const index_t group = k <= kEntmaxLaneK ? W : 1;
+  const index_t n_groups = n / group;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (index_t i = 0; i < n; ++i) {
+  for (index_t g = 0; g < n_groups; ++g) {
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
-    const int th = omp_get_thread_num();
-    entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
+    const index_t i = g * group;
+    if (group > 1) {
+      entmax15_lane_rows(Z + i * k, k, R + i * k);
+    } else {
+      const int th = omp_get_thread_num();
+      entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
+    }
   }
+  for (index_t i = n_groups * group; i < n; ++i)
+    entmax15_row(Z + i * k, k, R + i * k, cv[0].data(), ci[0].data());
 }
 
 // The responsibilities of `kind` of one distance row (kp,) into o (k,); the

@@ -80,19 +80,19 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   const T lo = zmax - T(2) - (std::fabs(zmax) + T(2)) * T(1e-6);
   const V vlo = vset<T>(lo);
   index_t count = 0;
+  // NOTE: no branch per entry (candidates come at random places; the branches
+  // mispredicted more than the row's math): the store always, the count only
+  // for a candidate; whole blocks below lo are skipped.
   auto consider = [&](index_t j) {
     const double u = static_cast<double>(z[j]) / 2.0 - half_max;
-    if (u > -1.0) {
-      cval[count] = u;
-      cidx[count] = j;
-      ++count;
-    }
+    cval[count] = u;
+    cidx[count] = j;
+    count += u > -1.0;
   };
   for (index_t j = 0; j < kv; j += W) {
     vstore(o + j, V{});
-    // The lanes above lo, one bit each (a superset; the exact test in consider).
-    for (unsigned bits = lane_bits<Cmp::lt>(vlo, vload(z + j)); bits != 0; bits &= bits - 1)
-      consider(j + __builtin_ctz(bits));
+    if (lane_bits<Cmp::lt>(vlo, vload(z + j)) == 0) continue;
+    for (index_t q = 0; q < W; ++q) consider(j + q);
   }
   for (index_t j = kv; j < k; ++j) {
     o[j] = T(0);
@@ -100,8 +100,8 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   }
   const double tau = entmax_tau(cval, cidx, count);
   for (index_t a = 0; a < count; ++a) {
-    const double t = cval[a] - tau;
-    if (t > 0.0) o[cidx[a]] = static_cast<T>(t * t);
+    const double t = std::max(cval[a] - tau, 0.0);  // compiles to a max, not a branch
+    o[cidx[a]] = static_cast<T>(t * t);
   }
 }
 

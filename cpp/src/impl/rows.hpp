@@ -223,12 +223,12 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
   double lo = -1.0;
   for (int step = 0; step < kEntmaxNewtonSteps; ++step) {
     const EntmaxSums s = entmax_sums_above(u, count, lo);
-    const double M = s.s1 / s.n;
-    const double delta = (1.0 - s.n * (s.s2 / s.n - M * M)) / s.n;
-    if (delta >= 0.0) {
-      const double t = M - std::sqrt(delta);
-      if (t <= s.mn) return lo + t;
-    }
+    // tau_S - lo = M - sqrt(delta) <= min d as entmax_tau_sorted tests it,
+    // times n: (s1 - n min d)^2 <= n^2 delta = n - n s2 + s1^2 (s1 >= n min d),
+    // so the step's latency has no division and no square root.
+    const double n2_delta = s.n - s.n * s.s2 + s.s1 * s.s1;
+    const double lhs = s.s1 - s.n * s.mn;
+    if (n2_delta >= 0.0 && lhs * lhs <= n2_delta) return lo + (s.s1 - std::sqrt(n2_delta)) / s.n;
     // Newton: lo + (h(lo) - 1) / -h'(lo), h(lo) = s2, -h'(lo) = 2 s1.
     const double next = lo + std::max((s.s2 - 1.0) / (2.0 * s.s1), s.mn);
     if (!(next > lo)) break;  // rounding stalled

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "impl/drive.hpp"
@@ -60,7 +61,8 @@ void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, in
                    [&](index_t i, const RowMin<T>& m) { out[i] = m.m2 - m.m1; });
 }
 
-// entmax15 of one score row z (k,) into o (k,); cval, cidx (k,) scratch.
+// entmax15 of one score row z (k,) into o (k,); cval (k rounded up to double
+// vectors,), cidx (k,) scratch.
 template <typename T>
 void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx) {
   using V = typename VT<T>::v;
@@ -98,16 +100,29 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
     o[j] = T(0);
     consider(j);
   }
-  const double tau = entmax_tau(cval, cidx, count);
-  for (index_t a = 0; a < count; ++a) {
-    const double t = std::max(cval[a] - tau, 0.0);  // compiles to a max, not a branch
-    o[cidx[a]] = static_cast<T>(t * t);
+  // r = [u - tau]_+^2 in double vectors: a scalar max or select compiles to a
+  // branch, which mispredicts on every other candidate.
+  using VD = typename VT<double>::v;
+  constexpr index_t WD = VT<double>::W;
+  const VD vtau = vset(entmax_tau(cval, cidx, count));  // pads cval: r = 0 there
+  for (index_t a = 0; a < count; a += WD) {
+    const index_t lanes = std::min(WD, count - a);
+    const VD t = vmax(vload(cval + a) - vtau, VD{});
+    const VD r = t * t;
+    for (index_t q = 0; q < lanes; ++q) o[cidx[a + q]] = static_cast<T>(r[q]);
   }
 }
 
 // Up to this many columns entmax15 puts rows in the vector lanes and sorts
 // with a sorting network of this many inputs (short rows are padded).
 inline constexpr index_t kEntmaxLaneK = 8;
+
+// The double vector {p[0], p[stride], p[2 stride], ...} built in registers
+// (lane by lane stores and a vector load of them stall on store forwarding).
+template <typename V, typename T, std::size_t... Q>
+inline V strided(const T* p, index_t stride, std::index_sequence<Q...>) {
+  return V{static_cast<double>(p[static_cast<index_t>(Q) * stride])...};
+}
 
 // entmax15 of the W rows (W = double lanes) z (W, k), k <= kEntmaxLaneK, into
 // o (W, k): rows in the lanes, the same u as entmax15_row, the candidates
@@ -122,10 +137,9 @@ void entmax15_lane_rows(const T* z, index_t k, T* o) {
   const V below = vset(-2.0);  // padding, and the clamp of non-candidates
   V u[K], s[K];
   V zmax = vset(-std::numeric_limits<double>::infinity());
-  for (index_t j = 0; j < K; ++j) {
-    u[j] = below;
-    if (j >= k) continue;
-    for (index_t q = 0; q < W; ++q) u[j][q] = static_cast<double>(z[q * k + j]);
+  for (index_t j = 0; j < K; ++j) u[j] = below;
+  for (index_t j = 0; j < k; ++j) {
+    u[j] = strided<V>(z + j, k, std::make_index_sequence<W>{});
     zmax = vmax(zmax, u[j]);
   }
   const V half_max = zmax / 2.0;
@@ -168,7 +182,7 @@ void entmax15_lane_rows(const T* z, index_t k, T* o) {
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
   const int nt = resolve_threads(n_threads, n * k);
-  std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
+  std::vector<std::vector<double>> cv(nt, std::vector<double>(round_up(k, VT<double>::W)));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
   // Rows in lane groups of W where k is small, one by one otherwise (and the

@@ -167,7 +167,8 @@ inline double entmax_tau_sorted(double* u, std::int64_t* idx, index_t count) {
 }
 
 // Count, sum, sum of squares and minimum of d = u - lo over the u > lo of
-// u (count,): one vector pass, lanes summed in a fixed order.
+// u (count rounded up to double vectors; the padding <= lo): one vector pass,
+// lanes summed in a fixed order.
 struct EntmaxSums {
   double n, s1, s2, mn;
 };
@@ -176,21 +177,14 @@ inline EntmaxSums entmax_sums_above(const double* u, index_t count, double lo) {
   constexpr index_t W = VT<double>::W;
   const V vlo = vset(lo), one = vset(1.0), inf = vset(std::numeric_limits<double>::infinity());
   V n = V{}, s1 = V{}, s2 = V{}, mn = inf;
-  auto add = [&](V x) {
-    const V d = x - vlo;
+  for (index_t a = 0; a < count; a += W) {
+    const V d = vload(u + a) - vlo;
     const auto in = d > V{};
     const V dp = in ? d : V{};
     n += in ? one : V{};
     s1 += dp;
     s2 += dp * dp;
     mn = vmin(mn, in ? d : inf);
-  };
-  index_t a = 0;
-  for (; a + W <= count; a += W) add(vload(u + a));
-  if (a < count) {
-    V tail = vset(lo);  // d = 0: not above lo
-    for (index_t q = 0; a + q < count; ++q) tail[q] = u[a + q];
-    add(tail);
   }
   EntmaxSums r{0.0, 0.0, 0.0, mn[0]};
   for (index_t q = 0; q < W; ++q) {
@@ -217,9 +211,12 @@ inline constexpr int kEntmaxNewtonSteps = 16;
 // h(min_S u) > 1, so min_S u is a lower bound too and leaves S. Each step is
 // one vector pass over the candidates, no branches per entry (the sort's
 // mispredictions cost most of the row). The order of (u, idx) may change (the
-// fallback sorts them).
+// fallback sorts them). u has room for count rounded up to double vectors: the
+// entries past count become kEntmaxPad (never in the support).
+inline constexpr double kEntmaxPad = -2.0;
 inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
   if (count == 1) return -1.0;
+  for (index_t a = count; a < round_up(count, VT<double>::W); ++a) u[a] = kEntmaxPad;
   double lo = -1.0;
   for (int step = 0; step < kEntmaxNewtonSteps; ++step) {
     const EntmaxSums s = entmax_sums_above(u, count, lo);
@@ -239,7 +236,7 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
 
 // entmax15 responsibilities of a distance row: candidates are the j with
 // D_j - m1 < 4 sigma^2 (u_j = -(D_j - m1) / (4 sigma^2) > -1); cval/cidx
-// [out] get the support's r values and indices, returns its size.
+// (kp,) [out] get the support's r values and indices, returns its size.
 // extra [out]: sum_j r_j (D_j - m1) - 2 sigma^2 H(r), the Tsallis objective
 // minus m1 (one-hot rows give exactly 0).
 template <typename T>

@@ -149,6 +149,8 @@ void entmax15_lane_rows(const T* z, index_t k, T* o) {
   static constexpr int kNet[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6},
                                       {3, 7}, {0, 1}, {2, 3}, {4, 5}, {6, 7}, {2, 4}, {3, 5},
                                       {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+  // Unrolled, so that s stays in registers (a loop indexes it in memory).
+#pragma GCC unroll 19
   for (const auto& ce : kNet) {
     const V a = s[ce[0]], b = s[ce[1]];
     s[ce[0]] = vmax(a, b);

@@ -164,16 +164,12 @@ void entmax15_lane_rows(const T* z, index_t k, T* o) {
   for (index_t j = 1; j < K; ++j) {
     const V v = s[j], ds = vset(static_cast<double>(j + 1));
     const V a1 = s1 + v, a2 = s2 + v * v;
-    const V lhs = a1 - ds * v;
-    alive = alive & (v > minus_one) & (lhs * lhs <= ds - ds * a2 + a1 * a1);
+    alive = alive & (v > minus_one) & entmax_size_qualifies(a1, a2, v, ds);
     s1 = alive ? a1 : s1;
     s2 = alive ? a2 : s2;
     size = alive ? ds : size;
   }
-  const V M = s1 / size, Q = s2 / size;
-  V delta = vmax((one - size * (Q - M * M)) / size, V{});
-  for (index_t q = 0; q < W; ++q) delta[q] = std::sqrt(delta[q]);
-  const V tau = M - delta;
+  const V tau = entmax_tau_of_sums(size, s1, s2);
   for (index_t j = 0; j < k; ++j) {
     const V t = u[j] - tau;
     const V r = (t > V{}) & (u[j] > minus_one) ? t * t : V{};

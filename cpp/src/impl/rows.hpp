@@ -119,6 +119,34 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
   return sum;
 }
 
+// SPEC.md's size test of the sort-based entmax15 algorithm for the s largest
+// candidates (v the s-th, a1 and a2 the sums of them and of their squares):
+// tau_s <= v, i.e. M_s - v <= sqrt(delta_s) with M_s >= v (a mean of the s
+// largest), i.e. (a1 - s v)^2 <= s delta_s s = s - s a2 + a1^2 (both sides
+// times s^2): no division and no square root per size (they would cost most of
+// the row), tau computed once at the end. V: double, or double vectors (one
+// row per lane).
+template <typename V>
+inline auto entmax_size_qualifies(V a1, V a2, V v, V s) {
+  const V lhs = a1 - s * v;
+  return lhs * lhs <= s - s * a2 + a1 * a1;
+}
+
+// SPEC.md's tau_s = M_s - sqrt(delta_s) from the sums s1, s2 of the support
+// (size s) and of its squares.
+template <typename V>
+inline V entmax_tau_of_sums(V s, V s1, V s2) {
+  const V M = s1 / s, Q = s2 / s;
+  const V delta = (1.0 - s * (Q - M * M)) / s;
+  if constexpr (std::is_same<V, double>::value) {
+    return M - std::sqrt(std::max(delta, 0.0));
+  } else {
+    V root = vmax(delta, V{});
+    for (std::size_t q = 0; q < sizeof(V) / sizeof(double); ++q) root[q] = std::sqrt(root[q]);
+    return M - root;
+  }
+}
+
 // entmax15 threshold by SPEC.md's sort-based algorithm on candidates
 // u (count,) in (-1, 0] (halved, max-shifted scores; the max is 0): sorts
 // them descending (with their indices), returns tau. Running sums in double;
@@ -142,28 +170,20 @@ inline double entmax_tau_sorted(double* u, std::int64_t* idx, index_t count) {
       idx[b] = iv;
     }
   }
-  // Size s qualifies when tau_s <= u_s, i.e. M_s - u_s <= sqrt(delta_s) with
-  // M_s >= u_s (a mean of the s largest), i.e. (s1 - s u_s)^2 <= s delta_s s
-  // = s - s s2 + s1^2 (both sides times s^2): no division and no square root
-  // per size (they would cost most of the row), tau computed once at the end.
   double s1 = 0.0, s2 = 0.0;
   index_t size = 0;
   for (index_t s = 1; s <= count; ++s) {
     const double v = u[s - 1];
     const double a1 = s1 + v, a2 = s2 + v * v;
-    const double ds = static_cast<double>(s);
-    const double lhs = a1 - ds * v;
     // The qualifying sizes form a prefix 1..s* (as in deep-spin/entmax, which
     // counts them): stop at the first failure.
-    if (s > 1 && lhs * lhs > ds - ds * a2 + a1 * a1) break;
+    if (s > 1 && !entmax_size_qualifies(a1, a2, v, static_cast<double>(s))) break;
     s1 = a1;
     s2 = a2;
     size = s;
   }
-  const double ds = static_cast<double>(size);  // >= 1: size 1 always qualifies
-  const double M = s1 / ds, Q = s2 / ds;
-  const double delta = (1.0 - ds * (Q - M * M)) / ds;
-  return M - std::sqrt(std::max(delta, 0.0));
+  // size >= 1: size 1 always qualifies
+  return entmax_tau_of_sums(static_cast<double>(size), s1, s2);
 }
 
 // Count, sum, sum of squares and minimum of d = u - lo over the u > lo of

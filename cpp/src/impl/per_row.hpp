@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "impl/drive.hpp"
@@ -60,7 +61,8 @@ void margins(const T* X, index_t n, index_t d, const T* C, index_t k, T* out, in
                    [&](index_t i, const RowMin<T>& m) { out[i] = m.m2 - m.m1; });
 }
 
-// entmax15 of one score row z (k,) into o (k,); cval, cidx (k,) scratch.
+// entmax15 of one score row z (k,) into o (k,); cval (k rounded up to double
+// vectors,), cidx (k,) scratch.
 template <typename T>
 void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx) {
   using V = typename VT<T>::v;
@@ -80,44 +82,125 @@ void entmax15_row(const T* z, index_t k, T* o, double* cval, std::int64_t* cidx)
   const T lo = zmax - T(2) - (std::fabs(zmax) + T(2)) * T(1e-6);
   const V vlo = vset<T>(lo);
   index_t count = 0;
+  // NOTE: no branch per entry (candidates come at random places; the branches
+  // mispredicted more than the row's math): the store always, the count only
+  // for a candidate; whole blocks below lo are skipped.
   auto consider = [&](index_t j) {
     const double u = static_cast<double>(z[j]) / 2.0 - half_max;
-    if (u > -1.0) {
-      cval[count] = u;
-      cidx[count] = j;
-      ++count;
-    }
+    cval[count] = u;
+    cidx[count] = j;
+    count += u > -1.0;
   };
   for (index_t j = 0; j < kv; j += W) {
     vstore(o + j, V{});
-    // The lanes above lo, one bit each (a superset; the exact test in consider).
-    for (unsigned bits = lane_bits<Cmp::lt>(vlo, vload(z + j)); bits != 0; bits &= bits - 1)
-      consider(j + __builtin_ctz(bits));
+    if (lane_bits<Cmp::lt>(vlo, vload(z + j)) == 0) continue;
+    for (index_t q = 0; q < W; ++q) consider(j + q);
   }
   for (index_t j = kv; j < k; ++j) {
     o[j] = T(0);
     consider(j);
   }
-  const double tau = entmax_tau(cval, cidx, count);
-  for (index_t a = 0; a < count; ++a) {
-    const double t = cval[a] - tau;
-    if (t <= 0.0) break;
-    o[cidx[a]] = static_cast<T>(t * t);
+  // r = [u - tau]_+^2 in double vectors: a scalar max or select compiles to a
+  // branch, which mispredicts on every other candidate.
+  using VD = typename VT<double>::v;
+  constexpr index_t WD = VT<double>::W;
+  const VD vtau = vset(entmax_tau(cval, cidx, count));  // pads cval: r = 0 there
+  for (index_t a = 0; a < count; a += WD) {
+    const index_t lanes = std::min(WD, count - a);
+    const VD t = vmax(vload(cval + a) - vtau, VD{});
+    const VD r = t * t;
+    for (index_t q = 0; q < lanes; ++q) o[cidx[a + q]] = static_cast<T>(r[q]);
+  }
+}
+
+// Up to this many columns entmax15 puts rows in the vector lanes and sorts
+// with a sorting network of this many inputs (short rows are padded).
+inline constexpr index_t kEntmaxLaneK = 8;
+
+// The double vector {p[0], p[stride], p[2 stride], ...} built in registers
+// (lane by lane stores and a vector load of them stall on store forwarding).
+template <typename V, typename T, std::size_t... Q>
+inline V strided(const T* p, index_t stride, std::index_sequence<Q...>) {
+  return V{static_cast<double>(p[static_cast<index_t>(Q) * stride])...};
+}
+
+// entmax15 of the W rows (W = double lanes) z (W, k), k <= kEntmaxLaneK, into
+// o (W, k): rows in the lanes, the same u as entmax15_row, the candidates
+// sorted descending by a sorting network (19 compare-exchanges, no branches)
+// and SPEC.md's scan with entmax_tau_sorted's test, its sums in its order:
+// the same tau as the oracle, bit for bit. For short rows the sort's
+// mispredictions and the per-row reductions cost several times the math.
+template <typename T>
+void entmax15_lane_rows(const T* z, index_t k, T* o) {
+  using V = typename VT<double>::v;
+  constexpr index_t W = VT<double>::W, K = kEntmaxLaneK;
+  const V below = vset(-2.0);  // padding, and the clamp of non-candidates
+  V u[K], s[K];
+  V zmax = vset(-std::numeric_limits<double>::infinity());
+  for (index_t j = 0; j < K; ++j) u[j] = below;
+  for (index_t j = 0; j < k; ++j) {
+    u[j] = strided<V>(z + j, k, std::make_index_sequence<W>{});
+    zmax = vmax(zmax, u[j]);
+  }
+  const V half_max = zmax / 2.0;
+  for (index_t j = 0; j < k; ++j) u[j] = vmax(u[j] / 2.0 - half_max, below);
+  for (index_t j = 0; j < K; ++j) s[j] = u[j];
+  // Knuth's 19-comparator network for 8 inputs, descending.
+  static constexpr int kNet[19][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6},
+                                      {3, 7}, {0, 1}, {2, 3}, {4, 5}, {6, 7}, {2, 4}, {3, 5},
+                                      {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}};
+  // Unrolled, so that s stays in registers (a loop indexes it in memory).
+#pragma GCC unroll 19
+  for (const auto& ce : kNet) {
+    const V a = s[ce[0]], b = s[ce[1]];
+    s[ce[0]] = vmax(a, b);
+    s[ce[1]] = vmin(a, b);
+  }
+  // entmax_tau_sorted's scan in every lane: a lane stops at its first failing
+  // size (or its first non-candidate, u <= -1).
+  const V one = vset(1.0), minus_one = vset(-1.0);
+  V s1 = s[0], s2 = s[0] * s[0], size = one;
+  auto alive = s[0] == s[0];
+  for (index_t j = 1; j < K; ++j) {
+    const V v = s[j], ds = vset(static_cast<double>(j + 1));
+    const V a1 = s1 + v, a2 = s2 + v * v;
+    alive = alive & (v > minus_one) & entmax_size_qualifies(a1, a2, v, ds);
+    s1 = alive ? a1 : s1;
+    s2 = alive ? a2 : s2;
+    size = alive ? ds : size;
+  }
+  const V tau = entmax_tau_of_sums(size, s1, s2);
+  for (index_t j = 0; j < k; ++j) {
+    const V t = u[j] - tau;
+    const V r = (t > V{}) & (u[j] > minus_one) ? t * t : V{};
+    for (index_t q = 0; q < W; ++q) o[q * k + j] = static_cast<T>(r[q]);
   }
 }
 
 template <typename T>
 void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
   const int nt = resolve_threads(n_threads, n * k);
-  std::vector<std::vector<double>> cv(nt, std::vector<double>(k));
+  std::vector<std::vector<double>> cv(nt, std::vector<double>(round_up(k, VT<double>::W)));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
+  // Rows in lane groups of W where k is small, one by one otherwise (and the
+  // last n % W rows).
+  constexpr index_t W = VT<double>::W;
+  const index_t group = k <= kEntmaxLaneK ? W : 1;
+  const index_t n_groups = n / group;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (index_t i = 0; i < n; ++i) {
+  for (index_t g = 0; g < n_groups; ++g) {
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;  // results discarded
-    const int th = omp_get_thread_num();
-    entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
+    const index_t i = g * group;
+    if (group > 1) {
+      entmax15_lane_rows(Z + i * k, k, R + i * k);
+    } else {
+      const int th = omp_get_thread_num();
+      entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
+    }
   }
+  for (index_t i = n_groups * group; i < n; ++i)
+    entmax15_row(Z + i * k, k, R + i * k, cv[0].data(), ci[0].data());
 }
 
 // The responsibilities of `kind` of one distance row (kp,) into o (k,); the

@@ -119,11 +119,40 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
   return sum;
 }
 
+// SPEC.md's size test of the sort-based entmax15 algorithm for the s largest
+// candidates (v the s-th, a1 and a2 the sums of them and of their squares):
+// tau_s <= v, i.e. M_s - v <= sqrt(delta_s) with M_s >= v (a mean of the s
+// largest), i.e. (a1 - s v)^2 <= s delta_s s = s - s a2 + a1^2 (both sides
+// times s^2): no division and no square root per size (they would cost most of
+// the row), tau computed once at the end. V: double, or double vectors (one
+// row per lane).
+template <typename V>
+inline auto entmax_size_qualifies(V a1, V a2, V v, V s) {
+  const V lhs = a1 - s * v;
+  return lhs * lhs <= s - s * a2 + a1 * a1;
+}
+
+// SPEC.md's tau_s = M_s - sqrt(delta_s) from the sums s1, s2 of the support
+// (size s) and of its squares.
+template <typename V>
+inline V entmax_tau_of_sums(V s, V s1, V s2) {
+  const V M = s1 / s, Q = s2 / s;
+  const V delta = (1.0 - s * (Q - M * M)) / s;
+  if constexpr (std::is_same<V, double>::value) {
+    return M - std::sqrt(std::max(delta, 0.0));
+  } else {
+    V root = vmax(delta, V{});
+    for (std::size_t q = 0; q < sizeof(V) / sizeof(double); ++q) root[q] = std::sqrt(root[q]);
+    return M - root;
+  }
+}
+
 // entmax15 threshold by SPEC.md's sort-based algorithm on candidates
 // u (count,) in (-1, 0] (halved, max-shifted scores; the max is 0): sorts
 // them descending (with their indices), returns tau. Running sums in double;
-// values in (-1, 0] keep Q_s - M_s^2 well conditioned.
-inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+// values in (-1, 0] keep Q_s - M_s^2 well conditioned. The oracle of
+// entmax_tau, and its fallback.
+inline double entmax_tau_sorted(double* u, std::int64_t* idx, index_t count) {
   // Insertion sort for the usual handful of candidates, Shell sort (in place,
   // no allocation inside the parallel region) for many.
   index_t gap = 1;
@@ -141,33 +170,93 @@ inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
       idx[b] = iv;
     }
   }
-  // Size s qualifies when tau_s <= u_s, i.e. M_s - u_s <= sqrt(delta_s) with
-  // M_s >= u_s (a mean of the s largest), i.e. (s1 - s u_s)^2 <= s delta_s s
-  // = s - s s2 + s1^2 (both sides times s^2): no division and no square root
-  // per size (they would cost most of the row), tau computed once at the end.
   double s1 = 0.0, s2 = 0.0;
   index_t size = 0;
   for (index_t s = 1; s <= count; ++s) {
     const double v = u[s - 1];
     const double a1 = s1 + v, a2 = s2 + v * v;
-    const double ds = static_cast<double>(s);
-    const double lhs = a1 - ds * v;
     // The qualifying sizes form a prefix 1..s* (as in deep-spin/entmax, which
     // counts them): stop at the first failure.
-    if (s > 1 && lhs * lhs > ds - ds * a2 + a1 * a1) break;
+    if (s > 1 && !entmax_size_qualifies(a1, a2, v, static_cast<double>(s))) break;
     s1 = a1;
     s2 = a2;
     size = s;
   }
-  const double ds = static_cast<double>(size);  // >= 1: size 1 always qualifies
-  const double M = s1 / ds, Q = s2 / ds;
-  const double delta = (1.0 - ds * (Q - M * M)) / ds;
-  return M - std::sqrt(std::max(delta, 0.0));
+  // size >= 1: size 1 always qualifies
+  return entmax_tau_of_sums(static_cast<double>(size), s1, s2);
+}
+
+// Count, sum, sum of squares and minimum of d = u - lo over the u > lo of
+// u (count rounded up to double vectors; the padding <= lo): one vector pass,
+// lanes summed in a fixed order.
+struct EntmaxSums {
+  double n, s1, s2, mn;
+};
+inline EntmaxSums entmax_sums_above(const double* u, index_t count, double lo) {
+  using V = VT<double>::v;
+  constexpr index_t W = VT<double>::W;
+  const V vlo = vset(lo), one = vset(1.0), inf = vset(std::numeric_limits<double>::infinity());
+  V n = V{}, s1 = V{}, s2 = V{}, mn = inf;
+  for (index_t a = 0; a < count; a += W) {
+    const V d = vload(u + a) - vlo;
+    const auto in = d > V{};
+    const V dp = in ? d : V{};
+    n += in ? one : V{};
+    s1 += dp;
+    s2 += dp * dp;
+    mn = vmin(mn, in ? d : inf);
+  }
+  EntmaxSums r{0.0, 0.0, 0.0, mn[0]};
+  for (index_t q = 0; q < W; ++q) {
+    r.n += n[q];
+    r.s1 += s1[q];
+    r.s2 += s2[q];
+    r.mn = std::min(r.mn, mn[q]);
+  }
+  return r;
+}
+
+// Newton steps of entmax_tau before it falls back to the sort (rows need 3-5;
+// the fallback guards against rounding stalls).
+inline constexpr int kEntmaxNewtonSteps = 16;
+
+// entmax15 threshold tau of candidates u (count >= 1,) in (-1, 0] (halved,
+// max-shifted scores; the max is 0): sum_a [u_a - tau]_+^2 = 1. The same tau as
+// SPEC.md's sort-based algorithm without sorting: h(t) = sum_a [u_a - t]_+^2 is
+// convex and decreasing, so Newton steps from a lower bound lo (h(lo) >= 1;
+// lo = -1 to start, the top entry alone) stay lower bounds. On S = {u > lo}
+// (d = u - lo), SPEC.md's closed form tau_S = lo + mean(d) - sqrt(delta_S) is
+// tau exactly when tau_S <= min_S u: h is then sum_S (u - t)^2 on
+// [lo, min_S u], and tau_S its root there (S is the support). Otherwise
+// h(min_S u) > 1, so min_S u is a lower bound too and leaves S. Each step is
+// one vector pass over the candidates, no branches per entry (the sort's
+// mispredictions cost most of the row). The order of (u, idx) may change (the
+// fallback sorts them). u has room for count rounded up to double vectors: the
+// entries past count become kEntmaxPad (never in the support).
+inline constexpr double kEntmaxPad = -2.0;
+inline double entmax_tau(double* u, std::int64_t* idx, index_t count) {
+  if (count == 1) return -1.0;
+  for (index_t a = count; a < round_up(count, VT<double>::W); ++a) u[a] = kEntmaxPad;
+  double lo = -1.0;
+  for (int step = 0; step < kEntmaxNewtonSteps; ++step) {
+    const EntmaxSums s = entmax_sums_above(u, count, lo);
+    // tau_S - lo = M - sqrt(delta) <= min d as entmax_tau_sorted tests it,
+    // times n: (s1 - n min d)^2 <= n^2 delta = n - n s2 + s1^2 (s1 >= n min d),
+    // so the step's latency has no division and no square root.
+    const double n2_delta = s.n - s.n * s.s2 + s.s1 * s.s1;
+    const double lhs = s.s1 - s.n * s.mn;
+    if (n2_delta >= 0.0 && lhs * lhs <= n2_delta) return lo + (s.s1 - std::sqrt(n2_delta)) / s.n;
+    // Newton: lo + (h(lo) - 1) / -h'(lo), h(lo) = s2, -h'(lo) = 2 s1.
+    const double next = lo + std::max((s.s2 - 1.0) / (2.0 * s.s1), s.mn);
+    if (!(next > lo)) break;  // rounding stalled
+    lo = next;
+  }
+  return entmax_tau_sorted(u, idx, count);
 }
 
 // entmax15 responsibilities of a distance row: candidates are the j with
 // D_j - m1 < 4 sigma^2 (u_j = -(D_j - m1) / (4 sigma^2) > -1); cval/cidx
-// [out] get the support's r values and indices, returns its size.
+// (kp,) [out] get the support's r values and indices, returns its size.
 // extra [out]: sum_j r_j (D_j - m1) - 2 sigma^2 H(r), the Tsallis objective
 // minus m1 (one-hot rows give exactly 0).
 template <typename T>
@@ -199,7 +288,7 @@ inline index_t entmax_row(const T* row, index_t kp, T m1, double sigma2, double*
   double lin = 0.0, p15 = 0.0;
   for (index_t a = 0; a < count; ++a) {
     const double t = cval[a] - tau;
-    if (t <= 0.0) break;  // sorted descending
+    if (t <= 0.0) continue;
     const double r = t * t;
     const double gap = -cval[a] * thr;
     lin += r * gap;

@@ -10,6 +10,10 @@
 // *kernel's* squared distances (the rounding of the norm expansion accounted
 // for), exceeds an upper bound on the kernel's distance to c_{a_i}, the
 // kernel's argmin is a_i: the row keeps its label without its k distances.
+// A row failing that test gets a second one that ignores the drift: every other
+// centroid is at least 2 h_a - ||x - c_a|| away, h_a half the distance from
+// c_a to its nearest other centroid (Hamerly's separation test; it decides the
+// rows inside well separated clusters even while far centroids move a lot).
 // The other rows are gathered and reduced by Engine::min2_rows, which gives
 // their labels, J terms and new lower bounds.
 //
@@ -57,7 +61,47 @@ struct KernelSlack {
   // a: an upper bound on ||x - s||.
   double lin(double a) const { return 2.0 * u * (a + b); }
   double sq(double a) const { return 4.0 * static_cast<double>(d + 8) * u * (a * a + b2); }
+
+  // Whether the kernel's argmin of a row is its label a, given da2 >= its
+  // exact squared distance to c_a and lo <= its exact distance to every other
+  // centroid. The kernel's D_ia is below (da + e_lin)^2 + e_sq, its D_ij
+  // (j != a) above (lo - e_lin)^2 - e_sq. The slacks are taken at
+  // ||x - s|| <= ||x - c_a|| + ||c_a - s|| <= lo + b, which holds whenever
+  // da <= lo; when da > lo the test fails anyway (its left side exceeds
+  // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
+  bool keeps_label(double da2, double lo) const {
+    const double ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
+    const double others_lo = lo - e_lin;
+    const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+    return others_lo > 0.0 && da2 < rhs;
+  }
 };
+
+// Half the distance from each centroid to its nearest other centroid, bounded
+// below: a row x labelled a is at least 2 h_a - ||x - c_a|| from every other
+// centroid (triangle inequality), whatever the centroids' drift, which
+// decides most rows of well separated clusters at once. The distances are the
+// kernel's own (Engine::min2_rows on the rows of C; the row's own centroid is
+// one of its two smallest), turned into exact bounds by the slack.
+template <typename T>
+std::vector<double> half_separations(const Engine<T>& E, const T* C, const KernelSlack<T>& slack) {
+  const index_t k = E.k, d = E.d;
+  Workspace<T> ws;
+  E.init(ws);
+  std::vector<double> half(k);
+  for (index_t j0 = 0; j0 < k; j0 += E.mb) {
+    const index_t rows = std::min(E.mb, k - j0);
+    E.min2_rows(C + j0 * d, rows, ws.mins.data(), ws);
+    for (index_t r = 0; r < rows; ++r) {
+      const RowMin<T>& m = ws.mins[r];
+      // The smallest over the other centroids: m2 when the argmin is c itself.
+      const double other = static_cast<double>(m.a == j0 + r ? m.m2 : m.m1);
+      const double lo = std::sqrt(std::max(other - slack.sq(slack.b), 0.0)) - slack.lin(slack.b);
+      half[j0 + r] = std::max(lo, 0.0) / 2.0;
+    }
+  }
+  return half;
+}
 
 // The two largest drifts and where the largest is: a row labelled j_max moves
 // away from the others by at most the second.
@@ -131,6 +175,10 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
   const bool bounded = C_prev != nullptr && !E.small;
   const KernelSlack<T> slack(E);
   const Drifts drifts = bounded ? centroid_drifts(C, C_prev, k, d) : Drifts{};
+  // The separations cost k^2 d, on the calling thread: taken when that is at
+  // most about a sixteenth of a pass.
+  const std::vector<double> half_sep =
+      bounded && k >= 2 && n >= 16 * k ? half_separations(E, C, slack) : std::vector<double>{};
   const double up = 1.0 + 4.0 * static_cast<double>(d + 2) * 0x1p-53;
   const SparseAccumulator<T> acc(E);
   double objective;  // hard: J again
@@ -158,19 +206,19 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
           s.skipped_sq[r] = nan;
           if (bounded) {
             const index_t a = static_cast<index_t>(labels[i]);
-            const double lo = lower[i] - drifts.other_than(a);
             const T* x = X + i * d;
             const double da2 = direct_sq_distance(x, C + a * d, d);
-            // The kernel's D_ia is below (da + e_lin)^2 + e_sq, its D_ij
-            // (j != a) above (lo - e_lin)^2 - e_sq. The slacks are taken at
-            // ||x - s|| <= ||x - c_a|| + ||c_a - s|| <= lo + b, which holds
-            // whenever da <= lo; when da > lo the test fails anyway (its left
-            // side exceeds lo^2). So no square root here: da <= lo also bounds
-            // the cross term 2 e_lin da.
-            const double ax = lo + slack.b, e_lin = slack.lin(ax), e_sq = slack.sq(ax);
-            const double others_lo = lo - e_lin;
-            const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
-            if (others_lo > 0.0 && da2 * up < rhs) {
+            // Drift first (no square root); then the separation of c_a.
+            double lo = lower[i] - drifts.other_than(a);
+            bool keep = slack.keeps_label(da2 * up, lo);
+            if (!keep && !half_sep.empty()) {
+              const double lo_sep = 2.0 * half_sep[a] - std::sqrt(da2 * up);
+              if (lo_sep > lo) {
+                lo = lo_sep;
+                keep = slack.keeps_label(da2 * up, lo);
+              }
+            }
+            if (keep) {
               lower[i] = lo;
               s.skipped_sq[r] = da2;
               continue;

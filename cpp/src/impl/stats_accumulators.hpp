@@ -290,7 +290,9 @@ struct DenseSoftmaxAccumulator {
   static constexpr bool sums = true;
 
   explicit DenseSoftmaxAccumulator(const Engine<T>& E) : k(E.k), d(E.d), kp(E.kp), lda(E.mb_pad()) {
-    mbl = (d + 1 <= 4) ? 4 : 8;
+    // MB x 2 accumulators: 12 (+ 2 rows of R + 1 broadcast) fit the 16
+    // vector registers of SSE/AVX2; padding d + 1 = 17 to 18, not 24.
+    mbl = (d + 1 <= 4) ? 4 : 6;
     dp = round_up(d + 1, mbl);
   }
 
@@ -312,9 +314,11 @@ struct DenseSoftmaxAccumulator {
   }
   void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
     if (mbl == 4)
-      accumulate_rt_x<4>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<4, 2>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(),
+                            t.nz.data());
     else
-      accumulate_rt_x<8>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<6, 2>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(),
+                            t.nz.data());
   }
   void fold(Tile& t, ChunkStats& chunk) const {
     for (index_t j = 0; j < k; ++j)

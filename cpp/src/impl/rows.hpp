@@ -83,6 +83,34 @@ inline RowMin<T> row_min2(const T* row, index_t kp) {
   return m.finish();
 }
 
+// The two smallest entries of a row (padding +inf) as row_min2 has them (m2 =
+// m1 when the minimum is tied), without the argmin (a = 0): per lane the
+// smallest and second smallest, then log2(W) shuffle steps merging the pairs
+// of lanes S apart. For the softmax step without labels (the values alone
+// feed the shift, J and the margin).
+template <typename T>
+inline RowMin<T> row_min2_values(const T* row, index_t kp) {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  constexpr index_t W = VT<T>::W;
+  V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1;
+  for (index_t j = 0; j < kp; j += W) {
+    const V x = vload(row + j);
+    v2 = vmin(v2, vmax(v1, x));
+    v1 = vmin(v1, x);
+  }
+#pragma GCC unroll 8
+  for (index_t S = 1; S < W; S *= 2) {
+    VI m;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < W; ++q) m[q] = static_cast<decltype(m[0] + 0)>(q ^ S);
+    const V b1 = __builtin_shuffle(v1, m), b2 = __builtin_shuffle(v2, m);
+    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
+    v1 = vmin(v1, b1);
+  }
+  return {v1[0], v2[0], 0};
+}
+
 // exp(-g / (2 sigma^2)) of the gaps g >= 0 (+inf in the padding) of a row,
 // W at a time: scaled(g) is the exponent, below() tells which lanes flush to
 // exactly 0, exp(s) the result. Float works in base 2 (s = g * -log2(e) /

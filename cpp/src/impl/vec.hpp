@@ -154,10 +154,11 @@ constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 // 2^kExp2FlushFloat = e^-87, as vexp flushes (the same threshold in base 2).
 inline constexpr float kExp2FlushFloat = -125.51551f;  // -87 log2(e)
 inline vf vexp2(vf t) {
+  // No clamp: lanes below lo (-inf included, whose f is NaN) are replaced
+  // by 0 at the end whatever they computed.
   const vf lo = vset<float>(kExp2FlushFloat);
-  const vf tc = vmax(t, lo);
-  const vf nf = (tc + 12582912.0f) - 12582912.0f;  // round to nearest
-  const vf f = tc - nf;
+  const vf nf = (t + 12582912.0f) - 12582912.0f;  // round to nearest
+  const vf f = t - nf;
   vf q = vset<float>(0.0013264563167467713f);
   q = q * f + 0.009671463631093502f;
   q = q * f + 0.05550733581185341f;

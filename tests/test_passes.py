@@ -4,8 +4,10 @@ native layer (`softkmeans._native`) and the data validation.
 A fit validates X once, computes one weighted covariance (critical_sigma_ and the
 tolerance), seeds (k-means++: one `kmeanspp_update_closest` per centre and one
 `kmeanspp_candidate_potentials` per centre after the first), makes one `block_stats`
-pass per iteration, and one final `block_stats` pass at the final centroids that yields
-the labels, inertia, objective and minimum margin. Nothing else touches X.
+pass per iteration (a hard fit of an in-memory X with d > 4: one `hard_stats_bounded`
+pass, which reads only the rows whose label may change, see tests/test_bounded.py), and
+one final `block_stats` pass at the final centroids that yields the labels, inertia,
+objective and minimum margin. Nothing else touches X.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ PASSES_OVER_X = (
     "margins",
     "responsibilities",
     "block_stats",
+    "hard_stats_bounded",
     "weighted_covariance",
     "kmeanspp_candidate_potentials",
     "kmeanspp_update_closest",
@@ -68,7 +71,9 @@ def test_a_fit_from_given_centroids_reads_x_once_per_iteration(counted, kind, dt
     assert m.n_iter_ >= 2
     assert counted["check_data"] == 1
     assert counted["weighted_covariance"] == 1
-    assert counted["block_stats"] == m.n_iter_ + 1  # + the final pass
+    steps = counted["block_stats"] + counted["hard_stats_bounded"]
+    assert steps == m.n_iter_ + 1  # + the final pass
+    assert counted["hard_stats_bounded"] == (m.n_iter_ if kind == "hard" else 0)
     others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 2
     assert others == 0, dict(counted)
 
@@ -79,7 +84,7 @@ def test_kmeans_plusplus_seeding_adds_two_passes_per_centre(counted, k):
     m = SoftKMeans(k, assignment="hard", n_init=1, max_iter=50, random_state=0).fit(X)
     assert counted["kmeanspp_update_closest"] == k
     assert counted["kmeanspp_candidate_potentials"] == k - 1
-    assert counted["block_stats"] == m.n_iter_ + 1
+    assert counted["block_stats"] + counted["hard_stats_bounded"] == m.n_iter_ + 1
     assert counted["weighted_covariance"] == 1
     assert counted["check_data"] == 1
     assert sum(counted[name] for name in PASSES_OVER_X) == 2 * k - 1 + m.n_iter_ + 2

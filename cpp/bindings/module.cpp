@@ -263,6 +263,42 @@ py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::str
   return py::make_tuple(W, N, S, obj, J, mm, labels, gX);
 }
 
+// (W, N, S, distortion, min_margin, n_computed); labels (n,) int64 and lower
+// (n,) float64 updated in place. C_prev None: every row computed (labels and
+// lower are outputs only); else C_prev (k, d) and labels in [0, k).
+template <typename T>
+py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const py::object& Cpa,
+                               const py::array& wa, py::array& la, py::array& lowa, int n_threads) {
+  const PairArgs<T> a(Xa, Ca);
+  auto w = as_vector<double>(wa, "sample_weight", a.n);
+  auto labels = as_vector<std::int64_t>(la, "labels", a.n);
+  auto lower = as_vector<double>(lowa, "lower", a.n);
+  if (!labels.writeable() || !lower.writeable())
+    throw py::value_error("labels and lower must be writeable");
+  const T* C_prev = nullptr;
+  carray<T> Cp;
+  if (!Cpa.is_none()) {
+    Cp = as_matrix<T>(Cpa.cast<py::array>(), "C_prev");
+    if (Cp.shape(0) != a.k || Cp.shape(1) != a.d)
+      throw py::value_error("C_prev must have the shape of C");
+    const std::int64_t* lp = labels.data();
+    for (index_t i = 0; i < a.n; ++i)
+      if (lp[i] < 0 || lp[i] >= a.k) throw py::value_error("labels must be in [0, k)");
+    C_prev = Cp.data();
+  }
+  carray<double> N(a.k);
+  carray<double> S({a.k, a.d});
+  double W, J, mm;
+  index_t n_computed = 0;
+  run_native([&] {
+    softkmeans::kernels<T>().hard_stats_bounded(a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev,
+                                                w.data(), &W, N.mutable_data(), S.mutable_data(),
+                                                &J, &mm, labels.mutable_data(),
+                                                lower.mutable_data(), &n_computed, n_threads);
+  });
+  return py::make_tuple(W, N, S, J, mm, n_computed);
+}
+
 template <typename T>
 py::tuple weighted_covariance_t(const py::array& Xa, const py::array& wa, int n_threads) {
   const DataArgs<T> x(Xa);
@@ -538,6 +574,17 @@ void def_kernels(py::module_& m) {
       py::arg("grad_x") = false,
       "(W, N, S, objective, distortion, min_margin, labels, grad_X); None where not asked");
   m.def(
+      "hard_stats_bounded",
+      [](const py::array& X, const py::array& C, const py::object& C_prev, const py::array& w,
+         py::array& labels, py::array& lower, int n_threads) {
+        return by_dtype(X, [&](auto t) {
+          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, n_threads);
+        });
+      },
+      py::arg("X"), py::arg("C"), py::arg("C_prev"), py::arg("sample_weight"), py::arg("labels"),
+      py::arg("lower"), py::arg("n_threads") = 0,
+      "(W, N, S, distortion, min_margin, n_computed); labels and lower updated in place");
+  m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {
         return by_dtype(
@@ -655,6 +702,8 @@ void def_runtime(py::module_& m) {
       },
       py::arg("level"));
   m.def("default_threads", [] { return omp_get_max_threads(); });
+  // Dimensions up to this take the direct-difference distance path (config.hpp).
+  m.attr("small_dim") = softkmeans::kSmallDim;
   m.attr("openmp_version") = _OPENMP;
 #if defined(__clang__)
   m.attr("compiler") = std::string("clang ") + __clang_version__;

@@ -11,6 +11,7 @@ _I64 = npt.NDArray[np.int64]
 
 compiler: str
 openmp_version: int
+small_dim: int
 
 def sq_distances(X: _F, C: _F, n_threads: int = 0) -> _F: ...
 def assign(X: _F, C: _F, n_threads: int = 0) -> tuple[_I64, _F]: ...
@@ -31,6 +32,18 @@ def block_stats(
     """(W, N, S, objective, distortion, min_margin, labels, grad_X) of the rows of X, one
     fused pass; N (k,) and S (k, d) with `sums`, labels (n,) with `labels`, grad_X (n, d)
     with `grad_x`, None where not asked."""
+
+def hard_stats_bounded(
+    X: _F,
+    C: _F,
+    C_prev: _F | None,
+    sample_weight: _F64,
+    labels: _I64,
+    lower: _F64,
+    n_threads: int = 0,
+) -> tuple[float, _F64, _F64, float, float, int]:
+    """(W, N, S, distortion, min_margin, n_computed) of the hard step with distance bounds;
+    labels and lower updated in place."""
 
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""

@@ -200,9 +200,12 @@ class Fitter(AnnealingReads):
         """The distance passes of k-means++ over X (see `softkmeans._seeding`)."""
         return InMemoryPasses(X, w, self._n_threads)
 
-    def _labels_and_distances(self, X, C):
+    def _labels_and_distances(self, X, C, labels=None):
         """(labels (n,), squared distance of each row to its centroid (n,), in the dtype of
-        X as scikit-learn computes them, so that the farthest points agree with its)."""
+        X as scikit-learn computes them, so that the farthest points agree with its).
+        labels: the labels at C when the caller has them (no assign pass then)."""
+        if labels is not None and not _sparse.is_sparse(X):
+            return labels, ((X - C[labels]) ** 2).sum(axis=1)
         labels, min_sq_dist = _native.assign(X, C, self._n_threads)
         if _sparse.is_sparse(X):
             return labels, min_sq_dist
@@ -224,13 +227,14 @@ class Fitter(AnnealingReads):
 
     # ------------------------------------------------------------------ fitting
 
-    def _relocator(self, X, w, kind, notes):
-        """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see estimator)."""
+    def _relocator(self, X, w, kind, notes, labels_at=lambda C: None):
+        """Empty-cluster policy: scikit-learn's `_relocate_empty_clusters` (see estimator).
+        labels_at(C): the labels at C when the step already has them, else None."""
 
         def relocate(C_old, step):
             empty = np.flatnonzero(step.empty)
             C_new = np.array(step.centroids, copy=True)
-            labels, dist = self._labels_and_distances(X, C_old)
+            labels, dist = self._labels_and_distances(X, C_old, labels_at(C_old))
             if dist.max() == 0:
                 # NOTE: scikit-learn then puts the empty centroids on the largest cluster's;
                 # we keep them where they were (SPEC.md's step policy).
@@ -263,9 +267,18 @@ class Fitter(AnnealingReads):
 
         return relocate
 
-    def _run_iterative(self, X, w, C, kind, sigma, tol, relocate, progress):
+    def _run_iterative(self, X, w, C, kind, sigma, tol, notes, progress):
+        bounded = _BoundedHardPass.for_fit(X, w, kind, self._n_threads)
+        if bounded is not None:
+            relocate = self._relocator(X, w, kind, notes, bounded.labels_at)
+        else:
+            relocate = self._relocator(X, w, kind, notes)
+
         def step(C):
-            stats, _ = self._pass(X, w, C, kind, sigma)
+            if bounded is not None:
+                stats = bounded(C)
+            else:
+                stats, _ = self._pass(X, w, C, kind, sigma)
             return _stats.step_result(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
@@ -350,7 +363,7 @@ class Fitter(AnnealingReads):
                     C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
                     progress.line("Initialization complete", tick=False)
                     C, sig, history = self._run_iterative(
-                        X, w, C0, kind, sigma, tol, relocate, progress
+                        X, w, C0, kind, sigma, tol, notes, progress
                     )
                 # The final pass: labels, inertia, objective and margin at the final C.
                 final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
@@ -449,6 +462,49 @@ class Fitter(AnnealingReads):
                 f"Number of distinct clusters ({n_found}) found smaller than n_clusters ({k}). "
                 "Possibly due to duplicate points in X.",
             )
+
+
+class _BoundedHardPass:
+    """The hard step of an in-memory fit with distance bounds (Hamerly's; see
+    `cpp/src/impl/bounded.hpp`): each call at centroids C returns the BlockStats of
+    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing the
+    distances of only the rows whose label may have changed since the previous call. It
+    carries each row's label and a lower bound on its distance to the other centroids
+    (16 bytes per row) from one step to the next.
+
+    History: J of a step that skipped rows sums their exact distances (within rounding
+    of the kernel's); its min_margin is nan (the skipped rows' margins are not computed).
+    """
+
+    def __init__(self, X, w, n_threads):
+        self.X, self.w, self.n_threads = X, w, n_threads
+        self.labels = np.zeros(X.shape[0], dtype=np.int64)
+        self.lower = np.zeros(X.shape[0], dtype=np.float64)
+        self.C_prev = None
+
+    @classmethod
+    def for_fit(cls, X, w, kind, n_threads):
+        """The bounded pass of a fit, or None where the plain pass runs: kinds other than
+        hard, CSR input, X not an in-memory C-contiguous array (row blocks, Dask), and
+        d <= 4, where a row's distances cost about as much as testing its bounds."""
+        if kind != "hard" or not isinstance(X, np.ndarray) or not X.flags.c_contiguous:
+            return None
+        if X.shape[1] <= _native.SMALL_DIM:
+            return None
+        return cls(X, w, n_threads)
+
+    def __call__(self, C):
+        stats, n_computed = _native.hard_stats_bounded(
+            self.X, C, self.C_prev, self.w, self.labels, self.lower, self.n_threads
+        )
+        self.C_prev = C
+        if n_computed < self.X.shape[0]:
+            stats = stats._replace(min_margin=float("nan"))
+        return stats
+
+    def labels_at(self, C):
+        """The labels at C when C is the input of the last step (else None)."""
+        return self.labels if C is self.C_prev else None
 
 
 def _width(kind, sigma, critical_sigma):

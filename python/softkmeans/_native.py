@@ -21,12 +21,14 @@ from . import _core, _sparse
 from ._stats import BlockStats
 
 __all__ = [
+    "SMALL_DIM",
     "assign",
     "available_simd_levels",
     "block_stats",
     "build_info",
     "default_threads",
     "entmax15",
+    "hard_stats_bounded",
     "kmeanspp_candidate_potentials",
     "kmeanspp_update_closest",
     "margins",
@@ -36,6 +38,10 @@ __all__ = [
     "sq_distances",
     "weighted_covariance",
 ]
+
+
+# Dimensions up to this take the core's direct-difference distance path.
+SMALL_DIM = _core.small_dim
 
 
 def _csr(X):
@@ -90,6 +96,15 @@ def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, gra
         out = _core.block_stats(X, C, kind, sigma, w, n_threads, sums, labels, grad_x)
     W, N, S, obj, J, mm, lab, gX = out
     return BlockStats(W, N, S, obj, J, mm), lab, gX
+
+
+def hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads):
+    """The hard step of `block_stats` with distance bounds, for a dense X:
+    `(BlockStats, n_computed)`; labels (n,) int64 and lower (n,) float64 carry the rows'
+    labels and bounds from one call to the next and are updated in place (C_prev None:
+    the first call, every row computed). See `cpp/src/impl/bounded.hpp`."""
+    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads)
+    return BlockStats(W, N, S, J, J, mm), n_computed
 
 
 def weighted_covariance(X, w, n_threads):

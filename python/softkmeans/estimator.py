@@ -141,7 +141,8 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         entmax15 (and after annealing) when sigma_ <= sqrt(min_margin_)/2; never for softmax
         without annealing
     history_ : dict of per-iteration arrays "sigma", "objective", "J", "shift",
-        "min_margin" (Delta_min at the step's input; nan while annealing), a list
+        "min_margin" (Delta_min at the step's input; nan while annealing and for a hard
+        step that skipped rows by distance bounds), a list
         "kind" and "transitions" (phase transitions when annealing: sigma, iteration,
         n_before, n_after distinct centroids)
     n_features_in_, feature_names_in_ (when X has string column names)

@@ -91,6 +91,23 @@ struct Kernels {
                       double* objective, double* distortion, double* min_margin,
                       std::int64_t* labels, T* grad_X, int n_threads) = nullptr;
 
+  // The hard step of block_stats with distance bounds (cpp/src/impl/bounded.hpp):
+  // W, N, S (both non-null), distortion J and min_margin of kind hard at C.
+  // labels [in,out] (n,) and lower [in,out] (n,) carry each row's label and a
+  // lower bound on its exact distance (not squared) to the other centroids
+  // from one call to the next; C_prev [in] (k, d): the centroids of the
+  // previous call, or nullptr (every row computed, labels and lower only
+  // written). Rows whose label provably cannot change are not computed;
+  // labels, N and S are bitwise block_stats's wherever it takes the row-wise
+  // hard accumulation (d > kSmallDim, or k > kLaneAccK); J and min_margin are
+  // its bits when every row is computed, else J sums the skipped rows' exact
+  // distances and min_margin covers the computed rows only.
+  // n_computed [out]: the rows whose distances were computed.
+  void (*hard_stats_bounded)(const T* X, index_t n, index_t d, const T* C, index_t k,
+                             const T* C_prev, const double* w, double* W, double* N, double* S,
+                             double* distortion, double* min_margin, std::int64_t* labels,
+                             double* lower, index_t* n_computed, int n_threads) = nullptr;
+
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
   void (*weighted_covariance)(const T* X, index_t n, index_t d, const double* w, double* mean,
@@ -146,6 +163,7 @@ struct Kernels {
   F(entmax15)                          \
   F(responsibilities)                  \
   F(block_stats)                       \
+  F(hard_stats_bounded)                \
   F(weighted_covariance)               \
   F(kmeanspp_candidate_potentials)     \
   F(kmeanspp_update_closest)           \

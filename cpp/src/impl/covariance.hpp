@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "impl/drive.hpp"
-#include "impl/product.hpp"
 #include "impl/vec.hpp"
 #include "softkmeans/kernels.hpp"
 
@@ -49,42 +48,109 @@ double weighted_mean(const T* X, index_t n, index_t d, const double* w, index_t 
   return W;
 }
 
+// The register block of the symmetric rank-k update: kCovMR coordinates a
+// (broadcast) by kCovNR coordinates b (kCovNV vectors), 12 accumulators.
+inline constexpr index_t kCovMR = 6;
+inline constexpr index_t kCovNV = 2;
+inline constexpr index_t kCovNR = kCovNV * VT<double>::W;
+
+// One tile's centred rows, packed for the rank-k update (all in double):
+// B as column panels of kCovNR coordinates, (rows, kCovNR) each, and A = the
+// weighted rows as panels of kCovMR coordinates, (rows, kCovMR) each, so that
+// both operands of a register block are read contiguously (a row-major tile
+// of power-of-two stride would map a panel onto a few cache sets). Columns
+// past d stay zero.
+struct CovariancePanels {
+  index_t na, nb;  // panels of A and of B
+  std::vector<double> A, B, row;
+  explicit CovariancePanels(index_t d)
+      : na((d + kCovMR - 1) / kCovMR),
+        nb((d + kCovNR - 1) / kCovNR),
+        A(na * kRowTile * kCovMR, 0.0),
+        B(nb * kRowTile * kCovNR, 0.0),
+        row(std::max(na * kCovMR, nb * kCovNR), 0.0) {}
+
+  // Rows [i0, i0 + rows) of X, minus mean; A also times w.
+  template <typename T>
+  void pack(const T* X, index_t d, const double* w, const double* mean, index_t i0, index_t rows) {
+    for (index_t r = 0; r < rows; ++r) {
+      const T* x = X + (i0 + r) * d;
+      for (index_t l = 0; l < d; ++l) row[l] = static_cast<double>(x[l]) - mean[l];
+      const double wi = w[i0 + r];
+      for (index_t p = 0; p < nb; ++p)
+        for (index_t j = 0; j < kCovNR; ++j)
+          B[(p * kRowTile + r) * kCovNR + j] = row[p * kCovNR + j];
+      for (index_t q = 0; q < na; ++q)
+        for (index_t i = 0; i < kCovMR; ++i)
+          A[(q * kRowTile + r) * kCovMR + i] = wi * row[q * kCovMR + i];
+    }
+  }
+};
+
+// P[a0 + i, b0 + j] += sum_r A[r, i] B[r, j] over a tile's rows: A [in]
+// (rows, kCovMR) and B [in] (rows, kCovNR) panels, P [in,out] with row stride
+// ldp. Each entry sums its rows in row order.
+inline void covariance_block(const double* A, const double* B, index_t rows, double* P,
+                             index_t ldp) {
+  using V = typename VT<double>::v;
+  constexpr index_t W = VT<double>::W;
+  V acc[kCovMR][kCovNV];
+#pragma GCC unroll 8
+  for (index_t i = 0; i < kCovMR; ++i)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < kCovNV; ++v) acc[i][v] = V{};
+  for (index_t r = 0; r < rows; ++r) {
+    V b[kCovNV];
+#pragma GCC unroll 4
+    for (index_t v = 0; v < kCovNV; ++v) b[v] = vload(B + r * kCovNR + v * W);
+#pragma GCC unroll 8
+    for (index_t i = 0; i < kCovMR; ++i) {
+      const V a = vset<double>(A[r * kCovMR + i]);
+#pragma GCC unroll 4
+      for (index_t v = 0; v < kCovNV; ++v) acc[i][v] += a * b[v];
+    }
+  }
+#pragma GCC unroll 8
+  for (index_t i = 0; i < kCovMR; ++i)
+#pragma GCC unroll 4
+    for (index_t v = 0; v < kCovNV; ++v)
+      vstore(P + i * ldp + v * W, vload(P + i * ldp + v * W) + acc[i][v]);
+}
+
+// mean [out] (d,), cov [out] (d, d): sum_i w_i (x_i - mean)(x_i - mean)^T / W,
+// the second pass a symmetric rank-k update: per tile, the register blocks
+// that reach the upper triangle (b >= a) add the tile's products, summed in
+// row order, to the chunk's double partial (tiles in order); chunk partials
+// merge in chunk order, so the result does not depend on the thread count.
 template <typename T>
 void weighted_covariance(const T* X, index_t n, index_t d, const double* w, double* mean,
                          double* cov, int n_threads) {
   const int nt = resolve_threads(n_threads, n * d * d);
   const index_t n_chunks = covariance_chunks(n, d);
   const double W = weighted_mean(X, n, d, w, n_chunks, nt, mean);
-  // Second pass: per tile, the centered rows R (rows, dw) and their weighted
-  // transpose A (dp, rows) in double; St += A R by the blocked product.
-  constexpr index_t Wd = VT<double>::W;
-  const index_t dp = round_up(d, 8), dw = round_up(d, Wd);
-  std::vector<double> cp(n_chunks * dp * dw, 0.0);
-  std::vector<std::vector<double>> As(nt, std::vector<double>(dp * kRowTile, 0.0));
-  std::vector<std::vector<double>> Rs(nt, std::vector<double>(kRowTile * dw, 0.0));
+  std::vector<CovariancePanels> panels(nt, CovariancePanels(d));
+  const index_t na = panels[0].na, nb = panels[0].nb;
+  const index_t lda = na * kCovMR, ldp = nb * kCovNR;  // partial (lda, ldp) per chunk
+  std::vector<double> cp(n_chunks * lda * ldp, 0.0);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
-    double* A = As[omp_get_thread_num()].data();
-    double* R = Rs[omp_get_thread_num()].data();
-    double* p = cp.data() + c * dp * dw;
+    CovariancePanels& s = panels[omp_get_thread_num()];
+    double* part = cp.data() + c * lda * ldp;
     const ChunkRows chunk(c, n_chunks, n);
     for (index_t t = chunk.tile_begin; t < chunk.tile_end; ++t) {
       const index_t i0 = t * kRowTile, rows = std::min(n, (t + 1) * kRowTile) - i0;
-      for (index_t r = 0; r < rows; ++r) {
-        const double wi = w[i0 + r];
-        for (index_t l = 0; l < d; ++l) {
-          const double v = static_cast<double>(X[(i0 + r) * d + l]) - mean[l];
-          R[r * dw + l] = v;
-          A[l * kRowTile + r] = wi * v;
-        }
-      }
-      accumulate_rt_x<8>(A, kRowTile, dp, R, rows, dw, p);
+      s.pack(X, d, w, mean, i0, rows);
+      // One B panel stays in L1 while the A panels of its rows a <= b pass.
+      for (index_t p = 0; p < nb; ++p)
+        for (index_t q = 0; q < na && q * kCovMR < (p + 1) * kCovNR; ++q)
+          covariance_block(s.A.data() + q * kRowTile * kCovMR, s.B.data() + p * kRowTile * kCovNR,
+                           rows, part + q * kCovMR * ldp + p * kCovNR, ldp);
     }
   }
   std::fill(cov, cov + d * d, 0.0);
   for (index_t c = 0; c < n_chunks; ++c)
     for (index_t a = 0; a < d; ++a)
-      for (index_t b = a; b < d; ++b) cov[a * d + b] += cp[(c * dp + a) * dw + b];
+      for (index_t b = a; b < d; ++b) cov[a * d + b] += cp[(c * lda + a) * ldp + b];
   for (index_t a = 0; a < d; ++a)
     for (index_t b = a; b < d; ++b) {
       cov[a * d + b] /= W;

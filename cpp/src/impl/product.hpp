@@ -1,5 +1,5 @@
 // St += A R, a register-blocked product over rows: the dense accumulation of
-// the softmax statistics and of the weighted covariance.
+// the softmax statistics.
 #pragma once
 
 #include <algorithm>

@@ -22,7 +22,7 @@ template <typename T, typename F>
 void csr_drive_rows(const CsrMatrix<T>& X, const T* C, index_t k, int n_threads, F f) {
   const Engine<T> E(C, k, X.d);
   const CsrDistances<T> dist(C, k, X.d, E.kp);
-  auto wss = csr_per_thread<Workspace<T>>(E, n_threads, [](Workspace<T>&) {});
+  auto wss = csr_per_thread<Workspace<T>>(E, X, n_threads, [](Workspace<T>&) {});
   with_csr_rows(X, [&](const auto& rows) {
     drive_rows(
         E, static_cast<const T*>(nullptr), X.n, wss,

@@ -119,9 +119,25 @@ void init_csr_workspace(const Engine<T>& E, Workspace<T>& ws) {
   ws.cidx.assign(E.kp, 0);
 }
 
+// Stored entries of X.
+template <typename T>
+index_t csr_nnz(const CsrMatrix<T>& X) {
+  return with_csr_rows(X, [](const auto& rows) { return rows.end(rows.n - 1); });
+}
+
+// The work of a pass of X against k centroids (resolve_threads): an axpy of
+// k lanes per stored entry, a reduction of k per row.
+template <typename T>
+index_t csr_distance_work(const CsrMatrix<T>& X, index_t k) {
+  return (csr_nnz(X) + X.n) * k;
+}
+
+// One scratch per thread of the team a pass of X runs on (one thread below
+// kSerialWork), each set up by init.
 template <typename Scratch, typename T, typename Init>
-std::vector<Scratch> csr_per_thread(const Engine<T>& E, int n_threads, Init init) {
-  std::vector<Scratch> scratch(resolve_threads(n_threads));
+std::vector<Scratch> csr_per_thread(const Engine<T>& E, const CsrMatrix<T>& X, int n_threads,
+                                    Init init) {
+  std::vector<Scratch> scratch(resolve_threads(n_threads, csr_distance_work(X, E.k)));
   for (Scratch& s : scratch) {
     init_csr_workspace(E, s);
     init(s);

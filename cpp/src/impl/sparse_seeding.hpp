@@ -46,8 +46,9 @@ void csr_kmeanspp_candidate_potentials(const CsrMatrix<T>& Xm, const double* w,
   const index_t n = Xm.n;
   const index_t n_chunks = std::min(n_tiles_of(n), kMaxChunks);
   std::vector<double> part(n_chunks * L, 0.0);
+  const int nt = resolve_threads(n_threads, csr_distance_work(Xm, L));
   with_csr_rows(Xm, [&](const auto& X) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(resolve_threads(n_threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (index_t c = 0; c < n_chunks; ++c) {
       const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
       double* pc = part.data() + c * L;
@@ -67,8 +68,9 @@ void csr_kmeanspp_candidate_potentials(const CsrMatrix<T>& Xm, const double* w,
 template <typename T>
 void csr_kmeanspp_update_closest(const CsrMatrix<T>& Xm, std::int64_t center, double* closest,
                                  int n_threads) {
+  const int nt = resolve_threads(n_threads, csr_distance_work(Xm, 1));
   with_csr_rows(Xm, [&](const auto& X) {
-#pragma omp parallel for schedule(static) num_threads(resolve_threads(n_threads))
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (index_t i = 0; i < X.n; ++i)
       closest[i] = std::min(closest[i], csr_row_sq_distance<double>(X, i, center));
   });

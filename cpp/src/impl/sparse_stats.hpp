@@ -132,8 +132,7 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
 // shape and nnz only, never of the thread count.
 template <typename T>
 index_t csr_stats_chunks(const CsrMatrix<T>& X, index_t k, Kind kind) {
-  const index_t nnz = with_csr_rows(X, [](const auto& rows) { return rows.end(rows.n - 1); });
-  const index_t work = (nnz + X.n) * (kind == Kind::softmax ? k : 1);
+  const index_t work = csr_distance_work(X, kind == Kind::softmax ? k : 1);
   const index_t by_work = std::max<index_t>(4, work / std::max<index_t>(1, 4 * k * X.d));
   return std::min(stats_chunks(X.n, k, X.d), by_work);
 }
@@ -156,7 +155,7 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
       c.S.assign(k * d, 0.0);
     }
   using Scratch = CsrStatsScratch<T>;
-  auto scratch = csr_per_thread<Scratch>(E, n_threads, [&](Scratch& s) {
+  auto scratch = csr_per_thread<Scratch>(E, X, n_threads, [&](Scratch& s) {
     if (grad_X) s.xrow.assign(d, T(0));
   });
   auto run = [&](const auto& acc) {

@@ -4,6 +4,7 @@
 // in isa_tables.hpp).
 #pragma once
 
+#include "impl/bounded.hpp"
 #include "impl/covariance.hpp"
 #include "impl/per_row.hpp"
 #include "impl/seeding.hpp"

@@ -12,7 +12,7 @@ namespace SOFTKMEANS_ISA {
 
 // accumulate_rt_x (below) over the columns j_begin .. j_end of R and St
 // (whole groups of JB W-blocks).
-template <index_t MB, index_t JB, bool RowsOfA, typename T>
+template <index_t MB, index_t JB, typename T>
 inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
                                     index_t kp, T* St, const std::uint8_t* nz, index_t j_begin,
                                     index_t j_end) {
@@ -37,7 +37,6 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
         for (index_t q = 0; q < MB; ++q)
 #pragma GCC unroll 4
           for (index_t b = 0; b < JB; ++b) acc[q][b] = V{};
-        const T* Al = RowsOfA ? A + l0 : A + l0 * lda;
         for (index_t c = 0; c < cnt; ++c) {
           const index_t r = live[c];
           V rv[JB];
@@ -45,7 +44,7 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
           for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * kp + j + b * W);
 #pragma GCC unroll 8
           for (index_t q = 0; q < MB; ++q) {
-            const V a = vset<T>(RowsOfA ? Al[r * lda + q] : Al[q * lda + r]);
+            const V a = vset<T>(A[r * lda + l0 + q]);
 #pragma GCC unroll 4
             for (index_t b = 0; b < JB; ++b) acc[q][b] += a * rv[b];
           }
@@ -62,28 +61,26 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
   }
 }
 
-// S^T += A R for one row block: A [in] (dp, rows) with row stride lda (the
-// weighted rows w_r x_r^T, transposed, and w as row d), or with RowsOfA the
-// same as (rows, dp) with row stride lda (a row's MB broadcasts from one
-// cache line, and w_r x_r written contiguously), R [in] (rows, kp) the
-// responsibilities with row stride kp, St [in,out] (dp, kp), dp a multiple of
-// MB. The reduction over the block's rows runs in MB x JB vector registers:
-// per row, JB loads of R and MB broadcasts of A feed MB * JB multiply-adds (a
-// second register-blocked product). Each entry of St gets its rows' products
-// in row order whatever MB and JB are.
+// S^T += A R for one row block: A [in] (rows, dp) with row stride lda (the
+// weighted rows w_r x_r, and w_r in column d; a row's MB broadcasts come from
+// one cache line), R [in] (rows, kp) the responsibilities with row stride kp,
+// St [in,out] (dp, kp), dp a multiple of MB. The reduction over the block's
+// rows runs in MB x JB vector registers: per row, JB loads of R and MB
+// broadcasts of A feed MB * JB multiply-adds (a second register-blocked
+// product). Each entry of St gets its rows' products in row order whatever MB
+// and JB are.
 // nz [in, nullable] (rows, kp / W): 0 marks an all-zero W-block of R; a row is
 // skipped for a group of JB W-blocks when all of them are zero (the zeros are
 // stored in R, so a partly zero group adds exact zeros).
-template <index_t MB, index_t JB = 1, bool RowsOfA = false, typename T>
+template <index_t MB, index_t JB, typename T>
 inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
                             index_t kp, T* St, const std::uint8_t* nz = nullptr) {
   constexpr index_t W = VT<T>::W;
   const index_t nb = kp / W;
   const index_t full = nb / JB * JB * W;  // columns covered by whole JB-groups
-  accumulate_rt_x_columns<MB, JB, RowsOfA>(A, lda, dp, R, rows, kp, St, nz, 0, full);
+  accumulate_rt_x_columns<MB, JB>(A, lda, dp, R, rows, kp, St, nz, 0, full);
   if constexpr (JB > 1)
-    if (full < kp)
-      accumulate_rt_x_columns<MB, 1, RowsOfA>(A, lda, dp, R, rows, kp, St, nz, full, kp);
+    if (full < kp) accumulate_rt_x_columns<MB, 1>(A, lda, dp, R, rows, kp, St, nz, full, kp);
 }
 
 }  // namespace SOFTKMEANS_ISA

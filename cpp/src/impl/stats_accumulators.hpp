@@ -315,11 +315,9 @@ struct DenseSoftmaxAccumulator {
   }
   void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
     if (mbl == 4)
-      accumulate_rt_x<4, 2, true>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(),
-                                  t.nz.data());
+      accumulate_rt_x<4, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
     else
-      accumulate_rt_x<6, 2, true>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(),
-                                  t.nz.data());
+      accumulate_rt_x<6, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
   }
   void fold(Tile& t, ChunkStats& chunk) const {
     for (index_t j = 0; j < k; ++j)

@@ -221,3 +221,23 @@ def test_ties_go_to_the_smallest_index(dtype, d, k, simd_level):
     step = softkmeans.centroid_step(X, C, kind="hard")
     expected = reference.centroid_step(X, C, kind="hard")
     np.testing.assert_array_equal(step.cluster_weights, expected.cluster_weights)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("d", [1, 3, 16])
+@pytest.mark.parametrize("k", [2, 5, 17, 64])
+def test_softmax_step_min_margin_and_distortion_are_exact(dtype, d, k, simd_level):
+    """The softmax step takes each row's two smallest distances without the argmin: on
+    integer data with duplicated centroids (margins 0) its min margin and distortion are
+    the exact integers of the reference."""
+    rng = np.random.default_rng(d * k + 1)
+    X = rng.integers(0, 4, size=(2 * ROW_TILE + 3, d)).astype(dtype)
+    C = rng.integers(0, 4, size=(k, d)).astype(dtype)
+    C[k - 1] = C[0]
+    for C_case in (C, C[np.argsort(-C[:, 0], kind="stable")], np.unique(C, axis=0)):
+        if C_case.shape[0] < 2:
+            continue
+        step = softkmeans.centroid_step(X, C_case, 1.5, kind="softmax", n_threads=2)
+        expected = reference.centroid_step(X, C_case, 1.5, kind="softmax")
+        assert step.min_margin == expected.min_margin
+        assert step.distortion == expected.distortion

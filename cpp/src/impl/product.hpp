@@ -10,43 +10,77 @@
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
-// S^T += A R for one row block: A [in] (dp, rows) with row stride lda (the
-// weighted rows w_r x_r^T, transposed, and w as row d), R [in] (rows, kp) the
-// responsibilities with row stride kp, St [in,out] (dp, kp). The reduction
-// runs over the block's rows in 8 x 1 vector registers (the softmax
-// accumulation, dense: a second register-blocked product).
-// nz [in, nullable] (rows, kp / W): 0 marks an all-zero W-block of R, skipped.
-template <index_t MB, typename T>
-inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
-                            index_t kp, T* St, const std::uint8_t* nz = nullptr) {
+// accumulate_rt_x (below) over the columns j_begin .. j_end of R and St
+// (whole groups of JB W-blocks).
+template <index_t MB, index_t JB, typename T>
+inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
+                                    index_t kp, T* St, const std::uint8_t* nz, index_t j_begin,
+                                    index_t j_end) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
   const index_t nb = kp / W;
   constexpr index_t kMaxRows = 1024;
-  std::int32_t live[kMaxRows];  // rows whose W-block j is not all zero
+  std::int32_t live[kMaxRows];  // rows whose W-block group is not all zero
   for (index_t r0 = 0; r0 < rows; r0 += kMaxRows) {
     const index_t rn = std::min(kMaxRows, rows - r0);
-    for (index_t j = 0; j < kp; j += W) {
+    for (index_t j = j_begin; j < j_end; j += JB * W) {
       index_t cnt = 0;
-      for (index_t r = r0; r < r0 + rn; ++r)
-        if (!nz || nz[r * nb + j / W]) live[cnt++] = static_cast<std::int32_t>(r);
+      for (index_t r = r0; r < r0 + rn; ++r) {
+        bool any = nz == nullptr;
+        for (index_t b = 0; b < JB && !any; ++b) any = nz[r * nb + j / W + b] != 0;
+        if (any) live[cnt++] = static_cast<std::int32_t>(r);
+      }
       if (cnt == 0) continue;
       for (index_t l0 = 0; l0 < dp; l0 += MB) {
-        V acc[MB];
+        V acc[MB][JB];
 #pragma GCC unroll 8
-        for (index_t q = 0; q < MB; ++q) acc[q] = V{};
+        for (index_t q = 0; q < MB; ++q)
+#pragma GCC unroll 4
+          for (index_t b = 0; b < JB; ++b) acc[q][b] = V{};
         for (index_t c = 0; c < cnt; ++c) {
           const index_t r = live[c];
-          const V rv = vload(R + r * kp + j);
+          V rv[JB];
+#pragma GCC unroll 4
+          for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * kp + j + b * W);
 #pragma GCC unroll 8
-          for (index_t q = 0; q < MB; ++q) acc[q] += vset<T>(A[(l0 + q) * lda + r]) * rv;
+          for (index_t q = 0; q < MB; ++q) {
+            const V a = vset<T>(A[r * lda + l0 + q]);
+#pragma GCC unroll 4
+            for (index_t b = 0; b < JB; ++b) acc[q][b] += a * rv[b];
+          }
         }
 #pragma GCC unroll 8
         for (index_t q = 0; q < MB; ++q)
-          vstore(St + (l0 + q) * kp + j, vload(St + (l0 + q) * kp + j) + acc[q]);
+#pragma GCC unroll 4
+          for (index_t b = 0; b < JB; ++b) {
+            T* s = St + (l0 + q) * kp + j + b * W;
+            vstore(s, vload(s) + acc[q][b]);
+          }
       }
     }
   }
+}
+
+// S^T += A R for one row block: A [in] (rows, dp) with row stride lda (the
+// weighted rows w_r x_r, and w_r in column d; a row's MB broadcasts come from
+// one cache line), R [in] (rows, kp) the responsibilities with row stride kp,
+// St [in,out] (dp, kp), dp a multiple of MB. The reduction over the block's
+// rows runs in MB x JB vector registers: per row, JB loads of R and MB
+// broadcasts of A feed MB * JB multiply-adds (a second register-blocked
+// product). Each entry of St gets its rows' products in row order whatever MB
+// and JB are.
+// nz [in, nullable] (rows, kp / W): 0 marks an all-zero W-block of R; a row is
+// skipped for a group of JB W-blocks when all of them are zero (the zeros are
+// stored in R, so a partly zero group adds exact zeros).
+template <index_t MB, index_t JB, typename T>
+inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
+                            index_t kp, T* St, const std::uint8_t* nz = nullptr) {
+  constexpr index_t W = VT<T>::W;
+  const index_t nb = kp / W;
+  const index_t full = nb / JB * JB * W;  // columns covered by whole JB-groups
+  accumulate_rt_x_columns<MB, JB>(A, lda, dp, R, rows, kp, St, nz, 0, full);
+  if constexpr (JB > 1)
+    if (full < kp) accumulate_rt_x_columns<MB, 1>(A, lda, dp, R, rows, kp, St, nz, full, kp);
 }
 
 }  // namespace SOFTKMEANS_ISA

@@ -83,10 +83,63 @@ inline RowMin<T> row_min2(const T* row, index_t kp) {
   return m.finish();
 }
 
+// The two smallest entries of a row (padding +inf) as row_min2 has them (m2 =
+// m1 when the minimum is tied), without the argmin (a = 0): per lane the
+// smallest and second smallest, then log2(W) shuffle steps merging the pairs
+// of lanes S apart. For the softmax step without labels (the values alone
+// feed the shift, J and the margin).
+template <typename T>
+inline RowMin<T> row_min2_values(const T* row, index_t kp) {
+  using V = typename VT<T>::v;
+  using VI = typename VT<T>::i;
+  constexpr index_t W = VT<T>::W;
+  V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1;
+  for (index_t j = 0; j < kp; j += W) {
+    const V x = vload(row + j);
+    v2 = vmin(v2, vmax(v1, x));
+    v1 = vmin(v1, x);
+  }
+#pragma GCC unroll 8
+  for (index_t S = 1; S < W; S *= 2) {
+    VI m;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < W; ++q) m[q] = static_cast<decltype(m[0] + 0)>(q ^ S);
+    const V b1 = __builtin_shuffle(v1, m), b2 = __builtin_shuffle(v2, m);
+    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
+    v1 = vmin(v1, b1);
+  }
+  return {v1[0], v2[0], 0};
+}
+
+// exp(-g / (2 sigma^2)) of the gaps g >= 0 (+inf in the padding) of a row,
+// W at a time: scaled(g) is the exponent, below() tells which lanes flush to
+// exactly 0, exp(s) the result. Float works in base 2 (s = g * -log2(e) /
+// (2 sigma^2), vexp2), double by vexp (s = -g / (2 sigma^2)).
+template <typename T>
+struct GapExp;
+template <>
+struct GapExp<float> {
+  vf c, lo;
+  explicit GapExp(float inv_t)
+      : c(vset<float>(static_cast<float>(-std::min<double>(
+            static_cast<double>(inv_t) * 1.4426950408889634, std::numeric_limits<float>::max())))),
+        lo(vset<float>(kExp2FlushFloat)) {}
+  vf scaled(vf g) const { return g * c; }
+  static vf exp(vf s) { return vexp2(s); }
+};
+template <>
+struct GapExp<double> {
+  vd vi, lo;
+  explicit GapExp(double inv_t) : vi(vset<double>(inv_t)), lo(vset<double>(-708.0)) {}
+  vd scaled(vd g) const { return -(g * vi); }
+  static vd exp(vd s) { return vexp(s); }
+};
+
 // Softmax of the row from its distances: row_j <- exp(-(D_j - m1) / (2 sigma^2))
 // (the log-sum-exp shift by the row max, written on the gap so the nearest
 // centroid gets exp(0) = 1 exactly and exact ties share). Returns sum_j e_j
-// (>= 1). With normalize, row_j <- e_j / sum.
+// (>= 1). With normalize, row_j <- e_j / sum. inv_t = 1 / (2 sigma^2), finite
+// (capped), so the gaps (>= 0, +inf in the padding) never give 0 * inf.
 // nz [out, nullable] (kp / W,): 0 where a W-block of the row is all exact
 // zeros (every score underflows; its exp is skipped), else 1.
 template <typename T>
@@ -94,18 +147,17 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
                           std::uint8_t* nz = nullptr) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
-  const V vm = vset<T>(m1), vi = vset<T>(inv_t);
-  const V vlo = vset<T>(sizeof(T) == 4 ? T(-87) : T(-708));  // vexp's flush threshold
+  const V vm = vset<T>(m1);
+  const GapExp<T> ex(inv_t);
   V acc = V{};
   for (index_t j = 0; j < kp; j += W) {
-    const V g = vload(row + j) - vm;
-    const V s = g > V{} ? -(g * vi) : V{};  // no 0 * inf
-    if (all_less(s, vlo)) {
+    const V s = ex.scaled(vload(row + j) - vm);
+    if (all_less(s, ex.lo)) {
       vstore(row + j, V{});
       if (nz) nz[j / W] = 0;
       continue;
     }
-    const V e = vexp(s);
+    const V e = ex.exp(s);
     vstore(row + j, e);
     acc += e;
     if (nz) nz[j / W] = 1;

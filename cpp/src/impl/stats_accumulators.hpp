@@ -299,31 +299,33 @@ struct SparseAccumulator {
   }
 };
 
-// Softmax rows (dense): the weighted rows, transposed, are collected per row
-// block and St += A R by the blocked product accumulate_rt_x, into a
+// Softmax rows (dense): the weighted rows are collected per row block and
+// St += A R by the blocked product accumulate_rt_x, into a
 // transposed (d + 1, kp) float tile partial whose row d is N.
 template <typename T>
 struct DenseSoftmaxAccumulator {
   static constexpr index_t W = VT<T>::W;
   struct Tile {
     std::vector<T> St;             // (dp, kp): S^T in rows 0..d-1, N in row d
-    std::vector<T> A;              // (dp, lda) the block's w r x^T and w, transposed
-    std::vector<std::uint8_t> nz;  // (lda, kp / W) nonzero W-blocks of the rows
+    std::vector<T> A;              // (mb, dp) the block's rows w x and w (0 beyond)
+    std::vector<std::uint8_t> nz;  // (mb, kp / W) nonzero W-blocks of the rows
   };
-  index_t k, d, kp, lda;
-  index_t mbl;  // rows of the accumulation micro-kernel
-  index_t dp;   // d + 1 rounded up to mbl
+  index_t k, d, kp, mb;  // mb: rows of a block (padded)
+  index_t mbl;           // rows of the accumulation micro-kernel
+  index_t dp;            // d + 1 rounded up to mbl
   static constexpr bool sums = true;
 
-  explicit DenseSoftmaxAccumulator(const Engine<T>& E) : k(E.k), d(E.d), kp(E.kp), lda(E.mb_pad()) {
-    mbl = (d + 1 <= 4) ? 4 : 8;
+  explicit DenseSoftmaxAccumulator(const Engine<T>& E) : k(E.k), d(E.d), kp(E.kp), mb(E.mb_pad()) {
+    // MB x 2 accumulators: 12 (+ 2 rows of R + 1 broadcast) fit the 16
+    // vector registers of SSE/AVX2; padding d + 1 = 17 to 18, not 24.
+    mbl = (d + 1 <= 4) ? 4 : 6;
     dp = round_up(d + 1, mbl);
   }
 
   void init(Tile& t) const {
     t.St.assign(dp * kp, T(0));
-    t.A.assign(dp * lda, T(0));
-    t.nz.assign(lda * (kp / W), 0);
+    t.A.assign(mb * dp, T(0));
+    t.nz.assign(mb * (kp / W), 0);
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
@@ -333,14 +335,15 @@ struct DenseSoftmaxAccumulator {
   void row(Tile& t, index_t r, const T* x, double, const RowAssignment& a,
            const Workspace<T>&) const {
     const T wt = static_cast<T>(a.weight);
-    for (index_t l = 0; l < d; ++l) t.A[l * lda + r] = wt * x[l];
-    t.A[d * lda + r] = wt;
+    T* ar = t.A.data() + r * dp;
+    for (index_t l = 0; l < d; ++l) ar[l] = wt * x[l];
+    ar[d] = wt;
   }
   void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
     if (mbl == 4)
-      accumulate_rt_x<4>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<4, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
     else
-      accumulate_rt_x<8>(t.A.data(), lda, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<6, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
   }
   void fold(Tile& t, ChunkStats& chunk) const {
     for (index_t j = 0; j < k; ++j)

@@ -141,7 +141,10 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
     const double wi = p.w[i];
     const T* x = p.X + i * d;
     T* row = ws.dbuf.data() + (p.in_registers ? 0 : r * kp);
-    const RowMin<T> m = p.in_registers ? ws.mins[r] : row_min2(row, kp);
+    // Softmax needs the argmin only for labels.
+    const RowMin<T> m = p.in_registers ? ws.mins[r]
+                        : p.labels     ? row_min2(row, kp)
+                                       : row_min2_values(row, kp);
     W += wi;
     if (p.labels) p.labels[i] = m.a;
     if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));

@@ -145,35 +145,40 @@ inline bool any_less_equal(V a, V b) {
 
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
-// exp(x) for x <= 0 (the max-shifted scores), vectorized. Range reduction
-// x = n ln2 + r, |r| <= ln2/2, polynomial 1 + r + r^2 q(r) (so exp(0) = 1
-// exactly) with q fitted for the minimax relative error on that interval (degree 5
-// in all for float, 8 for double: approximation error 1.1e-7 and 1.2e-12 relative,
-// against the 1e-4 / 1e-10 parity tolerances), scaling by 2^n through the exponent
-// bits. NOTE: results below the smallest normal number (x < -87 float, -708
-// double) are flushed to exactly 0 instead of denormals: they are < 1e-37
-// (float) / 1e-307 (double) of the row's largest entry, and exact zeros let
-// the accumulation skip them.
-inline vf vexp(vf x) {
-  const vf lo = vset<float>(-87.0f);
-  const vf xc = vmax(x, lo);
-  const vf t = xc * 1.44269504088896341f;
+// 2^t for t <= 0, float (the softmax step's exp, scores pre-scaled by
+// log2(e)): t = n + f, n = round(t), |f| <= 1/2, 2^f = 1 + f q(f) with q of
+// degree 4 fitted for the minimax relative error on that interval (1.9e-7
+// evaluated in float, against the 1e-4 parity tolerance; 2^0 = 1 exactly),
+// scaled by 2^n through the exponent bits. One multiply and two multiply-adds
+// fewer than vexp's reduction of x = t ln2. NOTE: flushed to exactly 0 below
+// 2^kExp2FlushFloat = e^-87, as vexp flushes (the same threshold in base 2).
+inline constexpr float kExp2FlushFloat = -125.51551f;  // -87 log2(e)
+inline vf vexp2(vf t) {
+  // No clamp: lanes below lo (-inf included, whose f is NaN) are replaced
+  // by 0 at the end whatever they computed.
+  const vf lo = vset<float>(kExp2FlushFloat);
   const vf nf = (t + 12582912.0f) - 12582912.0f;  // round to nearest
-  vf r = xc - nf * 0.693145751953125f;
-  r = r - nf * 1.42860682030941723212e-6f;
-  vf p = vset<float>(0.008312505669891834f);
-  p = p * r + 0.04189009591937065f;
-  p = p * r + 0.16667114198207855f;
-  p = p * r + 0.499992311000824f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const vf f = t - nf;
+  vf q = vset<float>(0.0013264563167467713f);
+  q = q * f + 0.009671463631093502f;
+  q = q * f + 0.05550733581185341f;
+  q = q * f + 0.24022242426872253f;
+  q = q * f + 0.6931470036506653f;
+  const vf p = q * f + 1.0f;
   const vi32 ni = __builtin_convertvector(nf, vi32);
   const vi32 bits = (ni + 127) << 23;
   const vf scale = reinterpret_cast<const vf&>(bits);
-  const vf res = p * scale;
-  return x < lo ? vf{} : res;
+  return t < lo ? vf{} : p * scale;
 }
 
+// exp(x) for x <= 0 (the max-shifted scores), double, vectorized. Range
+// reduction x = n ln2 + r, |r| <= ln2/2, polynomial 1 + r + r^2 q(r) (so
+// exp(0) = 1 exactly) with q fitted for the minimax relative error on that
+// interval (degree 8 in all: approximation error 1.2e-12 relative, against the
+// 1e-10 parity tolerance), scaling by 2^n through the exponent bits. NOTE:
+// results below the smallest normal number (x < -708) are flushed to exactly
+// 0 instead of denormals: they are < 1e-307 of the row's largest entry, and
+// exact zeros let the accumulation skip them. Float: vexp2 above.
 inline vd vexp(vd x) {
   const vd lo = vset<double>(-708.0);
   const vd xc = vmax(x, lo);

@@ -149,9 +149,27 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
             np.testing.assert_array_equal(lo1, lo2)
 
 
+@pytest.fixture
+def bounds_everywhere(monkeypatch):
+    """The bounded pass for every hard fit with d > 4 (small k d included), its calls
+    counted."""
+    monkeypatch.setattr(_BoundedHardPass, "MIN_WORK_PER_ROW", 0)
+    calls = []
+    bounded = _native.hard_stats_bounded
+
+    def counted(*args):
+        calls.append(1)
+        return bounded(*args)
+
+    monkeypatch.setattr(_native, "hard_stats_bounded", counted)
+    return calls
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("d,k", [(8, 5), (40, 30)])
-def test_a_hard_fit_is_the_same_with_and_without_bounds(monkeypatch, dtype, d, k):
+def test_a_hard_fit_is_the_same_with_and_without_bounds(
+    monkeypatch, bounds_everywhere, dtype, d, k
+):
     rng = np.random.default_rng(d + k)
     X = _blobs(4000, d, k, dtype, rng)
     init = X[rng.choice(len(X), size=k, replace=False)].copy()
@@ -160,6 +178,7 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(monkeypatch, dtype, d, k
         return SoftKMeans(k, assignment="hard", init=init, n_init=1, max_iter=100, tol=0).fit(X)
 
     bounded = fit()
+    assert len(bounds_everywhere) == bounded.n_iter_
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
     plain = fit()
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
@@ -172,7 +191,7 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(monkeypatch, dtype, d, k
     assert bounded.history_["min_margin"][0] == plain.history_["min_margin"][0]
 
 
-def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch):
+def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhere):
     """Empty clusters: the relocation takes the labels of the step (no assign pass) and
     the fit equals the plain one."""
     rng = np.random.default_rng(0)
@@ -187,7 +206,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch):
 
     monkeypatch.setattr(_native, "assign", counted_assign)
     bounded = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
-    assert bounded.n_iter_ >= 2
+    assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_
     assert not calls
     monkeypatch.undo()
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
@@ -199,11 +218,14 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch):
 def test_the_bounded_pass_is_taken_only_where_it_applies():
     X = np.ascontiguousarray(np.random.default_rng(0).normal(size=(50, 8)))
     w = np.ones(50)
-    assert _BoundedHardPass.for_fit(X, w, "hard", 1) is not None
-    assert _BoundedHardPass.for_fit(X, w, "softmax", 1) is None
-    assert _BoundedHardPass.for_fit(X, w, "entmax15", 1) is None
-    assert _BoundedHardPass.for_fit(np.asfortranarray(X), w, "hard", 1) is None
-    assert _BoundedHardPass.for_fit(X[:, : _native.SMALL_DIM], w, "hard", 1) is None
+    k = _BoundedHardPass.MIN_WORK_PER_ROW // 8
+    assert _BoundedHardPass.for_fit(X, w, "hard", k, 1) is not None
+    assert _BoundedHardPass.for_fit(X, w, "hard", k - 1, 1) is None
+    assert _BoundedHardPass.for_fit(X, w, "softmax", k, 1) is None
+    assert _BoundedHardPass.for_fit(X, w, "entmax15", k, 1) is None
+    assert _BoundedHardPass.for_fit(np.asfortranarray(X), w, "hard", k, 1) is None
+    X4 = np.ascontiguousarray(X[:, : _native.SMALL_DIM])
+    assert _BoundedHardPass.for_fit(X4, w, "hard", 10**6, 1) is None
 
 
 def test_bad_arguments_are_clear_errors():

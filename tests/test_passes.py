@@ -63,7 +63,10 @@ def _data(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
-def test_a_fit_from_given_centroids_reads_x_once_per_iteration(counted, kind, dtype):
+def test_a_fit_from_given_centroids_reads_x_once_per_iteration(monkeypatch, counted, kind, dtype):
+    from softkmeans._driver import _BoundedHardPass
+
+    monkeypatch.setattr(_BoundedHardPass, "MIN_WORK_PER_ROW", 0)  # bounds at this small k d
     X = _data(dtype)
     init = X[:6].copy()
     m = SoftKMeans(6, assignment=kind, init=init, n_init=1, max_iter=50, random_state=0)

@@ -86,12 +86,14 @@ def _time(f):
 
 
 def interleaved(fns, repeats):
-    """Median wall time of each callable, run alternately `repeats` times (after a warm-up)."""
+    """Median wall time of each callable, run alternately `repeats` times (after a warm-up),
+    each after `peers.SETTLE_SECONDS` of rest (see there)."""
     for f in fns:
         f()
     times = [[] for _ in fns]
     for _ in range(repeats):
         for i, f in enumerate(fns):
+            time.sleep(P.SETTLE_SECONDS)
             times[i].append(_time(f))
     return [statistics.median(t) for t in times]
 

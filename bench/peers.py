@@ -159,11 +159,19 @@ def _call_timed(fn: Callable[[], object]) -> tuple[float, dict]:
     return elapsed, {}
 
 
+# Seconds of rest before each timed call: a BLAS call's worker threads keep spinning for
+# a while after it returns (OpenBLAS: ~0.1 s), and a case timed right after one ran with a
+# core taken (the hard step at (1e6, 16, 64) after a 4096^3 sgemm: 62 GFLOP/s without the
+# rest, 74 with 0.3 s, quiet machine). Not timed.
+SETTLE_SECONDS = 0.3
+
+
 def interleaved(
     cases: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
 ) -> dict[str, Timing]:
     """Times every case `repeats` times, round-robin (case A, B, C, A, B, C, ...), so that
-    machine noise (other processes, frequency changes) hits every case alike.
+    machine noise (other processes, frequency changes) hits every case alike, each after
+    SETTLE_SECONDS of rest (the previous case's idle threads go to sleep).
 
     A case returning a `Timed` reports its own seconds; otherwise its wall time counts.
     The last `extra` a case returned is kept."""
@@ -173,6 +181,7 @@ def interleaved(
     results = {name: Timing(name, []) for name in cases}
     for _ in range(repeats):
         for name, fn in cases.items():
+            time.sleep(SETTLE_SECONDS)
             seconds, extra = _call_timed(fn)
             results[name].times.append(seconds)
             results[name].extra = extra

@@ -151,9 +151,9 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
 
 @pytest.fixture
 def bounds_everywhere(monkeypatch):
-    """The bounded pass for every hard fit with d > 4 (small k d included), its calls
+    """The bounded pass for every hard fit with d > 4 (small centroids included), its calls
     counted."""
-    monkeypatch.setattr(_BoundedHardPass, "MIN_WORK_PER_ROW", 0)
+    monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)
     calls = []
     bounded = _native.hard_stats_bounded
 
@@ -218,9 +218,12 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
 def test_the_bounded_pass_is_taken_only_where_it_applies():
     X = np.ascontiguousarray(np.random.default_rng(0).normal(size=(50, 8)))
     w = np.ones(50)
-    k = _BoundedHardPass.MIN_WORK_PER_ROW // 8
+    k = _BoundedHardPass.MIN_CENTROID_BYTES // (8 * X.itemsize)
     assert _BoundedHardPass.for_fit(X, w, "hard", k, 1) is not None
     assert _BoundedHardPass.for_fit(X, w, "hard", k - 1, 1) is None
+    X32 = X.astype(np.float32)
+    assert _BoundedHardPass.for_fit(X32, w, "hard", k, 1) is None
+    assert _BoundedHardPass.for_fit(X32, w, "hard", 2 * k, 1) is not None
     assert _BoundedHardPass.for_fit(X, w, "softmax", k, 1) is None
     assert _BoundedHardPass.for_fit(X, w, "entmax15", k, 1) is None
     assert _BoundedHardPass.for_fit(np.asfortranarray(X), w, "hard", k, 1) is None

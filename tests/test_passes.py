@@ -66,7 +66,7 @@ def _data(dtype):
 def test_a_fit_from_given_centroids_reads_x_once_per_iteration(monkeypatch, counted, kind, dtype):
     from softkmeans._driver import _BoundedHardPass
 
-    monkeypatch.setattr(_BoundedHardPass, "MIN_WORK_PER_ROW", 0)  # bounds at this small k d
+    monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)  # bounds at this small k d
     X = _data(dtype)
     init = X[:6].copy()
     m = SoftKMeans(6, assignment=kind, init=init, n_init=1, max_iter=50, random_state=0)

@@ -482,21 +482,24 @@ class _BoundedHardPass:
         self.lower = np.zeros(X.shape[0], dtype=np.float64)
         self.C_prev = None
 
-    # A row's k distances cost about k d multiply-adds, its bound test about d: below this
-    # k d the test and the gathering cost about what they save (single-thread CPU time over
-    # 20 Lloyd steps on blobs, bounded / plain: 0.94-1.0 at k d = 16 x 64; 0.52-0.63 at
-    # 32 x 128, 16 x 256, 64 x 64, 16 x 1024; 0.39 at 64 x 256; 0.48 at 256 x 1024).
-    MIN_WORK_PER_ROW = 2048
+    # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
+    # its bound test about d: below this size of the centroids (k d itemsize bytes) the test
+    # and the gathering cost about what they save. Single-thread CPU time of 20 Lloyd steps on
+    # blobs, bounded / plain: float32 1.28 at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128,
+    # 16 x 256, 64 x 64, 16 x 1024, 0.39 at 64 x 256, 0.48 at 256 x 1024; float64 0.98 at
+    # 8 x 128 (8 KiB), 0.84 at 16 x 64.
+    MIN_CENTROID_BYTES = 8192
 
     @classmethod
     def for_fit(cls, X, w, kind, k, n_threads):
         """The bounded pass of a fit with k centroids, or None where the plain pass runs:
         kinds other than hard, CSR input, X not an in-memory C-contiguous array (row
-        blocks, Dask), d <= 4 (the direct-difference path), k d < MIN_WORK_PER_ROW."""
+        blocks, Dask), d <= 4 (the direct-difference path), centroids smaller than
+        MIN_CENTROID_BYTES."""
         if kind != "hard" or not isinstance(X, np.ndarray) or not X.flags.c_contiguous:
             return None
         d = X.shape[1]
-        if d <= _native.SMALL_DIM or k * d < cls.MIN_WORK_PER_ROW:
+        if d <= _native.SMALL_DIM or k * d * X.itemsize < cls.MIN_CENTROID_BYTES:
             return None
         return cls(X, w, n_threads)
 

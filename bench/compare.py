@@ -612,7 +612,9 @@ def main(argv=None):
     fit_shapes = [
         (n // fit_scale, d, k, min(it, 10) if args.quick else it) for n, d, k, it in FIT_SHAPES
     ]
-    default_shapes = [(1_000_000 // (2 * fit_scale), 16, 64), (300_000 // (2 * fit_scale), 64, 256)]
+    # The shapes; --quick at n / 40.
+    default_scale = 40 if args.quick else 1
+    default_shapes = [(1_000_000 // default_scale, 16, 64), (300_000 // default_scale, 64, 256)]
     kernel_shapes = [((n // fit_scale, d, k), t) for (n, d, k), t in KERNEL_SHAPES]
     stages = [
         ("fit", lambda: compare_whole_fit(fit_shapes, dtypes, args)),

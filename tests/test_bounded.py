@@ -149,20 +149,25 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
             np.testing.assert_array_equal(lo1, lo2)
 
 
+def _count_calls(monkeypatch, name):
+    """Wraps _native.<name>; returns the list that gets one entry per call."""
+    calls = []
+    wrapped = getattr(_native, name)
+
+    def counted(*args):
+        calls.append(1)
+        return wrapped(*args)
+
+    monkeypatch.setattr(_native, name, counted)
+    return calls
+
+
 @pytest.fixture
 def bounds_everywhere(monkeypatch):
     """The bounded pass for every hard fit with d > 4 (small centroids included), its calls
     counted."""
     monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)
-    calls = []
-    bounded = _native.hard_stats_bounded
-
-    def counted(*args):
-        calls.append(1)
-        return bounded(*args)
-
-    monkeypatch.setattr(_native, "hard_stats_bounded", counted)
-    return calls
+    return _count_calls(monkeypatch, "hard_stats_bounded")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -197,14 +202,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     rng = np.random.default_rng(0)
     X = _blobs(3000, 6, 3, np.float64, rng)
     init = np.vstack([X[:3], X[:3].mean(axis=0) + 1e6 * np.ones((2, 6))])  # 2 far, empty
-    calls = []
-    assign = _native.assign
-
-    def counted_assign(*args):
-        calls.append(1)
-        return assign(*args)
-
-    monkeypatch.setattr(_native, "assign", counted_assign)
+    calls = _count_calls(monkeypatch, "assign")
     bounded = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
     assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_
     assert not calls

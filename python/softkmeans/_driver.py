@@ -10,10 +10,12 @@ drop-in rules, weights, the sigma default, annealing).
 The passes a fit makes over X: one validation (finiteness and magnitude); one weighted
 covariance (the kernel reads X twice: the mean, then the centred products), which gives
 both `critical_sigma_` and the tolerance; the seeding's (k-means++: two per centre); one
-fused `block_stats` pass per iteration; and one final `block_stats` pass at the final
-centroids, which yields the labels, inertia, objective and minimum margin at once.
-Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the labels
-at the step's input).
+fused `block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
+centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes the distances
+of only the rows whose label may change; `_BoundedHardPass`); and one final `block_stats`
+pass at the final centroids, which yields the labels, inertia, objective and minimum margin
+at once. Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
+labels at the step's input), except after a bounded step, which has them.
 """
 
 from __future__ import annotations

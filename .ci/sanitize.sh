@@ -72,6 +72,7 @@ LD_PRELOAD="$LIBASAN $LIBSTDCXX" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   python -c "$RUNNER" "$SITE" -q -p no:cacheprovider -x \
   tests/test_bad_input.py tests/test_validation.py tests/test_parity.py \
+  tests/test_bounded.py tests/test_entmax_rows.py tests/test_covariance.py \
   -k "not test_parity or ($PARITY_K)" "$@" \
   2>&1 | tee "$LOG"
 status=${PIPESTATUS[0]}

@@ -318,6 +318,8 @@ def compare_torch_free_energy(shapes, args):
         note = f"matmul-expansion torch term {te * 1e3:.0f} ms ({te / to:.2f}x)"
         rows.append(Row("torch F_sigma fwd+bwd vs cdist+lse", (n, d, k), "float32", to, tp,
                         "s", ">= 3x", tp / to, tp / to >= 3.0, note))  # fmt: skip
+        print(_fmt(rows[-1]), flush=True)
+    return rows
 
 
 # The shapes of issue 10's whole-fit table: (n, d, k, iterations).

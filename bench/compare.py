@@ -9,7 +9,7 @@ whole fit from a given init vs scikit-learn and faiss (``fit``), defaults as typ
 comparison (``compare_*``), each returning ``Row`` objects; ``main`` assembles the table.
 
     python bench/compare.py            # full run (n = 1e6; several minutes)
-    python bench/compare.py --quick    # small n, about a minute
+    python bench/compare.py --quick    # small n, about four minutes
 
 Timing rules: every comparison runs its contenders alternately (interleaved) for
 ``--repeats`` rounds and reports medians; all contenders get ``--threads`` threads
@@ -576,7 +576,7 @@ def _fmt(r: Row) -> str:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="small n (about a minute)")
+    p.add_argument("--quick", action="store_true", help="small n (about four minutes)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=None, help="interleaved rounds (median)")
     p.add_argument("--sk-iters", type=int, default=None, help="max_iter for peer fits")

@@ -161,8 +161,9 @@ def _call_timed(fn: Callable[[], object]) -> tuple[float, dict]:
 
 # Seconds of rest before each timed call: a BLAS call's worker threads keep spinning for
 # a while after it returns (OpenBLAS: ~0.1 s), and a case timed right after one ran with a
-# core taken (the hard step at (1e6, 16, 64) after a 4096^3 sgemm: 62 GFLOP/s without the
-# rest, 74 with 0.3 s, quiet machine). Not timed.
+# core taken (the hard step at (1e6, 16, 64) after a 4096^3 sgemm, quiet machine, two runs
+# of `python bench/bounded_steps.py --settle`: 62 / 44 GFLOP/s without the rest, 74 / 69 with
+# 0.3 s). Not timed.
 SETTLE_SECONDS = 0.3
 
 

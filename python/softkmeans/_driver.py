@@ -492,9 +492,9 @@ class _BoundedHardPass:
     # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
     # its bound test about d: below this size of the centroids (k d itemsize bytes) the test
     # and the gathering cost about what they save. Single-thread CPU time of 20 Lloyd steps on
-    # blobs, bounded / plain: float32 1.28 at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128,
-    # 16 x 256, 64 x 64, 16 x 1024, 0.39 at 64 x 256, 0.48 at 256 x 1024; float64 0.98 at
-    # 8 x 128 (8 KiB), 0.84 at 16 x 64.
+    # blobs, bounded / plain (`python bench/bounded_steps.py N D K 20 DTYPE`): float32 1.28
+    # at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128, 16 x 256, 64 x 64, 16 x 1024, 0.39 at
+    # 64 x 256, 0.48 at 256 x 1024 (8 steps); float64 0.98 at 8 x 128 (8 KiB), 0.84 at 16 x 64.
     MIN_CENTROID_BYTES = 8192
 
     @classmethod

@@ -87,14 +87,14 @@ def _time(f):
 
 def interleaved(fns, repeats):
     """Median wall time of each callable, run alternately `repeats` times (after a warm-up),
-    each after `peers.SETTLE_SECONDS` of rest (see there)."""
-    for f in fns:
-        f()
+    each after `peers.SETTLE_SECONDS` of rest (see there); a callable shorter than
+    `peers.BURST_SECONDS` is timed as the mean of a burst of back-to-back calls."""
+    counts = [P.burst_count(_time(f)) for f in fns]
     times = [[] for _ in fns]
     for _ in range(repeats):
         for i, f in enumerate(fns):
             time.sleep(P.SETTLE_SECONDS)
-            times[i].append(_time(f))
+            times[i].append(P.timed_burst(f, counts[i])[0])
     return [statistics.median(t) for t in times]
 
 

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -358,6 +359,34 @@ void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int 
 // The structure is checked here, before any kernel runs (the kernels index
 // with it unchecked): indptr from 0 to nnz and non-decreasing, columns
 // strictly increasing within each row and in [0, n_features).
+//
+// Every pass of a sparse fit comes here with a valid matrix: a branch-free
+// test, a few vectorized passes over the arrays, says so (about a tenth of the
+// row-by-row loop's time); the loop then runs only to name a fault.
+template <typename I>
+bool csr_structure_is_valid(const I* ind, const I* ptr, index_t n, index_t nnz, index_t d) {
+  bool ordered = true;
+  for (index_t i = 0; i < n; ++i) ordered &= ptr[i] <= ptr[i + 1];
+  if (!ordered) return false;
+  if (nnz == 0) return true;
+  I lo = ind[0], hi = ind[0];
+  for (index_t e = 0; e < nnz; ++e) {
+    lo = std::min(lo, ind[e]);
+    hi = std::max(hi, ind[e]);
+  }
+  if (lo < 0 || static_cast<index_t>(hi) >= d) return false;
+  // Columns strictly increase within each row: every place where they do not
+  // (ind[e] <= ind[e - 1]) must be the start of a non-empty row (each such
+  // place starts exactly one).
+  index_t descents = 0, at_row_starts = 0;
+  for (index_t e = 1; e < nnz; ++e) descents += ind[e] <= ind[e - 1];
+  for (index_t i = 0; i < n; ++i) {
+    const index_t e = static_cast<index_t>(ptr[i]);
+    if (e > 0 && ptr[i + 1] > ptr[i]) at_row_starts += ind[e] <= ind[e - 1];
+  }
+  return descents == at_row_starts;
+}
+
 template <typename I>
 void check_csr_structure(const py::array& indices_a, const py::array& indptr_a, index_t d) {
   const auto indices = as_vector<I>(indices_a, "X.indices", indices_a.shape(0));
@@ -367,6 +396,7 @@ void check_csr_structure(const py::array& indices_a, const py::array& indptr_a, 
   const index_t n = indptr.shape(0) - 1, nnz = indices.shape(0);
   if (ptr[0] != 0 || static_cast<index_t>(ptr[n]) != nnz)
     throw py::value_error("X.indptr must start at 0 and end at nnz");
+  if (csr_structure_is_valid(ind, ptr, n, nnz, d)) return;
   for (index_t i = 0; i < n; ++i) {
     if (ptr[i + 1] < ptr[i]) throw py::value_error("X.indptr must be non-decreasing");
     for (index_t e = ptr[i]; e < static_cast<index_t>(ptr[i + 1]); ++e) {

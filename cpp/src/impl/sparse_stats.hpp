@@ -124,6 +124,38 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
   }
 }
 
+// The hard pass without grad_X over rows i0 .. i0 + rows: each row's
+// distances reduced in registers as they are formed (CsrDistances::row_min2,
+// no distance block), then the statistics csr_stats_rows sums, by the same
+// additions in the same order (RowAssignment {m1, wi, 1}, N_a += w,
+// S_a[l] += w x_l as CsrSupportAccumulator adds them). The chunk's scalar
+// sums are kept in locals across the rows.
+template <typename T, typename I>
+void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const double* w,
+                   std::int64_t* labels, bool sums, ChunkStats& chunk, index_t i0, index_t rows) {
+  const index_t d = X.d;
+  double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
+  for (index_t i = i0; i < i0 + rows; ++i) {
+    const RowMin<T> m = dist.row_min2(X, i);
+    const double wi = w[i];
+    W += wi;
+    if (labels) labels[i] = m.a;
+    if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
+    const double m1 = static_cast<double>(m.m1);
+    obj += rounded_product(wi, m1);
+    J += rounded_product(wi, m1);
+    if (!sums || wi == 0.0) continue;
+    chunk.N[m.a] += wi;
+    double* sa = chunk.S.data() + m.a * d;
+    for (index_t e = X.begin(i); e < X.end(i); ++e)
+      sa[X.col[e]] += wi * static_cast<double>(X.val[e]);
+  }
+  chunk.W = W;
+  chunk.obj = obj;
+  chunk.J = J;
+  chunk.mm = mm;
+}
+
 // The chunk count of csr_block_stats: as the dense kernel's (stats_chunks), but
 // with the chunks' k x d sums (allocated, zeroed and merged once per chunk per
 // call) kept within a quarter of the row pass's scatter work, since a sparse
@@ -143,10 +175,9 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
                      double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
                      int n_threads) {
   const index_t n = X.n, d = X.d;
-  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
-  StatsPass<T> p(E, nullptr, C, w, kind, sigma, labels, grad_X);
-  p.in_registers = false;  // CSR rows are reduced from their distance block
-  const CsrDistances<T> dist(C, k, d, E.kp);
+  const Engine<T> E =
+      csr_shape<T>(k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
+  const CsrDistances<T> dist(C, k, d);
   const bool sums = N != nullptr || S != nullptr;
   std::vector<ChunkStats> chunks(csr_stats_chunks(X, k, kind));
   if (sums)
@@ -154,6 +185,23 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
       c.N.assign(k, 0.0);
       c.S.assign(k * d, 0.0);
     }
+  const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
+  if (kind == Kind::hard && grad_X == nullptr) {
+    // No per-thread scratch: the rows are reduced in registers.
+    std::vector<Workspace<T>> team(resolve_threads(n_threads, csr_distance_work(X, k)));
+    with_csr_rows(X, [&](const auto& rows) {
+      drive(
+          E, static_cast<const T*>(nullptr), n, static_cast<index_t>(chunks.size()), team,
+          [&](index_t c, Workspace<T>&, index_t i0, index_t nr) {
+            csr_hard_rows(dist, rows, w, labels, sums, chunks[c], i0, nr);
+          },
+          [](index_t, Workspace<T>&) {}, false);
+    });
+    merge_in_chunk_order(chunks, k, d, out);
+    return;
+  }
+  StatsPass<T> p(E, nullptr, C, w, kind, sigma, labels, grad_X);
+  p.in_registers = false;  // CSR rows are reduced from their distance block
   using Scratch = CsrStatsScratch<T>;
   auto scratch = csr_per_thread<Scratch>(E, X, n_threads, [&](Scratch& s) {
     if (grad_X) s.xrow.assign(d, T(0));
@@ -176,7 +224,7 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
     run(CsrSoftmaxAccumulator{k, d});
   else
     run(CsrSupportAccumulator{d});
-  merge_in_chunk_order(chunks, k, d, BlockStatsOut{W, N, S, objective, distortion, min_margin});
+  merge_in_chunk_order(chunks, k, d, out);
 }
 
 }  // namespace SOFTKMEANS_ISA

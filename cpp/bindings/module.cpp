@@ -379,12 +379,14 @@ bool csr_structure_is_valid(const I* ind, const I* ptr, index_t n, index_t nnz, 
   // Columns strictly increase within each row: every place where they do not
   // (ind[e] <= ind[e - 1]) must be the start of a non-empty row (each such
   // place starts exactly one).
-  index_t out_of_range = 0, descents = 0, at_row_starts = 0;
-  for (index_t b = 0; b < nnz; b += kBlock) {
+  index_t out_of_range = static_cast<U>(ind[0]) >= end, descents = 0, at_row_starts = 0;
+  for (index_t b = 1; b < nnz; b += kBlock) {
     const index_t b1 = std::min(nnz, b + kBlock);
     std::uint32_t bad = 0, down = 0;
-    for (index_t e = b; e < b1; ++e) bad += static_cast<U>(ind[e]) >= end;
-    for (index_t e = std::max<index_t>(b, 1); e < b1; ++e) down += ind[e] <= ind[e - 1];
+    for (index_t e = b; e < b1; ++e) {
+      bad += static_cast<U>(ind[e]) >= end;
+      down += ind[e] <= ind[e - 1];
+    }
     out_of_range += bad;
     descents += down;
   }
@@ -554,6 +556,19 @@ void csr_kpp_update_t(const CsrArgs<T>& x, py::array& cla, std::int64_t center, 
   });
 }
 
+template <typename T>
+py::array csr_second_moment_matvec_t(const CsrArgs<T>& x, const py::array& wa, const py::array& va,
+                                     int n_threads) {
+  auto w = as_vector<double>(wa, "sample_weight", x.X.n);
+  auto v = as_vector<double>(va, "v", x.X.d);
+  carray<double> out(x.X.d);
+  run_native([&] {
+    softkmeans::kernels<T>().csr_second_moment_matvec(x.X, w.data(), v.data(), out.mutable_data(),
+                                                      n_threads);
+  });
+  return out;
+}
+
 // Calls f(T{}) with T the dtype of X: float for float32, double otherwise (the
 // callee's as_matrix rejects anything but float64 there). By equivalence, not
 // identity: an equal but non-canonical float32 dtype object (e.g. a
@@ -719,6 +734,18 @@ void def_csr_kernels(py::module_& m) {
       },
       py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
       py::arg("closest"), py::arg("center_idx"), py::arg("n_threads") = 0);
+  m.def(
+      "csr_second_moment_matvec",
+      [](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+         const py::array& w, const py::array& v, int n_threads) {
+        return by_dtype(data, [&](auto t) {
+          const CsrArgs<decltype(t)> x(data, indices, indptr, d);
+          return csr_second_moment_matvec_t(x, w, v, n_threads);
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("sample_weight"), py::arg("v"), py::arg("n_threads") = 0,
+      "X^T diag(w) X v, float64 (d,)");
 }
 
 // SIMD levels, threads, and how the module was built.

@@ -91,34 +91,6 @@ struct CsrDistances {
     }
   }
 
-  // row() of two rows a and b with stored entries, the same bits: their dot
-  // products run in one loop over the longer row's entries, the shorter row's
-  // extra steps adding 0 x its last column (acc + 0 c = acc exactly: c is
-  // finite and acc never -0), so that the two rows' FMA chains overlap and the
-  // pair takes one loop exit (a mispredicted branch per row otherwise).
-  template <typename I, typename Fa, typename Fb>
-  void row_pair(const CsrRows<T, I>& X, index_t a, index_t b, Fa&& fa, Fb&& fb) const {
-    const RowEntries ra{X.begin(a), X.end(a) - X.begin(a)};
-    const RowEntries rb{X.begin(b), X.end(b) - X.begin(b)};
-    const V xa = vset<T>(static_cast<T>(row_sq_norm(X, ra.e0, ra.e0 + ra.len)));
-    const V xb = vset<T>(static_cast<T>(row_sq_norm(X, rb.e0, rb.e0 + rb.len)));
-    index_t j = 0;
-    for (; j + kPairBlock * W <= kp; j += kPairBlock * W)
-      pair_block<kPairBlock>(X, ra, rb, j, xa, xb, fa, fb);
-    switch ((kp - j) / W) {
-      case 1:
-        return pair_block<1>(X, ra, rb, j, xa, xb, fa, fb);
-      case 2:
-        return pair_block<2>(X, ra, rb, j, xa, xb, fa, fb);
-      case 3:
-        return pair_block<3>(X, ra, rb, j, xa, xb, fa, fb);
-      case 4:
-        return pair_block<4>(X, ra, rb, j, xa, xb, fa, fb);
-      default:
-        return;
-    }
-  }
-
   // The two smallest distances of row i and the first argmin, as row_min2 has
   // them from the row's distance block (the same vectors pushed in the same
   // order), without writing the block.
@@ -127,15 +99,6 @@ struct CsrDistances {
     Min2<T> m;
     row(X, i, [&](index_t, V D) { m.push(D); });
     return m.finish();
-  }
-
-  // row_min2 of rows a and b (both with stored entries) by row_pair.
-  template <typename I>
-  void row_min2_pair(const CsrRows<T, I>& X, index_t a, index_t b, RowMin<T>* out) const {
-    Min2<T> ma, mb;
-    row_pair(X, a, b, [&](index_t, V D) { ma.push(D); }, [&](index_t, V D) { mb.push(D); });
-    out[0] = ma.finish();
-    out[1] = mb.finish();
   }
 
   // out [out] (rows, kp) with row stride kp: D of rows i0 .. i0 + rows of X,
@@ -154,12 +117,6 @@ struct CsrDistances {
   // stored entries, each stored entry broadcast once per block. 6 leaves room
   // in 16 AVX2 registers for the broadcast and a row reduction's state.
   static constexpr int kBlock = 6;
-  // The same for row_pair: two rows' accumulators and broadcasts.
-  static constexpr int kPairBlock = 5;
-
-  struct RowEntries {
-    index_t e0, len;  // the first stored entry, their count
-  };
 
   // ||x||^2 in double over the stored entries e0 .. e1, in their order.
   template <typename I>
@@ -187,34 +144,6 @@ struct CsrDistances {
     for (int b = 0; b < B; ++b) {
       const V cnv = vload(cn.data() + j + b * W);
       f(j + b * W, vmax((x + cnv) - (acc[b] + acc[b]), V{}));
-    }
-  }
-
-  // centroid_block of two rows (row_pair).
-  template <int B, typename I, typename Fa, typename Fb>
-  void pair_block(const CsrRows<T, I>& X, RowEntries ra, RowEntries rb, index_t j, V xa, V xb,
-                  Fa& fa, Fb& fb) const {
-    V acca[B], accb[B];
-#pragma GCC unroll 8
-    for (int b = 0; b < B; ++b) acca[b] = accb[b] = V{};
-    const index_t steps = std::max(ra.len, rb.len);
-    for (index_t q = 0; q < steps; ++q) {
-      const index_t ea = ra.e0 + std::min(q, ra.len - 1), eb = rb.e0 + std::min(q, rb.len - 1);
-      const V va = vset<T>(q < ra.len ? X.val[ea] : T(0));
-      const V vb = vset<T>(q < rb.len ? X.val[eb] : T(0));
-      const T* ca = ct.data() + static_cast<index_t>(X.col[ea]) * kp + j;
-      const T* cb = ct.data() + static_cast<index_t>(X.col[eb]) * kp + j;
-#pragma GCC unroll 8
-      for (int b = 0; b < B; ++b) {
-        acca[b] += va * vload(ca + b * W);
-        accb[b] += vb * vload(cb + b * W);
-      }
-    }
-#pragma GCC unroll 8
-    for (int b = 0; b < B; ++b) {
-      const V cnv = vload(cn.data() + j + b * W);
-      fa(j + b * W, vmax((xa + cnv) - (acca[b] + acca[b]), V{}));
-      fb(j + b * W, vmax((xb + cnv) - (accb[b] + accb[b]), V{}));
     }
   }
 };

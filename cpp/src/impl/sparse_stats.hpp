@@ -126,15 +126,17 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
 
 // The hard pass without grad_X over rows i0 .. i0 + rows: each row's
 // distances reduced in registers as they are formed (CsrDistances::row_min2,
-// two rows at a time by row_min2_pair; no distance block), then the statistics csr_stats_rows sums,
-// by the same additions in the same order (RowAssignment {m1, wi, 1}, N_a += w, S_a[l] += w x_l as
-// CsrSupportAccumulator adds them). The chunk's scalar sums are kept in locals across the rows.
+// no distance block), then the statistics csr_stats_rows sums, by the same
+// additions in the same order (RowAssignment {m1, wi, 1}, N_a += w,
+// S_a[l] += w x_l as CsrSupportAccumulator adds them). The chunk's scalar
+// sums are kept in locals across the rows.
 template <typename T, typename I>
 void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const double* w,
                    std::int64_t* labels, bool sums, ChunkStats& chunk, index_t i0, index_t rows) {
-  const index_t d = X.d, i_end = i0 + rows;
+  const index_t d = X.d;
   double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
-  const auto add_row = [&](index_t i, const RowMin<T>& m) {
+  for (index_t i = i0; i < i0 + rows; ++i) {
+    const RowMin<T> m = dist.row_min2(X, i);
     const double wi = w[i];
     W += wi;
     if (labels) labels[i] = m.a;
@@ -142,24 +144,11 @@ void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const do
     const double m1 = static_cast<double>(m.m1);
     obj += rounded_product(wi, m1);
     J += rounded_product(wi, m1);
-    if (!sums || wi == 0.0) return;
+    if (!sums || wi == 0.0) continue;
     chunk.N[m.a] += wi;
     double* sa = chunk.S.data() + m.a * d;
     for (index_t e = X.begin(i); e < X.end(i); ++e)
       sa[X.col[e]] += wi * static_cast<double>(X.val[e]);
-  };
-  RowMin<T> m[2];
-  for (index_t i = i0; i < i_end;) {
-    // Two rows at a time where both have stored entries (row_pair).
-    if (i + 1 < i_end && X.end(i) > X.begin(i) && X.end(i + 1) > X.begin(i + 1)) {
-      dist.row_min2_pair(X, i, i + 1, m);
-      add_row(i, m[0]);
-      add_row(i + 1, m[1]);
-      i += 2;
-    } else {
-      add_row(i, dist.row_min2(X, i));
-      i += 1;
-    }
   }
   chunk.W = W;
   chunk.obj = obj;

@@ -38,11 +38,8 @@ void csr_second_moment_matvec(const CsrMatrix<T>& Xm, const double* w, const dou
   const index_t n = Xm.n, d = Xm.d;
   const index_t n_chunks = csr_matvec_chunks(Xm);
   std::vector<double> part(n_chunks * d);
-  // Two multiply-adds per stored entry (the dot product, the axpy), each with
-  // an indexed load: counted as 8 streamed ones (measured: 0.9 ms a product on
-  // 4.7e5 stored entries at one thread, 2e-9 s an entry; dense multiply-adds
-  // stream at ~1e-10 s), so that such a product gets a team.
-  const int nt = resolve_threads(n_threads, csr_distance_work(Xm, 16));
+  // Two multiply-adds per stored entry (the dot product, the axpy).
+  const int nt = resolve_threads(n_threads, csr_distance_work(Xm, 2));
   with_csr_rows(Xm, [&](const auto& X) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (index_t c = 0; c < n_chunks; ++c) {

@@ -42,9 +42,9 @@ inline decltype(auto) with_csr_rows(const CsrMatrix<T>& X, F&& f) {
 // centroid lanes of x.c; then D = ||x||^2 + ||c||^2 - 2 x.c, clamped at 0, as
 // the dense micro-kernel forms it. ||x||^2 is summed in double over the stored
 // entries, ||c||^2 in double over d; x.c in T, in the order of the stored
-// entries. kp is k rounded up to the vector width W (CsrShape), not to the
-// dense micro-kernel's panels: a padding lane costs a load and an FMA per
-// stored entry.
+// entries. kp is k rounded up to the vector width W (as csr_shape's engine
+// has it), not to the dense micro-kernel's panels: a padding lane costs a load
+// and an FMA per stored entry.
 template <typename T>
 struct CsrDistances {
   using V = typename VT<T>::v;

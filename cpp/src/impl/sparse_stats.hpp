@@ -1,7 +1,9 @@
 // The block-statistics kernel on CSR rows (csr_block_stats): the sparse
 // distance block, the dense path's row pass (StatsPass::assign_row: argmin,
 // log-sum-exp, entmax15 threshold) and its chunking and fixed-order chunk
-// merge, so the result does not depend on the thread count.
+// merge, so the result does not depend on the thread count. The hard kind
+// (without grad_X: every step of a hard fit) reduces each row in registers as
+// its distances are formed (csr_hard_rows), the same bits without the block.
 //
 // Accumulation: N and S are summed in double straight into the chunk's
 // statistics, one scatter per stored entry and support centroid, in row order.

@@ -182,10 +182,10 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
   const CsrDistances<T> dist(C, k, d);
   const bool sums = N != nullptr || S != nullptr;
   // The chunks' sums are allocated here (nothing may throw in the parallel
-  // region) and zeroed by the thread that fills them, before its first row:
-  // they are then in that core's cache beside the transposed centroids.
-  // (Zeroed all at once up front, the later chunks evicted the earlier ones
-  // and the centroids: on 4e4 x 3e3 rows and k = 20, 4 chunks of 480 KB.)
+  // region) and zeroed by the thread that fills them, before its first row,
+  // so that they are in that core's cache beside the transposed centroids
+  // (zeroed all at once up front, 4 chunks of 480 KB on 4e4 x 3e3 rows and
+  // k = 20, the later chunks pass through the cache over the earlier ones).
   std::vector<ChunkStats> chunks(csr_stats_chunks(X, k, kind));
   if (sums)
     for (ChunkStats& c : chunks) {

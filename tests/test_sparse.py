@@ -285,6 +285,57 @@ def test_the_binding_refuses_non_canonical_structure():
         softkmeans._core.csr_assign(X.data, X.indices, X.indptr[::-1].copy(), 6, C, 1)
 
 
+def test_the_bindings_structure_check_on_row_boundaries():
+    """The binding's fast check counts the places where columns do not increase and
+    requires each to start a non-empty row: valid matrices whose rows start below the
+    previous row's last column (after empty rows too) pass, and every fault is named."""
+    C = np.zeros((2, 6))
+    data = np.ones(7)
+    indptr = np.array([0, 3, 3, 3, 5, 7])  # rows 1 and 2 empty
+    indices = np.array([2, 4, 5, 0, 5, 1, 5])  # each row starts below the last one's end
+    for itype in (np.int32, np.int64):
+        ind, ptr = indices.astype(itype), indptr.astype(itype)
+        labels, _ = softkmeans._core.csr_assign(data, ind, ptr, 6, C, 1)
+        np.testing.assert_array_equal(labels, np.zeros(5))
+        faults = {
+            "strictly increasing": (ind.copy(), ptr),  # a repeated column within a row
+            "out of range": (ind.copy(), ptr),
+            "indptr must be non-decreasing": (ind, ptr.copy()),
+        }
+        faults["strictly increasing"][0][4] = 0  # row 3 is (0, 0)
+        faults["out of range"][0][6] = 6
+        faults["indptr must be non-decreasing"][1][2] = 4
+        for message, (bad_ind, bad_ptr) in faults.items():
+            with pytest.raises(ValueError, match=message):
+                softkmeans._core.csr_assign(data, bad_ind, bad_ptr, 6, C, 1)
+        negative = ind.copy()
+        negative[0] = -1
+        with pytest.raises(ValueError, match="out of range"):
+            softkmeans._core.csr_assign(data, negative, ptr, 6, C, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_second_moment_matvec(dtype, index_dtype):
+    """The product behind lambda_max of a sparse X: X^T diag(w) X v in float64 from the
+    stored entries, the same bits on any thread count (the large case runs on a team)."""
+    rng = np.random.default_rng(4)
+    small, _ = sparse_problem(n=600, d=40, dtype=dtype, seed=3)
+    large = sp.random(20_000, 300, density=0.1, random_state=5, format="csr", dtype=dtype)
+    for X in (small, large):
+        X = X.copy()
+        X.indices = X.indices.astype(index_dtype)
+        X.indptr = X.indptr.astype(index_dtype)
+        w = weights(X.shape[0])
+        v = rng.normal(size=X.shape[1])
+        X64 = X.astype(np.float64)
+        expected = X64.T @ (w * (X64 @ v))
+        runs = [_native.csr_second_moment_matvec(X, w, v, t) for t in THREADS]
+        scale = np.abs(X64).T @ (w * (np.abs(X64) @ np.abs(v)))  # no cancellation credit
+        assert np.all(np.abs(runs[0] - expected) <= 1e-12 * scale + 1e-300)
+        assert_identical(runs[0], runs[1], "threads")
+
+
 # ------------------------------------------------------------------ the estimator
 
 

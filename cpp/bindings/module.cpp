@@ -5,11 +5,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -358,6 +361,43 @@ void kpp_update_t(const py::array& Xa, py::array& cla, std::int64_t center, int 
 // The structure is checked here, before any kernel runs (the kernels index
 // with it unchecked): indptr from 0 to nnz and non-decreasing, columns
 // strictly increasing within each row and in [0, n_features).
+//
+// Every pass of a sparse fit comes here with a valid matrix: a branch-free
+// test, a few vectorized passes over the arrays, says so (about a tenth of the
+// row-by-row loop's time); the loop then runs only to name a fault.
+template <typename I>
+bool csr_structure_is_valid(const I* ind, const I* ptr, index_t n, index_t nnz, index_t d) {
+  using U = typename std::make_unsigned<I>::type;
+  // Counts in 32 bits per block of entries, so the loops vectorize for int32
+  // indices (the module is built for the baseline instruction set).
+  constexpr index_t kBlock = index_t(1) << 20;
+  bool ordered = true;
+  for (index_t i = 0; i < n; ++i) ordered &= ptr[i] <= ptr[i + 1];
+  if (!ordered) return false;
+  // A negative index is a huge unsigned one.
+  const U end = static_cast<U>(std::min<index_t>(d, std::numeric_limits<I>::max()));
+  // Columns strictly increase within each row: every place where they do not
+  // (ind[e] <= ind[e - 1]) must be the start of a non-empty row (each such
+  // place starts exactly one).
+  index_t out_of_range = static_cast<U>(ind[0]) >= end, descents = 0, at_row_starts = 0;
+  for (index_t b = 1; b < nnz; b += kBlock) {
+    const index_t b1 = std::min(nnz, b + kBlock);
+    std::uint32_t bad = 0, down = 0;
+    for (index_t e = b; e < b1; ++e) {
+      bad += static_cast<U>(ind[e]) >= end;
+      down += ind[e] <= ind[e - 1];
+    }
+    out_of_range += bad;
+    descents += down;
+  }
+  if (out_of_range) return false;
+  for (index_t i = 0; i < n; ++i) {
+    const index_t e = static_cast<index_t>(ptr[i]);
+    if (e > 0 && ptr[i + 1] > ptr[i]) at_row_starts += ind[e] <= ind[e - 1];
+  }
+  return descents == at_row_starts;
+}
+
 template <typename I>
 void check_csr_structure(const py::array& indices_a, const py::array& indptr_a, index_t d) {
   const auto indices = as_vector<I>(indices_a, "X.indices", indices_a.shape(0));
@@ -367,6 +407,7 @@ void check_csr_structure(const py::array& indices_a, const py::array& indptr_a, 
   const index_t n = indptr.shape(0) - 1, nnz = indices.shape(0);
   if (ptr[0] != 0 || static_cast<index_t>(ptr[n]) != nnz)
     throw py::value_error("X.indptr must start at 0 and end at nnz");
+  if (csr_structure_is_valid(ind, ptr, n, nnz, d)) return;
   for (index_t i = 0; i < n; ++i) {
     if (ptr[i + 1] < ptr[i]) throw py::value_error("X.indptr must be non-decreasing");
     for (index_t e = ptr[i]; e < static_cast<index_t>(ptr[i + 1]); ++e) {
@@ -513,6 +554,19 @@ void csr_kpp_update_t(const CsrArgs<T>& x, py::array& cla, std::int64_t center, 
     softkmeans::kernels<T>().csr_kmeanspp_update_closest(x.X, center, closest.mutable_data(),
                                                          n_threads);
   });
+}
+
+template <typename T>
+py::array csr_second_moment_matvec_t(const CsrArgs<T>& x, const py::array& wa, const py::array& va,
+                                     int n_threads) {
+  auto w = as_vector<double>(wa, "sample_weight", x.X.n);
+  auto v = as_vector<double>(va, "v", x.X.d);
+  carray<double> out(x.X.d);
+  run_native([&] {
+    softkmeans::kernels<T>().csr_second_moment_matvec(x.X, w.data(), v.data(), out.mutable_data(),
+                                                      n_threads);
+  });
+  return out;
 }
 
 // Calls f(T{}) with T the dtype of X: float for float32, double otherwise (the
@@ -680,6 +734,18 @@ void def_csr_kernels(py::module_& m) {
       },
       py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
       py::arg("closest"), py::arg("center_idx"), py::arg("n_threads") = 0);
+  m.def(
+      "csr_second_moment_matvec",
+      [](const py::array& data, const py::array& indices, const py::array& indptr, index_t d,
+         const py::array& w, const py::array& v, int n_threads) {
+        return by_dtype(data, [&](auto t) {
+          const CsrArgs<decltype(t)> x(data, indices, indptr, d);
+          return csr_second_moment_matvec_t(x, w, v, n_threads);
+        });
+      },
+      py::arg("X_data"), py::arg("X_indices"), py::arg("X_indptr"), py::arg("n_features"),
+      py::arg("sample_weight"), py::arg("v"), py::arg("n_threads") = 0,
+      "X^T diag(w) X v, float64 (d,)");
 }
 
 // SIMD levels, threads, and how the module was built.

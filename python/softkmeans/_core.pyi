@@ -115,6 +115,17 @@ def csr_kmeanspp_update_closest(
     center_idx: int,
     n_threads: int = 0,
 ) -> None: ...
+def csr_second_moment_matvec(
+    X_data: _F,
+    X_indices: _Idx,
+    X_indptr: _Idx,
+    n_features: int,
+    sample_weight: _F64,
+    v: _F64,
+    n_threads: int = 0,
+) -> _F64:
+    """X^T diag(w) X v, float64 (n_features,)."""
+
 def available_simd_levels() -> list[str]: ...
 def selected_simd_level() -> str: ...
 def _set_simd_level(level: str) -> None: ...

@@ -26,6 +26,7 @@ __all__ = [
     "available_simd_levels",
     "block_stats",
     "build_info",
+    "csr_second_moment_matvec",
     "default_threads",
     "entmax15",
     "hard_stats_bounded",
@@ -111,12 +112,16 @@ def weighted_covariance(X, w, n_threads):
     """(mean (d,), weighted population covariance (d, d)), both float64.
 
     For a CSR X the covariance is a `softkmeans._sparse.SparseCovariance` operator (its
-    ``diagonal()`` and ``lambda_max()`` from the stored entries, by scipy), not a (d, d)
-    array.
+    ``diagonal()`` and ``lambda_max()`` from the stored entries), not a (d, d) array.
     """
     if _csr(X) is not None:
-        return _sparse.covariance(X, w)
+        return _sparse.covariance(X, w, n_threads)
     return _core.weighted_covariance(X, w, n_threads)
+
+
+def csr_second_moment_matvec(X, w, v, n_threads):
+    """X^T diag(w) X v, float64 (d,), for a CSR X (w (n,) and v (d,) float64)."""
+    return _core.csr_second_moment_matvec(*_csr(X), w, v, n_threads)
 
 
 def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads):

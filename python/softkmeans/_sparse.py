@@ -142,9 +142,8 @@ class SparseCovariance:
     # Up to this d the covariance is formed (d x d) and eigvalsh'd, as for dense X.
     DENSE_D = 512
 
-    def __init__(self, X, w):
-        self.X, self.w = X, w
-        self._XT = None  # X^T as CSR, made on the first matvec
+    def __init__(self, X, w, n_threads=0):
+        self.X, self.w, self.n_threads = X, w, n_threads
         self.W = float(w.sum())
         self.mean = np.asarray(X.T @ w, dtype=np.float64) / self.W
         sq = X.multiply(X).T @ w
@@ -159,11 +158,10 @@ class SparseCovariance:
         return second - np.outer(self.mean, self.mean)
 
     def matvec(self, vec):
-        if self._XT is None:
-            self._XT = self.X.T.tocsr()  # row-wise products both ways (faster than CSC)
-        Xv = self.X @ vec
-        Xv *= self.w
-        out = self._XT @ Xv
+        from . import _native  # (it imports this module)
+
+        vec = np.ascontiguousarray(vec, dtype=np.float64)
+        out = _native.csr_second_moment_matvec(self.X, self.w, vec, self.n_threads)
         out /= self.W
         out -= self.mean * (self.mean @ vec)
         return out
@@ -182,9 +180,10 @@ class SparseCovariance:
         return max(float(top[-1]), 0.0)
 
 
-def covariance(X, w):
-    """(weighted mean (d,), SparseCovariance) of a canonical CSR X."""
-    cov = SparseCovariance(X, w)
+def covariance(X, w, n_threads=0):
+    """(weighted mean (d,), SparseCovariance) of a canonical CSR X; n_threads: its
+    matvec's (the core's second-moment product)."""
+    cov = SparseCovariance(X, w, n_threads)
     return cov.mean, cov
 
 

@@ -152,6 +152,11 @@ struct Kernels {
                                             index_t L, double* potentials, int n_threads) = nullptr;
   void (*csr_kmeanspp_update_closest)(const CsrMatrix<T>& X, std::int64_t center, double* closest,
                                       int n_threads) = nullptr;
+  // The weighted second moment of the rows applied to a vector (lambda_max of
+  // a sparse X by Lanczos): w [in] (n,), v [in] (d,), out [out] (d,):
+  // X^T diag(w) X v, in double. Memory: O(chunks x d).
+  void (*csr_second_moment_matvec)(const CsrMatrix<T>& X, const double* w, const double* v,
+                                   double* out, int n_threads) = nullptr;
 };
 
 // The names of the members of Kernels, for code generated per kernel (the
@@ -173,7 +178,8 @@ struct Kernels {
   F(csr_responsibilities)              \
   F(csr_block_stats)                   \
   F(csr_kmeanspp_candidate_potentials) \
-  F(csr_kmeanspp_update_closest)
+  F(csr_kmeanspp_update_closest)       \
+  F(csr_second_moment_matvec)
 
 // The table of the currently selected SIMD level (softkmeans/simd.hpp).
 template <typename T>

@@ -115,9 +115,7 @@ struct Engine {
          bool in_registers = false)
       : d(d_), k(k_) {
     small = d <= kSmallDim;
-    kp = round_up(k, small ? W : NR);
-    const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
-    mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
+    set_blocks(round_up(k, small ? W : NR), block_bytes);
     if (in_registers) mb = round_up(kRowTile, MR);
     dbuf_rows = in_registers ? MR : mb_pad();  // distances() writes MR rows
     if (small) {
@@ -154,7 +152,26 @@ struct Engine {
     }
   }
 
+  // The shape alone (kp = k rounded up to W, mb rows per distance block of
+  // block_bytes), no centroid panels: for the kernels that form their own
+  // distance blocks (the csr_* kernels, CsrDistances) and use the engine for
+  // its row blocks and the row reductions' strides. distances() and
+  // min2_rows() must not be called on it.
+  struct ShapeOnly {};
+  Engine(ShapeOnly, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes) : d(d_), k(k_) {
+    set_blocks(round_up(k, W), block_bytes);
+    dbuf_rows = mb_pad();
+  }
+
   index_t mb_pad() const { return round_up(mb, MR); }
+
+  // kp, and mb: the rows of a distance block (rows x kp) of block_bytes, at
+  // least MR, at most a row tile.
+  void set_blocks(index_t kp_, index_t block_bytes) {
+    kp = kp_;
+    const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
+    mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
+  }
 
   void init(Workspace<T>& ws) const {
     ws.dbuf.assign(dbuf_rows * kp, T(0));

@@ -20,8 +20,8 @@ namespace SOFTKMEANS_ISA {
 // ws.dbuf (row stride kp), one chunk per tile.
 template <typename T, typename F>
 void csr_drive_rows(const CsrMatrix<T>& X, const T* C, index_t k, int n_threads, F f) {
-  const Engine<T> E(C, k, X.d);
-  const CsrDistances<T> dist(C, k, X.d, E.kp);
+  const Engine<T> E = csr_shape<T>(k, X.d);
+  const CsrDistances<T> dist(C, k, X.d);
   auto wss = csr_per_thread<Workspace<T>>(E, X, n_threads, [](Workspace<T>&) {});
   with_csr_rows(X, [&](const auto& rows) {
     drive_rows(

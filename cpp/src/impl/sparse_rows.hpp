@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "impl/engine.hpp"
+#include "impl/rows.hpp"
 #include "impl/vec.hpp"
 #include "softkmeans/kernels.hpp"
 
@@ -36,12 +37,14 @@ inline decltype(auto) with_csr_rows(const CsrMatrix<T>& X, F&& f) {
                                     static_cast<const std::int32_t*>(X.indptr), X.n, X.d});
 }
 
-// The distance blocks of CSR rows: the centroids transposed once to (d, kp),
-// so that each stored entry (l, v) of a row is one axpy over the kp
-// contiguous centroid lanes of x.c; then D = ||x||^2 + ||c||^2 - 2 x.c,
-// clamped at 0, as the dense micro-kernel forms it. ||x||^2 is summed in
-// double over the stored entries, ||c||^2 in double over d; x.c in T, in the
-// order of the stored entries.
+// The distances of CSR rows: the centroids transposed once to (d, kp), so
+// that each stored entry (l, v) of a row is one axpy over the kp contiguous
+// centroid lanes of x.c; then D = ||x||^2 + ||c||^2 - 2 x.c, clamped at 0, as
+// the dense micro-kernel forms it. ||x||^2 is summed in double over the stored
+// entries, ||c||^2 in double over d; x.c in T, in the order of the stored
+// entries. kp is k rounded up to the vector width W (as csr_shape's engine
+// has it), not to the dense micro-kernel's panels: a padding lane costs a load
+// and an FMA per stored entry.
 template <typename T>
 struct CsrDistances {
   using V = typename VT<T>::v;
@@ -50,8 +53,7 @@ struct CsrDistances {
   std::vector<T> ct;  // (d, kp) C transposed, 0 in the padding columns
   std::vector<T> cn;  // (kp,) ||c_j||^2, +inf in the padding (never the argmin)
 
-  // kp: the padded row stride of the distance block (a multiple of W).
-  CsrDistances(const T* C, index_t k_, index_t d_, index_t kp_) : k(k_), d(d_), kp(kp_) {
+  CsrDistances(const T* C, index_t k_, index_t d_) : k(k_), d(d_), kp(round_up(k_, W)) {
     ct.assign(d * kp, T(0));
     cn.assign(kp, std::numeric_limits<T>::infinity());
     for (index_t j = 0; j < k; ++j) {
@@ -65,51 +67,96 @@ struct CsrDistances {
     }
   }
 
+  // Calls f(j, D_j..j+W) on row i's distances W centroids at a time, j = 0,
+  // W, ... kp - W in order (+inf in the padding lanes).
+  template <typename I, typename F>
+  void row(const CsrRows<T, I>& X, index_t i, F&& f) const {
+    const index_t e0 = X.begin(i), e1 = X.end(i);
+    const V x = vset<T>(static_cast<T>(row_sq_norm(X, e0, e1)));
+    index_t j = 0;
+    for (; j + kBlock * W <= kp; j += kBlock * W) centroid_block<kBlock>(X, e0, e1, j, x, f);
+    switch ((kp - j) / W) {  // the last, partial block: its vectors all in registers
+      case 1:
+        return centroid_block<1>(X, e0, e1, j, x, f);
+      case 2:
+        return centroid_block<2>(X, e0, e1, j, x, f);
+      case 3:
+        return centroid_block<3>(X, e0, e1, j, x, f);
+      case 4:
+        return centroid_block<4>(X, e0, e1, j, x, f);
+      case 5:
+        return centroid_block<5>(X, e0, e1, j, x, f);
+      default:
+        return;
+    }
+  }
+
+  // The two smallest distances of row i and the first argmin, as row_min2 has
+  // them from the row's distance block (the same vectors pushed in the same
+  // order), without writing the block.
+  template <typename I>
+  RowMin<T> row_min2(const CsrRows<T, I>& X, index_t i) const {
+    Min2<T> m;
+    row(X, i, [&](index_t, V D) { m.push(D); });
+    return m.finish();
+  }
+
   // out [out] (rows, kp) with row stride kp: D of rows i0 .. i0 + rows of X,
   // +inf in the padding columns.
   template <typename I>
   void distances(const CsrRows<T, I>& X, index_t i0, index_t rows, T* out) const {
     for (index_t r = 0; r < rows; ++r) {
-      const index_t i = i0 + r, e0 = X.begin(i), e1 = X.end(i);
-      double xn = 0.0;
-      for (index_t e = e0; e < e1; ++e)
-        xn += static_cast<double>(X.val[e]) * static_cast<double>(X.val[e]);
-      const V x = vset<T>(static_cast<T>(xn));
       T* o = out + r * kp;
-      index_t j = 0;
-      for (; j + kBlock * W <= kp; j += kBlock * W) centroid_block<kBlock>(X, e0, e1, j, x, o);
-      for (; j < kp; j += W) centroid_block<1>(X, e0, e1, j, x, o);
+      row(X, i0 + r, [&](index_t j, V D) { vstore(o + j, D); });
     }
   }
 
  private:
-  // Centroids per register block of x.c: the partial dot products stay in
-  // registers across the row's stored entries.
-  static constexpr int kBlock = 4;
+  // Centroid vectors per register block of x.c (the last block of a row may
+  // be smaller): the partial dot products stay in registers across the row's
+  // stored entries, each stored entry broadcast once per block. 6 leaves room
+  // in 16 AVX2 registers for the broadcast and a row reduction's state.
+  static constexpr int kBlock = 6;
 
-  // o[j .. j + B W) <- D of the row (entries e0 .. e1) to those centroids.
-  template <int B, typename I>
-  void centroid_block(const CsrRows<T, I>& X, index_t e0, index_t e1, index_t j, V x, T* o) const {
+  // ||x||^2 in double over the stored entries e0 .. e1, in their order.
+  template <typename I>
+  static double row_sq_norm(const CsrRows<T, I>& X, index_t e0, index_t e1) {
+    double xn = 0.0;
+    for (index_t e = e0; e < e1; ++e)
+      xn += static_cast<double>(X.val[e]) * static_cast<double>(X.val[e]);
+    return xn;
+  }
+
+  // f(j + b W, D) for b < B: the row's (entries e0 .. e1) distances to
+  // centroids j .. j + B W.
+  template <int B, typename I, typename F>
+  void centroid_block(const CsrRows<T, I>& X, index_t e0, index_t e1, index_t j, V x, F& f) const {
     V acc[B];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int b = 0; b < B; ++b) acc[b] = V{};
     for (index_t e = e0; e < e1; ++e) {
       const V vv = vset<T>(X.val[e]);
       const T* c = ct.data() + static_cast<index_t>(X.col[e]) * kp + j;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[b] += vv * vload(c + b * W);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int b = 0; b < B; ++b) {
       const V cnv = vload(cn.data() + j + b * W);
-      vstore(o + j + b * W, vmax((x + cnv) - (acc[b] + acc[b]), V{}));
+      f(j + b * W, vmax((x + cnv) - (acc[b] + acc[b]), V{}));
     }
   }
 };
 
-// The dense engine of the same centroids supplies the padded width kp and the
-// rows per block mb, so that the csr_* kernels feed the dense row reductions
-// (rows.hpp, StatsPass::assign_row) blocks of the very shape they expect.
+// The shape of the csr_* kernels' row blocks: the dense engine's rows per
+// block, kp as CsrDistances has it, no centroid panels (Engine::ShapeOnly),
+// so that they feed the dense row reductions (rows.hpp, StatsPass) blocks of
+// the shape they expect.
+template <typename T>
+Engine<T> csr_shape(index_t k, index_t d, index_t block_bytes = kDistBlockBytes) {
+  return Engine<T>(typename Engine<T>::ShapeOnly{}, k, d, block_bytes);
+}
+
 // Per-thread scratch: the distance block and the entmax15 candidates only
 // (none of the dense path's shifted copies of X).
 template <typename T>

@@ -1,7 +1,9 @@
 // The block-statistics kernel on CSR rows (csr_block_stats): the sparse
 // distance block, the dense path's row pass (StatsPass::assign_row: argmin,
 // log-sum-exp, entmax15 threshold) and its chunking and fixed-order chunk
-// merge, so the result does not depend on the thread count.
+// merge, so the result does not depend on the thread count. The hard kind
+// (without grad_X: every step of a hard fit) reduces each row in registers as
+// its distances are formed (csr_hard_rows), the same bits without the block.
 //
 // Accumulation: N and S are summed in double straight into the chunk's
 // statistics, one scatter per stored entry and support centroid, in row order.
@@ -124,6 +126,38 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
   }
 }
 
+// The hard pass without grad_X over rows i0 .. i0 + rows: each row's
+// distances reduced in registers as they are formed (CsrDistances::row_min2,
+// no distance block), then the statistics csr_stats_rows sums, by the same
+// additions in the same order (RowAssignment {m1, wi, 1}, N_a += w,
+// S_a[l] += w x_l as CsrSupportAccumulator adds them). The chunk's scalar
+// sums are kept in locals across the rows.
+template <typename T, typename I>
+void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const double* w,
+                   std::int64_t* labels, bool sums, ChunkStats& chunk, index_t i0, index_t rows) {
+  const index_t d = X.d;
+  double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
+  for (index_t i = i0; i < i0 + rows; ++i) {
+    const RowMin<T> m = dist.row_min2(X, i);
+    const double wi = w[i];
+    W += wi;
+    if (labels) labels[i] = m.a;
+    if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
+    const double m1 = static_cast<double>(m.m1);
+    obj += rounded_product(wi, m1);
+    J += rounded_product(wi, m1);
+    if (!sums || wi == 0.0) continue;
+    chunk.N[m.a] += wi;
+    double* sa = chunk.S.data() + m.a * d;
+    for (index_t e = X.begin(i); e < X.end(i); ++e)
+      sa[X.col[e]] += wi * static_cast<double>(X.val[e]);
+  }
+  chunk.W = W;
+  chunk.obj = obj;
+  chunk.J = J;
+  chunk.mm = mm;
+}
+
 // The chunk count of csr_block_stats: as the dense kernel's (stats_chunks), but
 // with the chunks' k x d sums (allocated, zeroed and merged once per chunk per
 // call) kept within a quarter of the row pass's scatter work, since a sparse
@@ -143,17 +177,48 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
                      double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
                      int n_threads) {
   const index_t n = X.n, d = X.d;
-  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
-  StatsPass<T> p(E, nullptr, C, w, kind, sigma, labels, grad_X);
-  p.in_registers = false;  // CSR rows are reduced from their distance block
-  const CsrDistances<T> dist(C, k, d, E.kp);
+  const Engine<T> E =
+      csr_shape<T>(k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
+  const CsrDistances<T> dist(C, k, d);
   const bool sums = N != nullptr || S != nullptr;
+  // The chunks' sums are allocated here (nothing may throw in the parallel
+  // region) and zeroed by the thread that fills them, before its first row,
+  // so that they are in that core's cache beside the transposed centroids
+  // (zeroed all at once up front, 4 chunks of 480 KB on 4e4 x 3e3 rows and
+  // k = 20, the later chunks pass through the cache over the earlier ones).
   std::vector<ChunkStats> chunks(csr_stats_chunks(X, k, kind));
   if (sums)
     for (ChunkStats& c : chunks) {
+      c.N.reserve(k);
+      c.S.reserve(k * d);
+    }
+  const auto zero_sums = [&](ChunkStats& c) {
+    if (sums && c.S.empty()) {  // within capacity: no allocation
       c.N.assign(k, 0.0);
       c.S.assign(k * d, 0.0);
     }
+  };
+  const auto merge = [&] {
+    for (ChunkStats& c : chunks) zero_sums(c);
+    merge_in_chunk_order(chunks, k, d, BlockStatsOut{W, N, S, objective, distortion, min_margin});
+  };
+  if (kind == Kind::hard && grad_X == nullptr) {
+    // No per-thread scratch: the rows are reduced in registers.
+    std::vector<Workspace<T>> team(resolve_threads(n_threads, csr_distance_work(X, k)));
+    with_csr_rows(X, [&](const auto& rows) {
+      drive(
+          E, static_cast<const T*>(nullptr), n, static_cast<index_t>(chunks.size()), team,
+          [&](index_t c, Workspace<T>&, index_t i0, index_t nr) {
+            zero_sums(chunks[c]);
+            csr_hard_rows(dist, rows, w, labels, sums, chunks[c], i0, nr);
+          },
+          [](index_t, Workspace<T>&) {}, false);
+    });
+    merge();
+    return;
+  }
+  StatsPass<T> p(E, nullptr, C, w, kind, sigma, labels, grad_X);
+  p.in_registers = false;  // CSR rows are reduced from their distance block
   using Scratch = CsrStatsScratch<T>;
   auto scratch = csr_per_thread<Scratch>(E, X, n_threads, [&](Scratch& s) {
     if (grad_X) s.xrow.assign(d, T(0));
@@ -163,11 +228,13 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
       drive(
           E, static_cast<const T*>(nullptr), n, static_cast<index_t>(chunks.size()), scratch,
           [&](index_t c, Scratch& s, index_t i0, index_t nr) {
+            zero_sums(chunks[c]);
             dist.distances(rows, i0, nr, s.dbuf.data());
             csr_stats_rows(p, rows, acc, chunks[c], s, i0, nr);
           },
           [](index_t, Scratch&) {}, false);
     });
+    for (ChunkStats& c : chunks) zero_sums(c);  // a chunk without rows (a cancelled call)
     acc.finish(chunks);
   };
   if (!sums)
@@ -176,7 +243,7 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
     run(CsrSoftmaxAccumulator{k, d});
   else
     run(CsrSupportAccumulator{d});
-  merge_in_chunk_order(chunks, k, d, BlockStatsOut{W, N, S, objective, distortion, min_margin});
+  merge();
 }
 
 }  // namespace SOFTKMEANS_ISA

@@ -8,6 +8,7 @@
 #include "impl/covariance.hpp"
 #include "impl/per_row.hpp"
 #include "impl/seeding.hpp"
+#include "impl/sparse_covariance.hpp"
 #include "impl/sparse_per_row.hpp"
 #include "impl/sparse_seeding.hpp"
 #include "impl/sparse_stats.hpp"

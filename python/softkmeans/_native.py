@@ -98,12 +98,16 @@ def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, gra
     return BlockStats(W, N, S, obj, J, mm), lab, gX
 
 
-def hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads):
+def hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads, *, margin_lower=None):
     """The hard step of `block_stats` with distance bounds, for a dense X:
     `(BlockStats, n_computed)`; labels (n,) int64 and lower (n,) float64 carry the rows'
     labels and bounds from one call to the next and are updated in place (C_prev None:
-    the first call, every row computed). See `cpp/src/impl/bounded.hpp`."""
-    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads)
+    the first call, every row computed). margin_lower: None, or (n,) float64 that gets a
+    lower bound on each row's margin as `block_stats` computes it (that margin itself for
+    a computed row). See `cpp/src/impl/bounded.hpp`."""
+    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(
+        X, C, C_prev, w, labels, lower, n_threads, margin_lower
+    )
     return BlockStats(W, N, S, J, J, mm), n_computed
 
 

@@ -15,8 +15,9 @@ centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes the d
 of only the rows whose label may change; `_BoundedHardPass`); and one final `block_stats`
 pass at the final centroids, which yields the labels, inertia, objective and minimum margin
 at once (after bounded steps: one more bounded pass, `_BoundedHardPass.final`, which
-computes almost no row when the fit has settled). Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
-labels at the step's input), except after a bounded step, which has them.
+computes almost no row once the fit has settled). Relocating an empty cluster adds one
+`assign` pass (scikit-learn's policy needs the labels at the step's input), except after a
+bounded step, which has them.
 """
 
 from __future__ import annotations

@@ -559,7 +559,7 @@ class _BoundedHardPass:
         minimum: `_native.margins` gives each row its bits)."""
         best = computed_min
         rows = np.flatnonzero((margin_lower < best) & (self.w > 0))
-        if rows.size > self.FIRST_MARGINS:
+        if 0 < self.FIRST_MARGINS < rows.size:
             lowest = np.argpartition(margin_lower[rows], self.FIRST_MARGINS)[: self.FIRST_MARGINS]
             best = min(best, self._min_margin_of(rows[lowest], C))
             rest = margin_lower[rows] < best

@@ -4,7 +4,7 @@ the final centroids, continuing the fit's bounds, instead of a plain `block_stat
 The claims to test: labels_ and min_margin_ are the plain pass's bit for bit, inertia_ (and
 objective_, which is J for "hard") within the kernel's rounding of it. min_margin_ rests on
 two facts tested here on their own: each skipped row's margin bound (`margin_lower` of
-`_native.hard_stats_bounded`, KernelSlack::margin_lower) is at most the margin block_stats
+`_native.hard_final_pass_bounded`, KernelSlack::margin_lower) is at most the margin block_stats
 computes for that row, and `_native.margins` gives a row the same bits wherever the row is
 (so the margins of the gathered rows are block_stats's). The bounds are tested where they
 are tight (centroids that did not move), so that a bound overstated by a quarter fails.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import hard_distance_rounding
 
+from conftest import hard_distance_rounding
 from softkmeans import SoftKMeans, _native
 from softkmeans._driver import _BoundedHardPass
 
@@ -71,9 +71,7 @@ def _bounded_at_rest(X, C, w, threads):
     labels, lower = np.zeros(n, np.int64), np.zeros(n)
     _native.hard_stats_bounded(X, C, None, w, labels, lower, threads)
     bound = np.full(n, np.nan)
-    stats, n_computed = _native.hard_stats_bounded(
-        X, C, C, w, labels, lower, threads, margin_lower=bound
-    )
+    stats, n_computed = _native.hard_final_pass_bounded(X, C, C, w, labels, lower, bound, threads)
     return bound, stats, n_computed
 
 
@@ -115,8 +113,8 @@ def test_margin_bounds_hold_along_lloyd_steps(simd_level, dtype, threads):
     C_prev, skipped = None, 0
     for _ in range(8):
         bound = np.full(n, np.nan)
-        stats, n_computed = _native.hard_stats_bounded(
-            X, C, C_prev, w, labels, lower, threads, margin_lower=bound
+        stats, n_computed = _native.hard_final_pass_bounded(
+            X, C, C_prev, w, labels, lower, bound, threads
         )
         margin = _plain_margins(X, C)
         assert (bound <= margin).all(), "a margin bound above the margin"
@@ -188,10 +186,11 @@ def test_a_bounded_fit_is_the_plain_fit(monkeypatch, dtype, d, k, max_iter, firs
 
     passes = _count_calls(monkeypatch, "block_stats")
     steps = _count_calls(monkeypatch, "hard_stats_bounded")
+    finals = _count_calls(monkeypatch, "hard_final_pass_bounded")
     bounded = fit()
     assert not passes  # no plain pass: the final one is bounded too
-    assert len(steps) == bounded.n_iter_ + 1
-    _, final_computed = steps[-1]
+    assert len(steps) == bounded.n_iter_ and len(finals) == 1
+    _, final_computed = finals[0]
     assert final_computed < n  # the final pass skipped rows (their margins are bounds)
     _unbounded(monkeypatch)
     plain = fit()
@@ -219,11 +218,11 @@ def test_a_converged_fit_completes_its_minimum_margin_from_the_bounds(monkeypatc
     X = _blobs(6000, 20, 30, np.float32, rng)
     init = X[rng.choice(len(X), size=30, replace=False)].copy()
     margins = _count_calls(monkeypatch, "margins")
-    steps = _count_calls(monkeypatch, "hard_stats_bounded")
+    finals = _count_calls(monkeypatch, "hard_final_pass_bounded")
     model = SoftKMeans(30, assignment="hard", init=init, n_init=1, max_iter=300, tol=0)
     bounded = model.fit(X)
     assert bounded.history_["shift"][-1] == 0.0  # converged: the final pass is at rest
-    assert steps[-1][1] < 60
+    assert finals[0][1] < 60
     assert len(margins) >= 1
     _unbounded(monkeypatch)
     plain = SoftKMeans(30, assignment="hard", init=init, n_init=1, max_iter=300, tol=0).fit(X)
@@ -239,14 +238,12 @@ def test_bad_margin_lower_arguments_are_clear_errors():
     w = np.ones(20)
     labels, lower = np.zeros(20, np.int64), np.zeros(20)
     with pytest.raises(TypeError, match="margin_lower must be a C-contiguous array of dtype"):
-        _native.hard_stats_bounded(
-            X, C, None, w, labels, lower, 1, margin_lower=np.zeros(20, np.float32)
-        )
+        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, np.zeros(20, np.float32), 1)
     with pytest.raises(ValueError, match="margin_lower must be 1-dimensional with 20 entries"):
-        _native.hard_stats_bounded(X, C, None, w, labels, lower, 1, margin_lower=np.zeros(19))
+        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, np.zeros(19), 1)
     read_only = np.zeros(20)
     read_only.flags.writeable = False
     with pytest.raises(ValueError, match="margin_lower must be writeable"):
-        _native.hard_stats_bounded(X, C, None, w, labels, lower, 1, margin_lower=read_only)
+        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, read_only, 1)
     with pytest.raises(ValueError, match="margin_lower must not overlap lower"):
-        _native.hard_stats_bounded(X, C, None, w, labels, lower, 1, margin_lower=lower)
+        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, lower, 1)

@@ -539,15 +539,8 @@ class _BoundedHardPass:
         minimum margin bit for bit; J (and the objective, J) sums the skipped rows' exact
         distances, within the kernel's rounding of its own. The bounds are spent."""
         margin_lower = np.empty(self.X.shape[0], dtype=np.float64)
-        stats, _ = _native.hard_stats_bounded(
-            self.X,
-            C,
-            self.C_prev,
-            self.w,
-            self.labels,
-            self.lower,
-            self.n_threads,
-            margin_lower=margin_lower,
+        stats, _ = _native.hard_final_pass_bounded(
+            self.X, C, self.C_prev, self.w, self.labels, self.lower, margin_lower, self.n_threads
         )
         self.C_prev = None
         min_margin = self._exact_min_margin(C, margin_lower, stats.min_margin)

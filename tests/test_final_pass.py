@@ -145,6 +145,25 @@ def test_the_exact_minimum_covers_only_rows_with_positive_weight(monkeypatch, fi
     assert bounded._exact_min_margin(C, np.zeros(len(X)), margin.min() / 2) == margin.min() / 2
 
 
+@pytest.mark.parametrize("first", [1, 1024])
+def test_a_skipped_row_just_below_the_computed_minimum_is_found(monkeypatch, first):
+    """At rest (the bounds tight), the row with the smallest margin skipped, and a computed
+    minimum one ulp above its margin: the completion must find the row. Its bound is within
+    a quarter of its margin, so an overstated bound would hide it."""
+    monkeypatch.setattr(_BoundedHardPass, "FIRST_MARGINS", first)
+    rng = np.random.default_rng(8)
+    X = _blobs(3000, 12, 10, np.float64, rng)
+    C = X[rng.choice(len(X), size=20, replace=False)].copy()
+    w = np.ones(len(X))
+    bound, _, _ = _bounded_at_rest(X, C, w, 1)
+    margin = _plain_margins(X, C)
+    lowest = np.argmin(margin)
+    assert bound[lowest] < margin[lowest] < 1.25 * bound[lowest]
+    computed_min = float(np.nextafter(margin[lowest], np.inf))
+    found = _BoundedHardPass(X, w, 1)._exact_min_margin(C, bound, computed_min)
+    assert found == margin[lowest]
+
+
 def _count_calls(monkeypatch, name):
     """Wraps _native.<name>; returns the list that gets each call's result."""
     calls = []

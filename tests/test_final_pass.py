@@ -14,26 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_bounded import _blobs, _lloyd
 
 from conftest import hard_distance_rounding
 from softkmeans import SoftKMeans, _native
 from softkmeans._driver import _BoundedHardPass
 
 THREADS = (1, 2)
-
-
-def _blobs(n, d, k, dtype, rng, offset=0.0):
-    centres = rng.normal(scale=4.0, size=(k, d))
-    X = centres[rng.integers(k, size=n)] + rng.normal(size=(n, d)) + offset
-    return np.ascontiguousarray(X, dtype=dtype)
-
-
-def _lloyd(stats, C):
-    N = stats.cluster_weights
-    out = np.array(C, copy=True)
-    held = N > 0
-    out[held] = (stats.sums[held] / N[held, None]).astype(C.dtype)
-    return out
 
 
 def _plain_margins(X, C):
@@ -81,7 +68,7 @@ def _bounded_at_rest(X, C, w, threads):
 def test_margin_bounds_are_below_the_margins_and_tight_at_rest(simd_level, dtype, offset, d, k):
     rng = np.random.default_rng(k + d)
     n = 4000
-    X = _blobs(n, d, k // 2, dtype, rng, offset)
+    X = _blobs(n, d, k // 2, dtype, rng, offset=offset)
     C = X[rng.choice(n, size=k, replace=False)].copy()
     w = np.ones(n)
     margin = _plain_margins(X, C)
@@ -251,18 +238,23 @@ def test_a_converged_fit_completes_its_minimum_margin_from_the_bounds(monkeypatc
 
 
 def test_bad_margin_lower_arguments_are_clear_errors():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(20, 6))
-    C = X[:3].copy()
-    w = np.ones(20)
-    labels, lower = np.zeros(20, np.int64), np.zeros(20)
+    X = np.random.default_rng(0).normal(size=(20, 6))
+    memory = np.zeros(40)
+    lower = memory[:20]
+    state = (X, X[:3].copy(), None, np.ones(20), np.zeros(20, np.int64), lower)
+
+    def call(margin_lower):
+        _native.hard_final_pass_bounded(*state, margin_lower, 1)
+
+    call(memory[20:])
     with pytest.raises(TypeError, match="margin_lower must be a C-contiguous array of dtype"):
-        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, np.zeros(20, np.float32), 1)
+        call(np.zeros(20, np.float32))
     with pytest.raises(ValueError, match="margin_lower must be 1-dimensional with 20 entries"):
-        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, np.zeros(19), 1)
+        call(np.zeros(19))
     read_only = np.zeros(20)
     read_only.flags.writeable = False
     with pytest.raises(ValueError, match="margin_lower must be writeable"):
-        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, read_only, 1)
-    with pytest.raises(ValueError, match="margin_lower must not overlap lower"):
-        _native.hard_final_pass_bounded(X, C, None, w, labels, lower, lower, 1)
+        call(read_only)
+    for overlapping in (lower, memory[10:30]):
+        with pytest.raises(ValueError, match="margin_lower must not overlap lower"):
+            call(overlapping)

@@ -297,36 +297,55 @@ struct Engine {
   // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
   // (coordinate l of the group's row q at xg[l LR W + q]); lanes past rn
   // repeat the last row. Each x - s is the same subtraction either way.
-  void pack_group(const T* X, index_t r0, index_t rn, T* xg) const {
+  // xn [out] (LR,): the rows' squared norms, summed in the lanes in
+  // shifted_row's order (the same bits), as each coordinate is packed.
+  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const {
     constexpr index_t G = LR * W;
+    const T* xr[G];
+    for (index_t q = 0; q < G; ++q) xr[q] = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
+    V nrm[LR];
+#pragma GCC unroll 16
+    for (index_t b = 0; b < LR; ++b) nrm[b] = V{};
     index_t l0 = 0;
     if constexpr (std::is_same<V, vf>::value && W == 8) {
       // 8 rows x 8 coordinates per transpose: two loads and six shuffles per
       // row of 8 where the element-wise stores took 8 extracts.
       for (; l0 + 8 <= d; l0 += 8) {
         const V s = vload(shift.data() + l0);
-        for (index_t b = 0; b < G; b += 8) {
+#pragma GCC unroll 16
+        for (index_t b = 0; b < LR; ++b) {
           V r[8];
 #pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q)
-            r[q] = vload(X + (r0 + std::min<index_t>(b + q, rn - 1)) * d + l0) - s;
+          for (index_t q = 0; q < 8; ++q) r[q] = vload(xr[b * 8 + q] + l0) - s;
           transpose8<V>(r);
 #pragma GCC unroll 8
-          for (index_t c = 0; c < 8; ++c) vstore(xg + (l0 + c) * G + b, r[c]);
+          for (index_t c = 0; c < 8; ++c) {
+            vstore(xg + (l0 + c) * G + b * 8, r[c]);
+            nrm[b] += r[c] * r[c];
+          }
         }
       }
     }
-    for (index_t q = 0; q < G; ++q) {
-      const T* x = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
-      for (index_t l = l0; l < d; ++l) xg[l * G + q] = x[l] - shift[l];
+    if (l0 < d) {
+      for (index_t q = 0; q < G; ++q)
+        for (index_t l = l0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
+#pragma GCC unroll 16
+      for (index_t b = 0; b < LR; ++b)
+        for (index_t l = l0; l < d; ++l) {
+          const V v = vload(xg + l * G + b * W);
+          nrm[b] += v * v;
+        }
     }
+#pragma GCC unroll 16
+    for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
   }
 
   // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
-  // (each (d, LR W), contiguous: a group's loads stay in L1), their norms
-  // summed in the lanes in shifted_row's order (the same bits); then centroid
-  // blocks of about kLaneBlockBytes (kept in L1/L2) are taken against every
-  // group, the running minima of a group kept in ws between blocks.
+  // (each (d, LR W), contiguous: a group's loads stay in L1) with their norms;
+  // then centroid blocks of about kLaneBlockBytes (kept in L1/L2) are taken
+  // against every group, the running minima of a group kept in ws between
+  // blocks. With one block (k d of at most kLaneBlockBytes) each group is
+  // reduced and written out as soon as it is packed.
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
     constexpr index_t G = LR * W;
     const T inf = std::numeric_limits<T>::infinity();
@@ -334,33 +353,39 @@ struct Engine {
     T* xt = ws.xt.data();
     V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
     VI* si = ws.lane_idx.data();  // (groups, LR): i1
-    for (index_t g = 0; g < groups; ++g) {
-      T* xg = xt + g * d * G;
-      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg);
-      for (index_t q = 0; q < LR; ++q) {
-        V xnv = V{};
-        for (index_t l = 0; l < d; ++l) {
-          const V v = vload(xg + l * G + q * W);
-          xnv += v * v;
-        }
-        st[(3 * g) * LR + q] = st[(3 * g + 1) * LR + q] = vset<T>(inf);
-        st[(3 * g + 2) * LR + q] = xnv;
-        si[g * LR + q] = VI{};
-      }
-    }
     const index_t kc =
         std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+    const bool one_block = kl <= kc;
+    const auto emit = [&](index_t g) {
+      const V* sg = st + 3 * g * LR;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) {
+        const index_t r0 = g * G + q * W, rn = std::min<index_t>(W, rows - r0);
+        for (index_t ln = 0; ln < rn; ++ln)
+          out[r0 + ln] = {sg[q][ln], sg[LR + q][ln], static_cast<index_t>(si[g * LR + q][ln])};
+      }
+    };
+    for (index_t g = 0; g < groups; ++g) {
+      T* xg = xt + g * d * G;
+      V* sg = st + 3 * g * LR;
+      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);
+      for (index_t q = 0; q < LR; ++q) {
+        sg[q] = sg[LR + q] = vset<T>(inf);
+        si[g * LR + q] = VI{};
+      }
+      if (one_block) {
+        lanes_min2(xg, sg + 2 * LR, 0, kl, sg, sg + LR, si + g * LR);
+        emit(g);
+      }
+    }
+    if (one_block) return;
     for (index_t j0 = 0; j0 < kl; j0 += kc) {
       const index_t j1 = std::min(kl, j0 + kc);
       for (index_t g = 0; g < groups; ++g)
         lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
                    st + (3 * g + 1) * LR, si + g * LR);
     }
-    for (index_t r = 0; r < rows; ++r) {
-      const index_t g = r / G, q = (r % G) / W, ln = r % W;
-      out[r] = {st[3 * g * LR + q][ln], st[(3 * g + 1) * LR + q][ln],
-                static_cast<index_t>(si[g * LR + q][ln])};
-    }
+    for (index_t g = 0; g < groups; ++g) emit(g);
   }
 
   // Direct differences, vectorized over centroids with broadcasts of x.

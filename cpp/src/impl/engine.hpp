@@ -365,7 +365,13 @@ struct Engine {
           out[r0 + ln] = {sg[q][ln], sg[LR + q][ln], static_cast<index_t>(si[g * LR + q][ln])};
       }
     };
+    const char* x_end = reinterpret_cast<const char*>(X + rows * d);
     for (index_t g = 0; g < groups; ++g) {
+      // The next group's rows, requested while this one is reduced: X streams
+      // from memory, and the packing's loads would otherwise wait for it.
+      const char* next = reinterpret_cast<const char*>(X + (g + 1) * G * d);
+      const char* next_end = std::min(x_end, next + G * d * static_cast<index_t>(sizeof(T)));
+      for (const char* c = next; c < next_end; c += 64) __builtin_prefetch(c);
       T* xg = xt + g * d * G;
       V* sg = st + 3 * g * LR;
       pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);

@@ -104,6 +104,7 @@ struct Engine {
   index_t kl = 0;         // k rounded up to LC
   std::vector<T> cl;      // lane reduction: (kl / LC) panels of (d, LC), 0 in the padding
   std::vector<T> cnl;     // (kl,) ||c_j - s||^2, +inf in the padding
+  T xn_unclamped = T(0);  // lane reduction: row norms below this take lanes_min2<false>
   std::vector<T> ct;      // direct path: (d, kp) transposed centroids
   std::vector<T> cpad;    // direct path: (kp,) 0, then +inf in the padding
   std::vector<T> craw;    // direct path: (k, d) the centroids (across-rows reduction)
@@ -146,11 +147,17 @@ struct Engine {
       kl = round_up(k, LC);
       cl.assign(kl * d, T(0));
       cnl.assign(kl, std::numeric_limits<T>::infinity());
+      T cn_max = T(0);
       for (index_t j = 0; j < k; ++j) {
         for (index_t l = 0; l < d; ++l)
           cl[(j / LC * d + l) * LC + j % LC] = cp[(j / NR * d + l) * NR + j % NR];
         cnl[j] = cn[j];
+        cn_max = std::max(cn_max, cn[j]);
       }
+      // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
+      // distance well below the largest T: no inf, so no NaN (inf - inf).
+      // NaN compares false: an inf cn_max leaves it NaN, and every row clamped.
+      xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
     }
   }
 
@@ -213,6 +220,9 @@ struct Engine {
   // the panels cl at a time, each D the micro-kernel's bits (same products in
   // the same order, same clamp), folded per lane into the running two smallest
   // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
+  // Clamp false: the distances unclamped, for the caller that checks (see
+  // lane_rows_min2) that they were all positive, when clamping changes nothing.
+  template <bool Clamp = true>
   void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
                   VI* i1p) const {
     // The running state in locals: through the pointers (which may alias the
@@ -252,7 +262,8 @@ struct Engine {
         for (index_t q = 0; q < LR; ++q) {
           // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
           // micro-kernel's (xn + cn) - (a + a) bit for bit.
-          const V dist = vmax((xn[q] + cnv) - a[q][c] * T(2), V{});
+          const V u = (xn[q] + cnv) - a[q][c] * T(2);
+          const V dist = Clamp ? vmax(u, V{}) : u;
           const VI lt = dist < v1[q];
           v2[q] = vmin(v2[q], vmax(v1[q], dist));
           i1[q] = lt ? jv : i1[q];
@@ -380,7 +391,7 @@ struct Engine {
         si[g * LR + q] = VI{};
       }
       if (one_block) {
-        lanes_min2(xg, sg + 2 * LR, 0, kl, sg, sg + LR, si + g * LR);
+        reduce_group(xg, sg, si + g * LR);
         emit(g);
       }
     }
@@ -392,6 +403,33 @@ struct Engine {
                    st + (3 * g + 1) * LR, si + g * LR);
     }
     for (index_t g = 0; g < groups; ++g) emit(g);
+  }
+
+  // lanes_min2 of a packed group (xg, norms s[2 LR ..)) against all kl
+  // centroids into s[0 .. 2 LR) (v1, v2, +inf on entry) and i1 (0 on entry).
+  // The clamp at 0 is one of the eight operations a distance costs in the
+  // reduction; when the norms rule out inf and NaN (xn_unclamped) the group
+  // is reduced without it, and if every lane's smallest distance then came
+  // out positive, every distance was (the running minimum is the minimum of
+  // all of them), so clamping would have changed none: the bits of the
+  // clamped reduction. Otherwise (a row on a centroid, within rounding) the
+  // group is reduced again, clamped.
+  void reduce_group(const T* xg, V* s, VI* i1) const {
+    bool unclamped = true;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) unclamped &= all_less(s[2 * LR + q], vset<T>(xn_unclamped));
+    if (unclamped) {
+      lanes_min2<false>(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) unclamped &= all_less(V{}, s[q]);
+      if (unclamped) return;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) {
+        s[q] = s[LR + q] = vset<T>(std::numeric_limits<T>::infinity());
+        i1[q] = VI{};
+      }
+    }
+    lanes_min2(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
   }
 
   // Direct differences, vectorized over centroids with broadcasts of x.

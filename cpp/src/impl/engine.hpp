@@ -40,9 +40,11 @@ inline decltype(auto) with_small_dim(index_t d, F&& f) {
 }
 
 // Per-thread scratch of the engine and of the row reductions that consume its
-// blocks. Kernels with more per-thread state derive from it.
+// blocks. Kernels with more per-thread state derive from it. Cache-line
+// aligned: the scratches of a team sit side by side in one vector, and a
+// thread writing its own (a tile's counters) must not evict its neighbour's.
 template <typename T>
-struct Workspace {
+struct alignas(64) Workspace {
   std::vector<T> xb;                        // (mb_pad, d) shifted rows (micro-kernel path)
   std::vector<T> xn;                        // (mb_pad,) their squared norms
   std::vector<T> xt;                        // (groups, d, LR W) shifted rows, transposed per group

@@ -17,8 +17,9 @@ namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
 // The double statistics of one chunk: W, N (k,), S (k, d) (N and S empty
-// without sums), objective, J, min margin.
-struct ChunkStats {
+// without sums), objective, J, min margin. Cache-line aligned: neighbouring
+// chunks are written by different threads (their sums at every row block end).
+struct alignas(64) ChunkStats {
   std::vector<double> N, S;
   double W = 0.0, obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
 };

@@ -226,8 +226,8 @@ struct LaneAccumulator {
 
 // Hard and entmax15 rows (a support of one or a few centroids): w r x added
 // by axpy into a (k, d) float tile partial of S, w r into a (k,) double
-// partial of N. With many centroids per tile row (k > kRowTile / 2) the fold
-// takes only the centroids a tile touched: the others' partials are +0.0, and
+// partial of N. With more than kRowTile / 2 centroids the fold takes only
+// the centroids a tile touched: the others' partials are +0.0, and
 // adding +0.0 leaves a chunk total unchanged (a total that starts at +0.0 is
 // never -0.0), so the sums keep their bits while a tile of 256 rows no longer
 // sweeps all k (d + 1) partials (1 MB of floats and 2 MB of doubles at

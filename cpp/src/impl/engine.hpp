@@ -161,7 +161,7 @@ struct Engine {
       }
       // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
       // distance well below the largest T: no inf, so no NaN (inf - inf).
-      // NaN compares false: an inf cn_max leaves it NaN, and every row clamped.
+      // An inf cn_max makes it -inf: every row clamped.
       xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
     }
   }
@@ -226,7 +226,7 @@ struct Engine {
   // the same order, same clamp), folded per lane into the running two smallest
   // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
   // Clamp false: the distances unclamped, for the caller that checks (see
-  // lane_rows_min2) that they were all positive, when clamping changes nothing.
+  // reduce_group) that they were all positive, when clamping changes nothing.
   template <bool Clamp = true>
   void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
                   VI* i1p) const {

@@ -98,19 +98,18 @@ struct Engine {
   static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
-  index_t dbuf_rows = 0;    // rows of the distance block (MR when rows are reduced in registers)
-  bool small = false;       // the direct path
-  std::vector<T> shift;     // (d,)
-  std::vector<T> cp;        // micro-kernel path: (kp / NR) panels of (d, NR)
-  std::vector<T> cn;        // (kp,) ||c_j - s||^2, +inf in the padding
-  index_t kl = 0;           // k rounded up to LC
-  std::vector<T> cl;        // lane reduction: (kl / LC) panels of (d, LC), 0 in the padding
-  std::vector<T> cnl;       // (kl,) ||c_j - s||^2, +inf in the padding
-  T xn_unclamped = T(0);    // lane reduction: row norms below this take lanes_min2<false>
-  std::vector<Int> lane_j;  // (kl,) j: broadcast from memory, a load (from a register: two ops)
-  std::vector<T> ct;        // direct path: (d, kp) transposed centroids
-  std::vector<T> cpad;      // direct path: (kp,) 0, then +inf in the padding
-  std::vector<T> craw;      // direct path: (k, d) the centroids (across-rows reduction)
+  index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
+  bool small = false;     // the direct path
+  std::vector<T> shift;   // (d,)
+  std::vector<T> cp;      // micro-kernel path: (kp / NR) panels of (d, NR)
+  std::vector<T> cn;      // (kp,) ||c_j - s||^2, +inf in the padding
+  index_t kl = 0;         // k rounded up to LC
+  std::vector<T> cl;      // lane reduction: (kl / LC) panels of (d, LC), 0 in the padding
+  std::vector<T> cnl;     // (kl,) ||c_j - s||^2, +inf in the padding
+  T xn_unclamped = T(0);  // lane reduction: row norms below this take lanes_min2<false>
+  std::vector<T> ct;      // direct path: (d, kp) transposed centroids
+  std::vector<T> cpad;    // direct path: (kp,) 0, then +inf in the padding
+  std::vector<T> craw;    // direct path: (k, d) the centroids (across-rows reduction)
 
   // block_bytes: size of the distance block (rows x kp) a row block fills.
   // in_registers: the caller reduces rows by min2_rows (no distance block; a
@@ -150,8 +149,6 @@ struct Engine {
       kl = round_up(k, LC);
       cl.assign(kl * d, T(0));
       cnl.assign(kl, std::numeric_limits<T>::infinity());
-      lane_j.resize(kl);
-      for (index_t j = 0; j < kl; ++j) lane_j[j] = static_cast<Int>(j);
       T cn_max = T(0);
       for (index_t j = 0; j < k; ++j) {
         for (index_t l = 0; l < d; ++l)
@@ -259,10 +256,10 @@ struct Engine {
           for (index_t q = 0; q < LR; ++q) a[q][c] += xv[q] * cv;
         }
       }
+      VI jv = VI{} + static_cast<Int>(j0);
 #pragma GCC unroll 16
-      for (index_t c = 0; c < LC; ++c) {
+      for (index_t c = 0; c < LC; ++c, jv += 1) {
         const V cnv = vset<T>(cnl[j0 + c]);
-        const VI jv = vsplat<VI>(lane_j[j0 + c], std::make_index_sequence<W>{});
 #pragma GCC unroll 16
         for (index_t q = 0; q < LR; ++q) {
           // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the

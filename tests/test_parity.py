@@ -203,6 +203,28 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("d", [5, 16, 33])
+def test_rows_on_centroids_keep_the_clamp_at_zero(dtype, d, simd_level):
+    """Rows equal to centroids: the norm expansion rounds their distance to either side
+    of 0. The lane reduction drops the clamp at 0 only when every distance of a row group
+    came out positive (Engine::reduce_group), so these rows' distances are still >= 0:
+    min_sq_dist, J and the margins never go negative, and each such row is labelled by
+    its own centroid."""
+    rng = np.random.default_rng(d)
+    X = (rng.normal(size=(4 * ROW_TILE + 5, d)) * rng.uniform(0.5, 30.0, size=d)).astype(dtype)
+    C = X[rng.choice(X.shape[0], size=64, replace=False)]
+    labels, mind = softkmeans.assign(X, C, n_threads=2)
+    assert (mind >= 0).all()
+    equal = (X[:, None, :] == C[None]).all(-1)
+    on_centroid = equal.any(1)
+    assert on_centroid.sum() == C.shape[0]
+    np.testing.assert_array_equal(labels[on_centroid], np.argmax(equal[on_centroid], axis=1))
+    assert (softkmeans.margins(X, C) >= 0).all()
+    step = softkmeans.centroid_step(X, C, kind="hard")
+    assert step.distortion >= 0 and step.min_margin >= 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 8, 13, 16, 17])
 @pytest.mark.parametrize("k", [3, 40, 100])
 def test_ties_go_to_the_smallest_index(dtype, d, k, simd_level):

@@ -40,9 +40,11 @@ inline decltype(auto) with_small_dim(index_t d, F&& f) {
 }
 
 // Per-thread scratch of the engine and of the row reductions that consume its
-// blocks. Kernels with more per-thread state derive from it.
+// blocks. Kernels with more per-thread state derive from it. Cache-line
+// aligned: the scratches of a team sit side by side in one vector, and a
+// thread writing its own (a tile's counters) must not evict its neighbour's.
 template <typename T>
-struct Workspace {
+struct alignas(64) Workspace {
   std::vector<T> xb;                        // (mb_pad, d) shifted rows (micro-kernel path)
   std::vector<T> xn;                        // (mb_pad,) their squared norms
   std::vector<T> xt;                        // (groups, d, LR W) shifted rows, transposed per group
@@ -104,6 +106,7 @@ struct Engine {
   index_t kl = 0;         // k rounded up to LC
   std::vector<T> cl;      // lane reduction: (kl / LC) panels of (d, LC), 0 in the padding
   std::vector<T> cnl;     // (kl,) ||c_j - s||^2, +inf in the padding
+  T xn_unclamped = T(0);  // lane reduction: row norms below this take lanes_min2<false>
   std::vector<T> ct;      // direct path: (d, kp) transposed centroids
   std::vector<T> cpad;    // direct path: (kp,) 0, then +inf in the padding
   std::vector<T> craw;    // direct path: (k, d) the centroids (across-rows reduction)
@@ -144,11 +147,17 @@ struct Engine {
       kl = round_up(k, LC);
       cl.assign(kl * d, T(0));
       cnl.assign(kl, std::numeric_limits<T>::infinity());
+      T cn_max = T(0);
       for (index_t j = 0; j < k; ++j) {
         for (index_t l = 0; l < d; ++l)
           cl[(j / LC * d + l) * LC + j % LC] = cp[(j / NR * d + l) * NR + j % NR];
         cnl[j] = cn[j];
+        cn_max = std::max(cn_max, cn[j]);
       }
+      // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
+      // distance well below the largest T: no inf, so no NaN (inf - inf).
+      // An inf cn_max makes it -inf: every row clamped.
+      xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
     }
   }
 
@@ -230,6 +239,9 @@ struct Engine {
   // the panels cl at a time, each D the micro-kernel's bits (same products in
   // the same order, same clamp), folded per lane into the running two smallest
   // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
+  // Clamp false: the distances unclamped, for the caller that checks (see
+  // reduce_group) that they were all positive, when clamping changes nothing.
+  template <bool Clamp = true>
   void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
                   VI* i1p) const {
     // The running state in locals: through the pointers (which may alias the
@@ -269,7 +281,8 @@ struct Engine {
         for (index_t q = 0; q < LR; ++q) {
           // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
           // micro-kernel's (xn + cn) - (a + a) bit for bit.
-          const V dist = vmax((xn[q] + cnv) - a[q][c] * T(2), V{});
+          const V u = (xn[q] + cnv) - a[q][c] * T(2);
+          const V dist = Clamp ? vmax(u, V{}) : u;
           const VI lt = dist < v1[q];
           v2[q] = vmin(v2[q], vmax(v1[q], dist));
           i1[q] = lt ? jv : i1[q];
@@ -314,36 +327,55 @@ struct Engine {
   // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
   // (coordinate l of the group's row q at xg[l LR W + q]); lanes past rn
   // repeat the last row. Each x - s is the same subtraction either way.
-  void pack_group(const T* X, index_t r0, index_t rn, T* xg) const {
+  // xn [out] (LR,): the rows' squared norms, summed in the lanes in
+  // shifted_row's order (the same bits), as each coordinate is packed.
+  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const {
     constexpr index_t G = LR * W;
+    const T* xr[G];
+    for (index_t q = 0; q < G; ++q) xr[q] = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
+    V nrm[LR];
+#pragma GCC unroll 16
+    for (index_t b = 0; b < LR; ++b) nrm[b] = V{};
     index_t l0 = 0;
     if constexpr (std::is_same<V, vf>::value && W == 8) {
       // 8 rows x 8 coordinates per transpose: two loads and six shuffles per
       // row of 8 where the element-wise stores took 8 extracts.
       for (; l0 + 8 <= d; l0 += 8) {
         const V s = vload(shift.data() + l0);
-        for (index_t b = 0; b < G; b += 8) {
+#pragma GCC unroll 16
+        for (index_t b = 0; b < LR; ++b) {
           V r[8];
 #pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q)
-            r[q] = vload(X + (r0 + std::min<index_t>(b + q, rn - 1)) * d + l0) - s;
+          for (index_t q = 0; q < 8; ++q) r[q] = vload(xr[b * 8 + q] + l0) - s;
           transpose8<V>(r);
 #pragma GCC unroll 8
-          for (index_t c = 0; c < 8; ++c) vstore(xg + (l0 + c) * G + b, r[c]);
+          for (index_t c = 0; c < 8; ++c) {
+            vstore(xg + (l0 + c) * G + b * 8, r[c]);
+            nrm[b] += r[c] * r[c];
+          }
         }
       }
     }
-    for (index_t q = 0; q < G; ++q) {
-      const T* x = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
-      for (index_t l = l0; l < d; ++l) xg[l * G + q] = x[l] - shift[l];
+    if (l0 < d) {
+      for (index_t q = 0; q < G; ++q)
+        for (index_t l = l0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
+#pragma GCC unroll 16
+      for (index_t b = 0; b < LR; ++b)
+        for (index_t l = l0; l < d; ++l) {
+          const V v = vload(xg + l * G + b * W);
+          nrm[b] += v * v;
+        }
     }
+#pragma GCC unroll 16
+    for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
   }
 
   // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
-  // (each (d, LR W), contiguous: a group's loads stay in L1), their norms
-  // summed in the lanes in shifted_row's order (the same bits); then centroid
-  // blocks of about kLaneBlockBytes (kept in L1/L2) are taken against every
-  // group, the running minima of a group kept in ws between blocks.
+  // (each (d, LR W), contiguous: a group's loads stay in L1) with their norms;
+  // then centroid blocks of about kLaneBlockBytes (kept in L1/L2) are taken
+  // against every group, the running minima of a group kept in ws between
+  // blocks. With one block (k d of at most kLaneBlockBytes) each group is
+  // reduced and written out as soon as it is packed.
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
     constexpr index_t G = LR * W;
     const T inf = std::numeric_limits<T>::infinity();
@@ -351,33 +383,72 @@ struct Engine {
     T* xt = ws.xt.data();
     V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
     VI* si = ws.lane_idx.data();  // (groups, LR): i1
-    for (index_t g = 0; g < groups; ++g) {
-      T* xg = xt + g * d * G;
-      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg);
-      for (index_t q = 0; q < LR; ++q) {
-        V xnv = V{};
-        for (index_t l = 0; l < d; ++l) {
-          const V v = vload(xg + l * G + q * W);
-          xnv += v * v;
-        }
-        st[(3 * g) * LR + q] = st[(3 * g + 1) * LR + q] = vset<T>(inf);
-        st[(3 * g + 2) * LR + q] = xnv;
-        si[g * LR + q] = VI{};
-      }
-    }
     const index_t kc =
         std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+    const bool one_block = kl <= kc;
+    const auto emit = [&](index_t g) {
+      const V* sg = st + 3 * g * LR;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) {
+        const index_t r0 = g * G + q * W, rn = std::min<index_t>(W, rows - r0);
+        for (index_t ln = 0; ln < rn; ++ln)
+          out[r0 + ln] = {sg[q][ln], sg[LR + q][ln], static_cast<index_t>(si[g * LR + q][ln])};
+      }
+    };
+    const char* x_end = reinterpret_cast<const char*>(X + rows * d);
+    for (index_t g = 0; g < groups; ++g) {
+      // The next group's rows, requested while this one is reduced: X streams
+      // from memory, and the packing's loads would otherwise wait for it.
+      const char* next = reinterpret_cast<const char*>(X + (g + 1) * G * d);
+      const char* next_end = std::min(x_end, next + G * d * static_cast<index_t>(sizeof(T)));
+      for (const char* c = next; c < next_end; c += 64) __builtin_prefetch(c);
+      T* xg = xt + g * d * G;
+      V* sg = st + 3 * g * LR;
+      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);
+      for (index_t q = 0; q < LR; ++q) {
+        sg[q] = sg[LR + q] = vset<T>(inf);
+        si[g * LR + q] = VI{};
+      }
+      if (one_block) {
+        reduce_group(xg, sg, si + g * LR);
+        emit(g);
+      }
+    }
+    if (one_block) return;
     for (index_t j0 = 0; j0 < kl; j0 += kc) {
       const index_t j1 = std::min(kl, j0 + kc);
       for (index_t g = 0; g < groups; ++g)
         lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
                    st + (3 * g + 1) * LR, si + g * LR);
     }
-    for (index_t r = 0; r < rows; ++r) {
-      const index_t g = r / G, q = (r % G) / W, ln = r % W;
-      out[r] = {st[3 * g * LR + q][ln], st[(3 * g + 1) * LR + q][ln],
-                static_cast<index_t>(si[g * LR + q][ln])};
+    for (index_t g = 0; g < groups; ++g) emit(g);
+  }
+
+  // lanes_min2 of a packed group (xg, norms s[2 LR ..)) against all kl
+  // centroids into s[0 .. 2 LR) (v1, v2, +inf on entry) and i1 (0 on entry).
+  // The clamp at 0 is one of the eight operations a distance costs in the
+  // reduction; when the norms rule out inf and NaN (xn_unclamped) the group
+  // is reduced without it, and if every lane's smallest distance then came
+  // out positive, every distance was (the running minimum is the minimum of
+  // all of them), so clamping would have changed none: the bits of the
+  // clamped reduction. Otherwise (a row on a centroid, within rounding) the
+  // group is reduced again, clamped.
+  void reduce_group(const T* xg, V* s, VI* i1) const {
+    bool unclamped = true;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) unclamped &= all_less(s[2 * LR + q], vset<T>(xn_unclamped));
+    if (unclamped) {
+      lanes_min2<false>(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) unclamped &= all_less(V{}, s[q]);
+      if (unclamped) return;
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) {
+        s[q] = s[LR + q] = vset<T>(std::numeric_limits<T>::infinity());
+        i1[q] = VI{};
+      }
     }
+    lanes_min2(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
   }
 
   // Direct differences, vectorized over centroids with broadcasts of x.

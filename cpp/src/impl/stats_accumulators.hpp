@@ -226,13 +226,17 @@ struct LaneAccumulator {
 
 // Hard and entmax15 rows (a support of one or a few centroids): w r x added
 // by axpy into a (k, d) float tile partial of S, w r into a (k,) double
-// partial of N. The fold takes only the centroids a tile touched: the others'
-// partials are +0.0, and adding +0.0 leaves a chunk total unchanged (a total
-// that starts at +0.0 is never -0.0), so the sums keep their bits while a
-// tile of 256 rows no longer sweeps all k (d + 1) partials (1 MB of floats
-// and 2 MB of doubles at k = 1024, d = 256).
+// partial of N. With more than kRowTile / 2 centroids the fold takes only
+// the centroids a tile touched: the others' partials are +0.0, and
+// adding +0.0 leaves a chunk total unchanged (a total that starts at +0.0 is
+// never -0.0), so the sums keep their bits while a tile of 256 rows no longer
+// sweeps all k (d + 1) partials (1 MB of floats and 2 MB of doubles at
+// k = 1024, d = 256). With few (k = 64: a tile touches almost all of them) the
+// fold sweeps all k, by the same argument, and a row pays no bookkeeping.
 template <typename T>
 struct SparseAccumulator {
+  using V = typename VT<T>::v;
+  static constexpr index_t W = VT<T>::W;
   struct Tile {
     std::vector<T> S;                   // (k, d)
     std::vector<double> N;              // (k,)
@@ -241,9 +245,10 @@ struct SparseAccumulator {
     index_t count = 0;
   };
   index_t k, d;
+  bool sweep;  // the fold takes all k centroids (no touched list)
   static constexpr bool sums = true;
 
-  explicit SparseAccumulator(const Engine<T>& E) : k(E.k), d(E.d) {}
+  explicit SparseAccumulator(const Engine<T>& E) : k(E.k), d(E.d), sweep(2 * E.k <= kRowTile) {}
 
   void init(Tile& t) const {
     t.S.assign(k * d, T(0));
@@ -251,6 +256,10 @@ struct SparseAccumulator {
     t.touched.assign(k, 0);
     t.list.assign(k, 0);
     t.count = 0;
+    if (sweep) {
+      for (index_t j = 0; j < k; ++j) t.list[j] = j;
+      t.count = k;
+    }
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
@@ -271,15 +280,17 @@ struct SparseAccumulator {
   }
   // N_j += wr, S_j += wr x (wr rounded to T).
   void add(Tile& t, const T* x, double wr, index_t j) const {
-    if (!t.touched[j]) {
+    if (!sweep && !t.touched[j]) {
       t.touched[j] = 1;
       t.list[t.count++] = j;
     }
     t.N[j] += wr;
     const T f = static_cast<T>(wr);
+    const V fv = vset<T>(f);
     T* sj = t.S.data() + j * d;
-#pragma omp simd
-    for (index_t l = 0; l < d; ++l) sj[l] += f * x[l];
+    index_t l = 0;
+    for (; l + W <= d; l += W) vstore(sj + l, vload(sj + l) + fv * vload(x + l));
+    for (; l < d; ++l) sj[l] += f * x[l];
   }
   void block_end(Tile&, const Workspace<T>&, index_t) const {}
   void fold(Tile& t, ChunkStats& chunk) const {
@@ -295,7 +306,7 @@ struct SparseAccumulator {
       t.N[j] = 0.0;
       t.touched[j] = 0;
     }
-    t.count = 0;
+    if (!sweep) t.count = 0;
   }
 };
 

@@ -50,6 +50,7 @@ struct Workspace {
   std::vector<typename VT<T>::i> lane_idx;  // (groups, LR) their first argmins
   std::vector<T> dbuf;             // (mb_pad, kp) the distance block, then responsibilities
   std::vector<RowMin<T>> mins;     // (mb_pad,) row reductions of the direct path
+  std::vector<double> row_sums;    // (2 mb_pad rounded up to vectors) softmax: sums, their logs
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
   std::vector<double> cval;        // (kp,) their values, then their responsibilities
 };
@@ -159,6 +160,7 @@ struct Engine {
   void init(Workspace<T>& ws) const {
     ws.dbuf.assign(dbuf_rows * kp, T(0));
     ws.mins.assign(mb_pad(), RowMin<T>{});
+    if (dbuf_rows == mb_pad()) ws.row_sums.assign(2 * round_up(mb_pad(), VT<double>::W), 1.0);
     if (!small) {
       ws.xb.assign(mb_pad() * d, T(0));
       ws.xn.assign(mb_pad(), T(0));

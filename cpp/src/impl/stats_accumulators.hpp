@@ -329,7 +329,7 @@ struct DenseSoftmaxAccumulator {
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
-    stats_rows(p, *this, chunk, ws, t, i0, rows);
+    stats_rows_softmax(p, *this, chunk, ws, t, i0, rows);
   }
   std::uint8_t* nonzero_blocks(Tile& t, index_t r) const { return t.nz.data() + r * (kp / W); }
   void row(Tile& t, index_t r, const T* x, double, const RowAssignment& a,
@@ -364,6 +364,8 @@ struct ObjectiveOnly {
              index_t rows) const {
     if (p.kind == Kind::hard && !p.grad_X)
       stats_rows_hard(p, *this, chunk, ws, t, i0, rows);
+    else if (p.kind == Kind::softmax)
+      stats_rows_softmax(p, *this, chunk, ws, t, i0, rows);
     else
       stats_rows(p, *this, chunk, ws, t, i0, rows);
   }

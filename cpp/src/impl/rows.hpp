@@ -83,15 +83,26 @@ inline RowMin<T> row_min2(const T* row, index_t kp) {
   return m.finish();
 }
 
+// The per-lane smallest v1 and second smallest v2 merged with the lanes S
+// apart, then 2S, ...: every lane ends with the two smallest of all.
+template <index_t S, typename V>
+inline void min2_lanes_tree(V& v1, V& v2) {
+  if constexpr (S >= 1) {
+    const V b1 = lanes_xor<S>(v1), b2 = lanes_xor<S>(v2);
+    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
+    v1 = vmin(v1, b1);
+    min2_lanes_tree<S / 2>(v1, v2);
+  }
+}
+
 // The two smallest entries of a row (padding +inf) as row_min2 has them (m2 =
 // m1 when the minimum is tied), without the argmin (a = 0): per lane the
 // smallest and second smallest, then log2(W) shuffle steps merging the pairs
-// of lanes S apart. For the softmax step without labels (the values alone
+// of lanes S apart (min2_lanes_tree). For the softmax step without labels (the values alone
 // feed the shift, J and the margin).
 template <typename T>
 inline RowMin<T> row_min2_values(const T* row, index_t kp) {
   using V = typename VT<T>::v;
-  using VI = typename VT<T>::i;
   constexpr index_t W = VT<T>::W;
   V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1;
   for (index_t j = 0; j < kp; j += W) {
@@ -99,15 +110,7 @@ inline RowMin<T> row_min2_values(const T* row, index_t kp) {
     v2 = vmin(v2, vmax(v1, x));
     v1 = vmin(v1, x);
   }
-#pragma GCC unroll 8
-  for (index_t S = 1; S < W; S *= 2) {
-    VI m;
-#pragma GCC unroll 16
-    for (index_t q = 0; q < W; ++q) m[q] = static_cast<decltype(m[0] + 0)>(q ^ S);
-    const V b1 = __builtin_shuffle(v1, m), b2 = __builtin_shuffle(v2, m);
-    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
-    v1 = vmin(v1, b1);
-  }
+  min2_lanes_tree<W / 2>(v1, v2);
   return {v1[0], v2[0], 0};
 }
 
@@ -152,8 +155,7 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
     acc += e;
     if (nz) nz[j / W] = !all_less(s, ex.lo);
   }
-  double sum = 0.0;
-  for (index_t q = 0; q < W; ++q) sum += static_cast<double>(acc[q]);
+  const double sum = lane_sum(acc);
   if (normalize) {
     const V sc = vset<T>(static_cast<T>(1.0 / sum));
     for (index_t j = 0; j < kp; j += W) vstore(row + j, vload(row + j) * sc);

@@ -181,12 +181,20 @@ void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk
   RowMin<T>* mins = ws.mins.data();
   double* sums = ws.row_sums.data();
   double* logs = sums + ws.row_sums.size() / 2;
-  for (index_t r = 0; r < rows; ++r) {
-    T* row = block + r * kp;
+  // Rows in groups of about kSoftmaxGroupBytes: the minima of a group, then
+  // its exps (the rows still in L1). Row by row, a row's minimum (a chain of
+  // min/max and shuffles) and its exps (which wait for it) are more work than
+  // the reorder window holds, and the next row could not start early.
+  const index_t group =
+      std::max<index_t>(1, kSoftmaxGroupBytes / (kp * static_cast<index_t>(sizeof(T))));
+  for (index_t g0 = 0; g0 < rows; g0 += group) {
+    const index_t g1 = std::min(rows, g0 + group);
     // Softmax needs the argmin only for labels.
-    mins[r] = p.labels ? row_min2(row, kp) : row_min2_values(row, kp);
-    sums[r] =
-        softmax_row(row, kp, mins[r].m1, p.inv_t, p.grad_X != nullptr, acc.nonzero_blocks(tile, r));
+    for (index_t r = g0; r < g1; ++r)
+      mins[r] = p.labels ? row_min2(block + r * kp, kp) : row_min2_values(block + r * kp, kp);
+    for (index_t r = g0; r < g1; ++r)
+      sums[r] = softmax_row(block + r * kp, kp, mins[r].m1, p.inv_t, p.grad_X != nullptr,
+                            acc.nonzero_blocks(tile, r));
   }
   // Past `rows`, sums of earlier blocks (or 1.0): finite and >= 1, logs unused.
   for (index_t r = 0; r < rows; r += WD) vstore(logs + r, vlog(vload(sums + r)));

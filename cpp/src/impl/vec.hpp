@@ -146,6 +146,48 @@ inline bool any_less_equal(V a, V b) {
 
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
+// Lane q of the result is lane q ^ S of v (S a power of two below the lane
+// count): one shuffle with constant indices. NOTE: not __builtin_shuffle with
+// an index vector: GCC built that vector at run time (moves and inserts) before
+// a variable permute.
+template <index_t S, typename V, std::size_t... I>
+inline V lanes_xor(V v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I ^ S)...);
+}
+template <index_t S, typename V>
+inline V lanes_xor(V v) {
+  return lanes_xor<S>(v, std::make_index_sequence<sizeof(V) / sizeof(v[0])>{});
+}
+
+// v + lanes_xor<S>(v), then the same with S / 2, ... 1: every lane holds the
+// sum of all (a tree of log2(W) adds, in a fixed order).
+template <index_t S, typename V>
+inline V lanes_sum_tree(V v) {
+  if constexpr (S >= 1)
+    return lanes_sum_tree<S / 2>(v + lanes_xor<S>(v));
+  else
+    return v;
+}
+
+// The sum of a vector's lanes in double: float lanes widened in two halves
+// (lanes q and q + W/2 added in double first), then the tree. A chain of W
+// scalar converts and adds was 15% of the softmax row loop.
+inline double lane_sum(vd v) { return lanes_sum_tree<VT<double>::W / 2>(v)[0]; }
+inline double lane_sum(vf v) {
+  constexpr index_t H = VT<double>::W;
+  vd lo, hi;
+#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  lo = (vd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
+  hi = (vd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
+#else
+  for (index_t q = 0; q < H; ++q) {
+    lo[q] = static_cast<double>(v[q]);
+    hi[q] = static_cast<double>(v[q + H]);
+  }
+#endif
+  return lane_sum(lo + hi);
+}
+
 // 2^t for t <= 0, float (the softmax step's exp, scores pre-scaled by
 // log2(e)): t = n + f, n = round(t), |f| <= 1/2, 2^f = 1 + f q(f) with q of
 // degree 4 fitted for the minimax relative error on that interval (1.9e-7

@@ -208,10 +208,12 @@ inline vf vexp2(vf t) {
   q = q * f + 0.24022242426872253f;
   q = q * f + 0.6931470036506653f;
   const vf p = q * f + 1.0f;
+  // p 2^n by adding n to p's exponent field (an integer add, where a multiply
+  // by 2^n took a slot of the two FMA pipes that the polynomial saturates):
+  // the same bits, p 2^n being normal for t >= lo.
   const vi32 ni = __builtin_convertvector(nf, vi32);
-  const vi32 bits = (ni + 127) << 23;
-  const vf scale = reinterpret_cast<const vf&>(bits);
-  return t < lo ? vf{} : p * scale;
+  const vi32 bits = reinterpret_cast<const vi32&>(p) + (ni << 23);
+  return t < lo ? vf{} : reinterpret_cast<const vf&>(bits);
 }
 
 // 2^t for t <= 0, double (the softmax step's exp, scores pre-scaled by
@@ -245,10 +247,11 @@ inline vd vexp2(vd t) {
   q = q * f + 0.24022650698110698;
   q = q * f + 0.6931471805482118;
   const vd p = q * f + 1.0;
-  // (n + 1023) mod 2^12 in the exponent field; the bits above shift out.
-  const vu64 bits = (reinterpret_cast<const vu64&>(shifted) + 1023u) << 52;
-  const vd scale = reinterpret_cast<const vd&>(bits);
-  return t < lo ? vd{} : p * scale;
+  // p 2^n by adding n (mod 2^12, the bits above shift out) to p's exponent
+  // field, as in vexp2 for float: the same bits as p * 2^n.
+  const vu64 bits =
+      reinterpret_cast<const vu64&>(p) + (reinterpret_cast<const vu64&>(shifted) << 52);
+  return t < lo ? vd{} : reinterpret_cast<const vd&>(bits);
 }
 
 // log(x) of positive normal finite doubles, vectorized (the log-sum-exp of the

@@ -97,6 +97,7 @@ struct Engine {
   static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
+  index_t ld = 0;         // row stride of the distance block (kp, or padded: odd_stride)
   index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
   bool small = false;     // the direct path
   std::vector<T> shift;   // (d,)
@@ -112,11 +113,24 @@ struct Engine {
   // block_bytes: size of the distance block (rows x kp) a row block fills.
   // in_registers: the caller reduces rows by min2_rows (no distance block; a
   // one-row buffer for the rows it still needs whole, row blocks of a tile).
+  // odd_stride: rows of 2 KiB or more are an odd number of cache lines apart
+  // (ld > kp), for a caller that reads a column panel down many rows (the
+  // softmax accumulation): at a stride of 4 KiB every row of a panel falls in
+  // the same L1 set, and the panel was re-read from L2 (accumulate_rt_x alone,
+  // k = 1024: 1.4x the time per multiply-add float64, 1.1-1.2x float32).
+  // Shorter rows keep ld = kp: there the padding cost more than it saved (the
+  // softmax step 3-5% slower at k = 64).
   Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes,
-         bool in_registers = false)
+         bool in_registers = false, bool odd_stride = false)
       : d(d_), k(k_) {
     small = d <= kSmallDim;
     kp = round_up(k, small ? W : NR);
+    ld = kp;
+    if (odd_stride && kp * static_cast<index_t>(sizeof(T)) >= 2048) {
+      constexpr index_t line = 64 / static_cast<index_t>(sizeof(T));
+      ld = round_up(kp, line);
+      if ((ld / line) % 2 == 0) ld += line;
+    }
     const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
     mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
     if (in_registers) mb = round_up(kRowTile, MR);
@@ -158,7 +172,7 @@ struct Engine {
   index_t mb_pad() const { return round_up(mb, MR); }
 
   void init(Workspace<T>& ws) const {
-    ws.dbuf.assign(dbuf_rows * kp, T(0));
+    ws.dbuf.assign(dbuf_rows * ld, T(0));
     ws.mins.assign(mb_pad(), RowMin<T>{});
     if (dbuf_rows == mb_pad()) ws.row_sums.assign(2 * round_up(mb_pad(), VT<double>::W), 1.0);
     if (!small) {
@@ -175,7 +189,7 @@ struct Engine {
     ws.cidx.assign(kp, 0);
   }
 
-  // dbuf [out] (rows, kp) with row stride kp: D of rows X[0..rows), +inf in
+  // dbuf [out] (rows, kp) with row stride ld: D of rows X[0..rows), +inf in
   // the padding columns k..kp.
   void distances(const T* X, index_t rows, Workspace<T>& ws) const {
     T* out = ws.dbuf.data();
@@ -194,7 +208,7 @@ struct Engine {
     for (index_t p = 0; p < kp / NR; ++p)
       for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
         micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
-              out + r0 * kp + p * NR);
+              out + r0 * ld + p * NR);
   }
 
   // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2 (summed in
@@ -371,7 +385,7 @@ struct Engine {
     for (index_t r = 0; r < rows; ++r) {
       V xs[D];
       for (int l = 0; l < D; ++l) xs[l] = vset<T>(X[r * D + l]);
-      T* o = out + r * kp;
+      T* o = out + r * ld;
       for (index_t j = 0; j < kp; j += W) {
         V s = V{};
         for (int l = 0; l < D; ++l) {
@@ -489,8 +503,8 @@ struct Engine {
       V d1 = (x + cn1) - (a1[r] + a1[r]);
       d0 = vmax(d0, V{});
       d1 = vmax(d1, V{});
-      vstore(out + r * kp, d0);
-      vstore(out + r * kp + W, d1);
+      vstore(out + r * ld, d0);
+      vstore(out + r * ld + W, d1);
     }
   }
 };

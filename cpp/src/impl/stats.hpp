@@ -95,9 +95,10 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
                  double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
                  int n_threads) {
   // Softmax accumulation streams its (d + 1, kp) tile partial once per row
-  // block: larger blocks amortize it.
-  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes,
-                    kind != Kind::softmax);
+  // block: larger blocks amortize it; it reads the block's columns down its
+  // rows (odd_stride).
+  const bool softmax = kind == Kind::softmax;
+  const Engine<T> E(C, k, d, softmax ? kSoftmaxBlockBytes : kDistBlockBytes, !softmax, softmax);
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
   const bool sums = N != nullptr || S != nullptr;

@@ -165,8 +165,8 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
   acc.block_end(tile, ws, rows);
 }
 
-// stats_rows for the softmax kind on a dense block (ws.dbuf (rows, kp), the
-// block's distances): the same statistics in the same row order, in stages
+// stats_rows for the softmax kind on a dense block (ws.dbuf (rows, kp), row
+// stride ld, the block's distances): the same statistics in the same row order, in stages
 // over the block: per row its two smallest (and argmin with labels) and its
 // exp, in place (the row still in L1), its sum kept; then the logs of the sums
 // W_double rows at a time (vlog: a libm log per row was 8% of the step);
@@ -176,7 +176,7 @@ template <typename T, typename Acc>
 void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
                         typename Acc::Tile& tile, index_t i0, index_t rows) {
   constexpr index_t WD = VT<double>::W;
-  const index_t d = p.E.d, kp = p.E.kp;
+  const index_t d = p.E.d, kp = p.E.kp, ld = p.E.ld;
   T* block = ws.dbuf.data();
   RowMin<T>* mins = ws.mins.data();
   double* sums = ws.row_sums.data();
@@ -186,14 +186,14 @@ void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk
   // min/max and shuffles) and its exps (which wait for it) are more work than
   // the reorder window holds, and the next row could not start early.
   const index_t group =
-      std::max<index_t>(1, kSoftmaxGroupBytes / (kp * static_cast<index_t>(sizeof(T))));
+      std::max<index_t>(1, kSoftmaxGroupBytes / (ld * static_cast<index_t>(sizeof(T))));
   for (index_t g0 = 0; g0 < rows; g0 += group) {
     const index_t g1 = std::min(rows, g0 + group);
     // Softmax needs the argmin only for labels.
     for (index_t r = g0; r < g1; ++r)
-      mins[r] = p.labels ? row_min2(block + r * kp, kp) : row_min2_values(block + r * kp, kp);
+      mins[r] = p.labels ? row_min2(block + r * ld, kp) : row_min2_values(block + r * ld, kp);
     for (index_t r = g0; r < g1; ++r)
-      sums[r] = softmax_row(block + r * kp, kp, mins[r].m1, p.inv_t, p.grad_X != nullptr,
+      sums[r] = softmax_row(block + r * ld, kp, mins[r].m1, p.inv_t, p.grad_X != nullptr,
                             acc.nonzero_blocks(tile, r));
   }
   // Past `rows`, sums of earlier blocks (or 1.0): finite and >= 1, logs unused.
@@ -212,7 +212,7 @@ void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk
     obj += rounded_product(wi, a.objective);
     J += rounded_product(wi, m1);
     acc.row(tile, r, x, wi, a, ws);
-    if (p.grad_X) p.data_gradient(i, x, wi, m, block + r * kp, a, ws);
+    if (p.grad_X) p.data_gradient(i, x, wi, m, block + r * ld, a, ws);
   }
   chunk.W = W;
   chunk.obj = obj;

@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import sys
 import time
 
 import numpy as np
 
-import softkmeans
-from softkmeans import _native
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import _data  # noqa: E402  (the data of compare.py's softmax rows)
+
+import softkmeans  # noqa: E402
+from softkmeans import _native  # noqa: E402
 
 SHAPES = ["2e5,16,64", "5e4,16,1024", "1e5,64,256", "2e4,256,1024"]
 
@@ -36,14 +41,6 @@ def load_core(path):
     return module
 
 
-def data(n, d, k, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=3.0, size=(k, d))
-    X = (centres[rng.integers(0, k, size=n)] + rng.normal(size=(n, d))).astype(dtype)
-    C = X[rng.choice(n, size=k, replace=False)].copy()
-    return np.ascontiguousarray(X), np.ascontiguousarray(C)
-
-
 def max_relative_difference(a, b):
     worst = 0.0
     for u, v in zip(a, b, strict=True):
@@ -55,7 +52,7 @@ def max_relative_difference(a, b):
 
 
 def compare(old, n, d, k, dtype, repeats):
-    X, C = data(n, d, k, dtype)
+    X, C = _data(n, d, k, dtype)
     sigma = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
     w = np.ones(n)
     calls = {

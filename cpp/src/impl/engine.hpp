@@ -48,7 +48,7 @@ struct Workspace {
   std::vector<T> xt;                        // (groups, d, LR W) shifted rows, transposed per group
   std::vector<typename VT<T>::v> lanes;     // (groups, 3, LR) v1, v2, xn (min2_rows)
   std::vector<typename VT<T>::i> lane_idx;  // (groups, LR) their first argmins
-  std::vector<T> dbuf;             // (mb_pad, kp) the distance block, then responsibilities
+  std::vector<T> dbuf;             // (mb_pad, kp), row stride ld: distances, then responsibilities
   std::vector<RowMin<T>> mins;     // (mb_pad,) row reductions of the direct path
   std::vector<double> row_sums;    // (2 mb_pad rounded up to vectors) softmax: sums, their logs
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support

@@ -26,6 +26,10 @@ inline constexpr index_t kDistBlockBytes = 96 * 1024;
 // block (its (d + 1, k) partial is read and written once per block).
 inline constexpr index_t kSoftmaxBlockBytes = 384 * 1024;
 
+// Bytes of the group of distance rows whose minima the softmax step takes
+// before their exps (the group stays in L1 between the two).
+inline constexpr index_t kSoftmaxGroupBytes = 16 * 1024;
+
 // Bytes of the centroid block the micro-kernel path's row reduction takes
 // against every row group of a row block before the next (kept in L1/L2).
 inline constexpr index_t kLaneBlockBytes = 32 * 1024;

@@ -50,8 +50,9 @@ struct alignas(64) Workspace {
   std::vector<T> xt;                        // (groups, d, LR W) shifted rows, transposed per group
   std::vector<typename VT<T>::v> lanes;     // (groups, 3, LR) v1, v2, xn (min2_rows)
   std::vector<typename VT<T>::i> lane_idx;  // (groups, LR) their first argmins
-  std::vector<T> dbuf;             // (mb_pad, kp) the distance block, then responsibilities
+  std::vector<T> dbuf;             // (mb_pad, kp), row stride ld: distances, then responsibilities
   std::vector<RowMin<T>> mins;     // (mb_pad,) row reductions of the direct path
+  std::vector<double> row_sums;    // (2 mb_pad rounded up to vectors) softmax: sums, their logs
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
   std::vector<double> cval;        // (kp,) their values, then their responsibilities
 };
@@ -98,6 +99,7 @@ struct Engine {
   static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
+  index_t ld = 0;         // row stride of the distance block (kp, or padded: odd_stride)
   index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
   bool small = false;     // the direct path
   std::vector<T> shift;   // (d,)
@@ -114,11 +116,23 @@ struct Engine {
   // block_bytes: size of the distance block (rows x kp) a row block fills.
   // in_registers: the caller reduces rows by min2_rows (no distance block; a
   // one-row buffer for the rows it still needs whole, row blocks of a tile).
+  // odd_stride: rows of 2 KiB or more are an odd number of cache lines apart
+  // (ld > kp), for a caller that reads a column panel down many rows (the
+  // softmax accumulation): at a stride of 4 KiB every row of a panel falls in
+  // the same L1 set, and the panel was re-read from L2 (accumulate_rt_x alone,
+  // k = 1024: 1.4x the time per multiply-add float64, 1.1-1.2x float32).
+  // Shorter rows keep ld = kp: there the padding cost more than it saved (the
+  // softmax step 3-5% slower at k = 64).
   Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes,
-         bool in_registers = false)
+         bool in_registers = false, bool odd_stride = false)
       : d(d_), k(k_) {
     small = d <= kSmallDim;
     set_blocks(round_up(k, small ? W : NR), block_bytes);
+    if (odd_stride && kp * static_cast<index_t>(sizeof(T)) >= 2048) {
+      constexpr index_t line = 64 / static_cast<index_t>(sizeof(T));
+      ld = round_up(kp, line);
+      if ((ld / line) % 2 == 0) ld += line;
+    }
     if (in_registers) mb = round_up(kRowTile, MR);
     dbuf_rows = in_registers ? MR : mb_pad();  // distances() writes MR rows
     if (small) {
@@ -174,17 +188,19 @@ struct Engine {
 
   index_t mb_pad() const { return round_up(mb, MR); }
 
-  // kp, and mb: the rows of a distance block (rows x kp) of block_bytes, at
-  // least MR, at most a row tile.
+  // kp (and the row stride ld = kp), and mb: the rows of a distance block
+  // (rows x kp) of block_bytes, at least MR, at most a row tile.
   void set_blocks(index_t kp_, index_t block_bytes) {
     kp = kp_;
+    ld = kp;
     const index_t by_bytes = block_bytes / (kp * static_cast<index_t>(sizeof(T)));
     mb = std::max<index_t>(MR, std::min<index_t>(round_up(kRowTile, MR), by_bytes / MR * MR));
   }
 
   void init(Workspace<T>& ws) const {
-    ws.dbuf.assign(dbuf_rows * kp, T(0));
+    ws.dbuf.assign(dbuf_rows * ld, T(0));
     ws.mins.assign(mb_pad(), RowMin<T>{});
+    if (dbuf_rows == mb_pad()) ws.row_sums.assign(2 * round_up(mb_pad(), VT<double>::W), 1.0);
     if (!small) {
       ws.xb.assign(mb_pad() * d, T(0));
       ws.xn.assign(mb_pad(), T(0));
@@ -199,7 +215,7 @@ struct Engine {
     ws.cidx.assign(kp, 0);
   }
 
-  // dbuf [out] (rows, kp) with row stride kp: D of rows X[0..rows), +inf in
+  // dbuf [out] (rows, kp) with row stride ld: D of rows X[0..rows), +inf in
   // the padding columns k..kp.
   void distances(const T* X, index_t rows, Workspace<T>& ws) const {
     T* out = ws.dbuf.data();
@@ -218,7 +234,7 @@ struct Engine {
     for (index_t p = 0; p < kp / NR; ++p)
       for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
         micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
-              out + r0 * kp + p * NR);
+              out + r0 * ld + p * NR);
   }
 
   // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2 (summed in
@@ -457,7 +473,7 @@ struct Engine {
     for (index_t r = 0; r < rows; ++r) {
       V xs[D];
       for (int l = 0; l < D; ++l) xs[l] = vset<T>(X[r * D + l]);
-      T* o = out + r * kp;
+      T* o = out + r * ld;
       for (index_t j = 0; j < kp; j += W) {
         V s = V{};
         for (int l = 0; l < D; ++l) {
@@ -575,8 +591,8 @@ struct Engine {
       V d1 = (x + cn1) - (a1[r] + a1[r]);
       d0 = vmax(d0, V{});
       d1 = vmax(d1, V{});
-      vstore(out + r * kp, d0);
-      vstore(out + r * kp + W, d1);
+      vstore(out + r * ld, d0);
+      vstore(out + r * ld + W, d1);
     }
   }
 };

@@ -27,7 +27,7 @@ void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
   auto wss = per_thread(E, n, n_threads);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
     for (index_t r = 0; r < rows; ++r)
-      std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.kp, k * sizeof(T));
+      std::memcpy(D + (i0 + r) * k, ws.dbuf.data() + r * E.ld, k * sizeof(T));
   });
 }
 
@@ -239,7 +239,7 @@ void responsibilities(const T* X, index_t n, index_t d, const T* C, index_t k, K
   auto wss = per_thread(E, n, n_threads);
   const ResponsibilityRow<T> resp(k, E.kp, kind, sigma);
   drive_rows(E, X, n, wss, [&](index_t, Workspace<T>& ws, index_t i0, index_t rows) {
-    for (index_t r = 0; r < rows; ++r) resp(ws.dbuf.data() + r * E.kp, R + (i0 + r) * k, ws);
+    for (index_t r = 0; r < rows; ++r) resp(ws.dbuf.data() + r * E.ld, R + (i0 + r) * k, ws);
   });
 }
 

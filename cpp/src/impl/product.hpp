@@ -13,9 +13,9 @@ namespace SOFTKMEANS_ISA {
 // accumulate_rt_x (below) over the columns j_begin .. j_end of R and St
 // (whole groups of JB W-blocks).
 template <index_t MB, index_t JB, typename T>
-inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
-                                    index_t kp, T* St, const std::uint8_t* nz, index_t j_begin,
-                                    index_t j_end) {
+inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T* R, index_t ldr,
+                                    index_t rows, index_t kp, T* St, const std::uint8_t* nz,
+                                    index_t j_begin, index_t j_end) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
   const index_t nb = kp / W;
@@ -41,7 +41,7 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
           const index_t r = live[c];
           V rv[JB];
 #pragma GCC unroll 4
-          for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * kp + j + b * W);
+          for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * ldr + j + b * W);
 #pragma GCC unroll 8
           for (index_t q = 0; q < MB; ++q) {
             const V a = vset<T>(A[r * lda + l0 + q]);
@@ -63,7 +63,7 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
 
 // S^T += A R for one row block: A [in] (rows, dp) with row stride lda (the
 // weighted rows w_r x_r, and w_r in column d; a row's MB broadcasts come from
-// one cache line), R [in] (rows, kp) the responsibilities with row stride kp,
+// one cache line), R [in] (rows, kp) the responsibilities with row stride ldr,
 // St [in,out] (dp, kp), dp a multiple of MB. The reduction over the block's
 // rows runs in MB x JB vector registers: per row, JB loads of R and MB
 // broadcasts of A feed MB * JB multiply-adds (a second register-blocked
@@ -73,14 +73,14 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
 // skipped for a group of JB W-blocks when all of them are zero (the zeros are
 // stored in R, so a partly zero group adds exact zeros).
 template <index_t MB, index_t JB, typename T>
-inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t rows,
-                            index_t kp, T* St, const std::uint8_t* nz = nullptr) {
+inline void accumulate_rt_x(const T* A, index_t lda, index_t dp, const T* R, index_t ldr,
+                            index_t rows, index_t kp, T* St, const std::uint8_t* nz = nullptr) {
   constexpr index_t W = VT<T>::W;
   const index_t nb = kp / W;
   const index_t full = nb / JB * JB * W;  // columns covered by whole JB-groups
-  accumulate_rt_x_columns<MB, JB>(A, lda, dp, R, rows, kp, St, nz, 0, full);
+  accumulate_rt_x_columns<MB, JB>(A, lda, dp, R, ldr, rows, kp, St, nz, 0, full);
   if constexpr (JB > 1)
-    if (full < kp) accumulate_rt_x_columns<MB, 1>(A, lda, dp, R, rows, kp, St, nz, full, kp);
+    if (full < kp) accumulate_rt_x_columns<MB, 1>(A, lda, dp, R, ldr, rows, kp, St, nz, full, kp);
 }
 
 }  // namespace SOFTKMEANS_ISA

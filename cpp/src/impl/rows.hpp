@@ -83,15 +83,26 @@ inline RowMin<T> row_min2(const T* row, index_t kp) {
   return m.finish();
 }
 
+// The per-lane smallest v1 and second smallest v2 merged with the lanes S
+// apart, then 2S, ...: every lane ends with the two smallest of all.
+template <index_t S, typename V>
+inline void min2_lanes_tree(V& v1, V& v2) {
+  if constexpr (S >= 1) {
+    const V b1 = lanes_xor<S>(v1), b2 = lanes_xor<S>(v2);
+    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
+    v1 = vmin(v1, b1);
+    min2_lanes_tree<S / 2>(v1, v2);
+  }
+}
+
 // The two smallest entries of a row (padding +inf) as row_min2 has them (m2 =
 // m1 when the minimum is tied), without the argmin (a = 0): per lane the
 // smallest and second smallest, then log2(W) shuffle steps merging the pairs
-// of lanes S apart. For the softmax step without labels (the values alone
+// of lanes S apart (min2_lanes_tree). For the softmax step without labels (the values alone
 // feed the shift, J and the margin).
 template <typename T>
 inline RowMin<T> row_min2_values(const T* row, index_t kp) {
   using V = typename VT<T>::v;
-  using VI = typename VT<T>::i;
   constexpr index_t W = VT<T>::W;
   V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1;
   for (index_t j = 0; j < kp; j += W) {
@@ -99,40 +110,25 @@ inline RowMin<T> row_min2_values(const T* row, index_t kp) {
     v2 = vmin(v2, vmax(v1, x));
     v1 = vmin(v1, x);
   }
-#pragma GCC unroll 8
-  for (index_t S = 1; S < W; S *= 2) {
-    VI m;
-#pragma GCC unroll 16
-    for (index_t q = 0; q < W; ++q) m[q] = static_cast<decltype(m[0] + 0)>(q ^ S);
-    const V b1 = __builtin_shuffle(v1, m), b2 = __builtin_shuffle(v2, m);
-    v2 = vmin(vmax(v1, b1), vmin(v2, b2));
-    v1 = vmin(v1, b1);
-  }
+  min2_lanes_tree<W / 2>(v1, v2);
   return {v1[0], v2[0], 0};
 }
 
 // exp(-g / (2 sigma^2)) of the gaps g >= 0 (+inf in the padding) of a row,
-// W at a time: scaled(g) is the exponent, below() tells which lanes flush to
-// exactly 0, exp(s) the result. Float works in base 2 (s = g * -log2(e) /
-// (2 sigma^2), vexp2), double by vexp (s = -g / (2 sigma^2)).
+// W at a time, in base 2: scaled(g) = g * -log2(e) / (2 sigma^2) is the
+// exponent (the scale capped at the largest T, so 0 * it is 0), lo the
+// exponent below which vexp2 flushes to exactly 0, exp(s) the result.
 template <typename T>
-struct GapExp;
-template <>
-struct GapExp<float> {
-  vf c, lo;
-  explicit GapExp(float inv_t)
-      : c(vset<float>(static_cast<float>(-std::min<double>(
-            static_cast<double>(inv_t) * 1.4426950408889634, std::numeric_limits<float>::max())))),
-        lo(vset<float>(kExp2FlushFloat)) {}
-  vf scaled(vf g) const { return g * c; }
-  static vf exp(vf s) { return vexp2(s); }
-};
-template <>
-struct GapExp<double> {
-  vd vi, lo;
-  explicit GapExp(double inv_t) : vi(vset<double>(inv_t)), lo(vset<double>(-708.0)) {}
-  vd scaled(vd g) const { return -(g * vi); }
-  static vd exp(vd s) { return vexp(s); }
+struct GapExp {
+  using V = typename VT<T>::v;
+  V c, lo;
+  explicit GapExp(T inv_t)
+      : c(vset<T>(static_cast<T>(-std::min<double>(static_cast<double>(inv_t) * 1.4426950408889634,
+                                                   std::numeric_limits<T>::max())))),
+        lo(vset<T>(std::is_same<T, float>::value ? static_cast<T>(kExp2FlushFloat)
+                                                 : static_cast<T>(kExp2FlushDouble))) {}
+  V scaled(V g) const { return g * c; }
+  static V exp(V s) { return vexp2(s); }
 };
 
 // Softmax of the row from its distances: row_j <- exp(-(D_j - m1) / (2 sigma^2))
@@ -141,7 +137,9 @@ struct GapExp<double> {
 // (>= 1). With normalize, row_j <- e_j / sum. inv_t = 1 / (2 sigma^2), finite
 // (capped), so the gaps (>= 0, +inf in the padding) never give 0 * inf.
 // nz [out, nullable] (kp / W,): 0 where a W-block of the row is all exact
-// zeros (every score underflows; its exp is skipped), else 1.
+// zeros (every score underflows), else 1. The exp runs on every block: a
+// branch skipping the all-zero ones mispredicted on every other block where
+// they mix with live ones (k = 1024), and vexp2 returns the same +0.0 there.
 template <typename T>
 inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
                           std::uint8_t* nz = nullptr) {
@@ -152,18 +150,12 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
   V acc = V{};
   for (index_t j = 0; j < kp; j += W) {
     const V s = ex.scaled(vload(row + j) - vm);
-    if (all_less(s, ex.lo)) {
-      vstore(row + j, V{});
-      if (nz) nz[j / W] = 0;
-      continue;
-    }
     const V e = ex.exp(s);
     vstore(row + j, e);
     acc += e;
-    if (nz) nz[j / W] = 1;
+    if (nz) nz[j / W] = !all_less(s, ex.lo);
   }
-  double sum = 0.0;
-  for (index_t q = 0; q < W; ++q) sum += static_cast<double>(acc[q]);
+  const double sum = lane_sum(acc);
   if (normalize) {
     const V sc = vset<T>(static_cast<T>(1.0 / sum));
     for (index_t j = 0; j < kp; j += W) vstore(row + j, vload(row + j) * sc);

@@ -95,9 +95,14 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
                  double* distortion, double* min_margin, std::int64_t* labels, T* grad_X,
                  int n_threads) {
   // Softmax accumulation streams its (d + 1, kp) tile partial once per row
-  // block: larger blocks amortize it.
-  const Engine<T> E(C, k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes,
-                    kind != Kind::softmax);
+  // block: larger blocks amortize it; it reads the block's columns down its
+  // rows (odd_stride). NOTE: odd_stride only for d <= 16, where it was
+  // measured faster (k = 1024: 0.84-0.93x float32, 0.90-0.92x float64); at
+  // d = 256, k = 1024 float64 the padded block made the step 1.12-1.17x slower
+  // (1 thread, twice; cause not found), and at d = 64, k = 256 it was noise.
+  const bool softmax = kind == Kind::softmax;
+  const Engine<T> E(C, k, d, softmax ? kSoftmaxBlockBytes : kDistBlockBytes, !softmax,
+                    softmax && d <= 16);
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
   const bool sums = N != nullptr || S != nullptr;

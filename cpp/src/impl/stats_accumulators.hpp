@@ -322,11 +322,13 @@ struct DenseSoftmaxAccumulator {
     std::vector<std::uint8_t> nz;  // (mb, kp / W) nonzero W-blocks of the rows
   };
   index_t k, d, kp, mb;  // mb: rows of a block (padded)
+  index_t ld;            // row stride of the block's responsibilities
   index_t mbl;           // rows of the accumulation micro-kernel
   index_t dp;            // d + 1 rounded up to mbl
   static constexpr bool sums = true;
 
-  explicit DenseSoftmaxAccumulator(const Engine<T>& E) : k(E.k), d(E.d), kp(E.kp), mb(E.mb_pad()) {
+  explicit DenseSoftmaxAccumulator(const Engine<T>& E)
+      : k(E.k), d(E.d), kp(E.kp), mb(E.mb_pad()), ld(E.ld) {
     // MB x 2 accumulators: 12 (+ 2 rows of R + 1 broadcast) fit the 16
     // vector registers of SSE/AVX2; padding d + 1 = 17 to 18, not 24.
     mbl = (d + 1 <= 4) ? 4 : 6;
@@ -340,7 +342,7 @@ struct DenseSoftmaxAccumulator {
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
-    stats_rows(p, *this, chunk, ws, t, i0, rows);
+    stats_rows_softmax(p, *this, chunk, ws, t, i0, rows);
   }
   std::uint8_t* nonzero_blocks(Tile& t, index_t r) const { return t.nz.data() + r * (kp / W); }
   void row(Tile& t, index_t r, const T* x, double, const RowAssignment& a,
@@ -352,9 +354,11 @@ struct DenseSoftmaxAccumulator {
   }
   void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
     if (mbl == 4)
-      accumulate_rt_x<4, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<4, 2>(t.A.data(), dp, dp, ws.dbuf.data(), ld, rows, kp, t.St.data(),
+                            t.nz.data());
     else
-      accumulate_rt_x<6, 2>(t.A.data(), dp, dp, ws.dbuf.data(), rows, kp, t.St.data(), t.nz.data());
+      accumulate_rt_x<6, 2>(t.A.data(), dp, dp, ws.dbuf.data(), ld, rows, kp, t.St.data(),
+                            t.nz.data());
   }
   void fold(Tile& t, ChunkStats& chunk) const {
     for (index_t j = 0; j < k; ++j)
@@ -375,6 +379,8 @@ struct ObjectiveOnly {
              index_t rows) const {
     if (p.kind == Kind::hard && !p.grad_X)
       stats_rows_hard(p, *this, chunk, ws, t, i0, rows);
+    else if (p.kind == Kind::softmax)
+      stats_rows_softmax(p, *this, chunk, ws, t, i0, rows);
     else
       stats_rows(p, *this, chunk, ws, t, i0, rows);
   }

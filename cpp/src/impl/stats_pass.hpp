@@ -64,7 +64,7 @@ struct StatsPass {
     const double m1 = static_cast<double>(m.m1);
     if (kind == Kind::softmax) {
       const double sum = softmax_row(row, E.kp, m.m1, inv_t, grad_X != nullptr, nz);
-      return {m1 - two_s2 * std::log(sum), grad_X ? wi : wi / sum, 0};
+      return softmax_assignment(m1, sum, std::log(sum), wi);
     }
     const double margin = static_cast<double>(m.m2) - m1;
     // Margin >= 4 sigma^2 (> 0: a tie is never one-hot): the argmin is the only
@@ -80,6 +80,12 @@ struct StatsPass {
     const index_t supp =
         entmax_row(row, E.kp, m.m1, sigma2, ws.cval.data(), ws.cidx.data(), &extra);
     return {m1 + extra, wi, supp};
+  }
+
+  // A softmax row's assignment from its min distance m1, sum of e_j (softmax_row)
+  // and log of that sum: o_i = m1 - 2 sigma^2 log sum = -2 sigma^2 lse_i.
+  RowAssignment softmax_assignment(double m1, double sum, double log_sum, double wi) const {
+    return {m1 - two_s2 * log_sum, grad_X ? wi : wi / sum, 0};
   }
 
   // grad_X row i: 2 w_i (x_i - sum_j r_ij c_j), in double.
@@ -126,14 +132,15 @@ inline double rounded_product(double a, double b) {
   return p;
 }
 
-// The row pass over a row block, for the accumulators that take one row at a
-// time: per row its RowMin, the kind's assignment, the scalar statistics (in
-// row order), acc.row and grad_X; then acc.block_end.
+// The row pass over a row block of the hard and entmax15 kinds (rows reduced
+// in registers; softmax: stats_rows_softmax), for the accumulators that take
+// one row at a time: per row its RowMin, the kind's assignment, the scalar
+// statistics (in row order), acc.row and grad_X; then acc.block_end.
 template <typename T, typename Acc>
 void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
                 typename Acc::Tile& tile, index_t i0, index_t rows) {
-  const index_t d = p.E.d, kp = p.E.kp;
-  if (p.in_registers) p.E.min2_rows(p.X + i0 * d, rows, ws.mins.data(), ws);
+  const index_t d = p.E.d;
+  p.E.min2_rows(p.X + i0 * d, rows, ws.mins.data(), ws);
   // The chunk's scalar sums in locals (the same additions in the same order):
   // in the chunk they would be memory round trips the row loop waits on.
   double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
@@ -141,11 +148,8 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
     const index_t i = i0 + r;
     const double wi = p.w[i];
     const T* x = p.X + i * d;
-    T* row = ws.dbuf.data() + (p.in_registers ? 0 : r * kp);
-    // Softmax needs the argmin only for labels.
-    const RowMin<T> m = p.in_registers ? ws.mins[r]
-                        : p.labels     ? row_min2(row, kp)
-                                       : row_min2_values(row, kp);
+    T* row = ws.dbuf.data();  // entmax15 rows not one-hot: assign_row's distances
+    const RowMin<T> m = ws.mins[r];
     W += wi;
     if (p.labels) p.labels[i] = m.a;
     if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
@@ -154,6 +158,62 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
     J += rounded_product(wi, static_cast<double>(m.m1));
     acc.row(tile, r, x, wi, a, ws);
     if (p.grad_X) p.data_gradient(i, x, wi, m, row, a, ws);
+  }
+  chunk.W = W;
+  chunk.obj = obj;
+  chunk.J = J;
+  chunk.mm = mm;
+  acc.block_end(tile, ws, rows);
+}
+
+// stats_rows for the softmax kind on a dense block (ws.dbuf (rows, kp), row
+// stride ld, the block's distances): the same statistics in the same row order, in stages
+// over the block: per row its two smallest (and argmin with labels) and its
+// exp, in place (the row still in L1), its sum kept; then the logs of the sums
+// W_double rows at a time (vlog: a libm log per row was 8% of the step);
+// then per row the scalar sums, acc.row and grad_X. A row's chain of
+// latencies (lane sum, log, objective) no longer ends each row of the loop.
+template <typename T, typename Acc>
+void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Workspace<T>& ws,
+                        typename Acc::Tile& tile, index_t i0, index_t rows) {
+  constexpr index_t WD = VT<double>::W;
+  const index_t d = p.E.d, kp = p.E.kp, ld = p.E.ld;
+  T* block = ws.dbuf.data();
+  RowMin<T>* mins = ws.mins.data();
+  double* sums = ws.row_sums.data();
+  double* logs = sums + ws.row_sums.size() / 2;
+  // Rows in groups of about kSoftmaxGroupBytes: the minima of a group, then
+  // its exps (the rows still in L1). Row by row, a row's minimum (a chain of
+  // min/max and shuffles) and its exps (which wait for it) are more work than
+  // the reorder window holds, and the next row could not start early.
+  const index_t group =
+      std::max<index_t>(1, kSoftmaxGroupBytes / (ld * static_cast<index_t>(sizeof(T))));
+  for (index_t g0 = 0; g0 < rows; g0 += group) {
+    const index_t g1 = std::min(rows, g0 + group);
+    // Softmax needs the argmin only for labels.
+    for (index_t r = g0; r < g1; ++r)
+      mins[r] = p.labels ? row_min2(block + r * ld, kp) : row_min2_values(block + r * ld, kp);
+    for (index_t r = g0; r < g1; ++r)
+      sums[r] = softmax_row(block + r * ld, kp, mins[r].m1, p.inv_t, p.grad_X != nullptr,
+                            acc.nonzero_blocks(tile, r));
+  }
+  // Past `rows`, sums of earlier blocks (or 1.0): finite and >= 1, logs unused.
+  for (index_t r = 0; r < rows; r += WD) vstore(logs + r, vlog(vload(sums + r)));
+  double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t i = i0 + r;
+    const double wi = p.w[i];
+    const T* x = p.X + i * d;
+    const RowMin<T> m = mins[r];
+    const double m1 = static_cast<double>(m.m1);
+    W += wi;
+    if (p.labels) p.labels[i] = m.a;
+    if (wi > 0.0) mm = std::min(mm, static_cast<double>(m.m2 - m.m1));
+    const RowAssignment a = p.softmax_assignment(m1, sums[r], logs[r], wi);
+    obj += rounded_product(wi, a.objective);
+    J += rounded_product(wi, m1);
+    acc.row(tile, r, x, wi, a, ws);
+    if (p.grad_X) p.data_gradient(i, x, wi, m, block + r * ld, a, ws);
   }
   chunk.W = W;
   chunk.obj = obj;

@@ -38,6 +38,7 @@ typedef float vf __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef double vd __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int32_t vi32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int64_t vi64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef std::uint64_t vu64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef float vf_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(4), may_alias));
 typedef double vd_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(8), may_alias));
 
@@ -145,6 +146,48 @@ inline bool any_less_equal(V a, V b) {
 
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
+// Lane q of the result is lane q ^ S of v (S a power of two below the lane
+// count): one shuffle with constant indices. NOTE: not __builtin_shuffle with
+// an index vector: GCC built that vector at run time (moves and inserts) before
+// a variable permute.
+template <index_t S, typename V, std::size_t... I>
+inline V lanes_xor(V v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I ^ S)...);
+}
+template <index_t S, typename V>
+inline V lanes_xor(V v) {
+  return lanes_xor<S>(v, std::make_index_sequence<sizeof(V) / sizeof(v[0])>{});
+}
+
+// v + lanes_xor<S>(v), then the same with S / 2, ... 1: every lane holds the
+// sum of all (a tree of log2(W) adds, in a fixed order).
+template <index_t S, typename V>
+inline V lanes_sum_tree(V v) {
+  if constexpr (S >= 1)
+    return lanes_sum_tree<S / 2>(v + lanes_xor<S>(v));
+  else
+    return v;
+}
+
+// The sum of a vector's lanes in double: float lanes widened in two halves
+// (lanes q and q + W/2 added in double first), then the tree. A chain of W
+// scalar converts and adds was 15% of the softmax row loop.
+inline double lane_sum(vd v) { return lanes_sum_tree<VT<double>::W / 2>(v)[0]; }
+inline double lane_sum(vf v) {
+  constexpr index_t H = VT<double>::W;
+  vd lo, hi;
+#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  lo = (vd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
+  hi = (vd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
+#else
+  for (index_t q = 0; q < H; ++q) {
+    lo[q] = static_cast<double>(v[q]);
+    hi[q] = static_cast<double>(v[q + H]);
+  }
+#endif
+  return lane_sum(lo + hi);
+}
+
 // 2^t for t <= 0, float (the softmax step's exp, scores pre-scaled by
 // log2(e)): t = n + f, n = round(t), |f| <= 1/2, 2^f = 1 + f q(f) with q of
 // degree 4 fitted for the minimax relative error on that interval (1.9e-7
@@ -165,41 +208,81 @@ inline vf vexp2(vf t) {
   q = q * f + 0.24022242426872253f;
   q = q * f + 0.6931470036506653f;
   const vf p = q * f + 1.0f;
+  // p 2^n by adding n to p's exponent field (an integer add, where a multiply
+  // by 2^n took a slot of the two FMA pipes that the polynomial saturates):
+  // the same bits, p 2^n being normal for t >= lo.
   const vi32 ni = __builtin_convertvector(nf, vi32);
-  const vi32 bits = (ni + 127) << 23;
-  const vf scale = reinterpret_cast<const vf&>(bits);
-  return t < lo ? vf{} : p * scale;
+  const vi32 bits = reinterpret_cast<const vi32&>(p) + (ni << 23);
+  return t < lo ? vf{} : reinterpret_cast<const vf&>(bits);
 }
 
-// exp(x) for x <= 0 (the max-shifted scores), double, vectorized. Range
-// reduction x = n ln2 + r, |r| <= ln2/2, polynomial 1 + r + r^2 q(r) (so
-// exp(0) = 1 exactly) with q fitted for the minimax relative error on that
-// interval (degree 8 in all: approximation error 1.2e-12 relative, against the
-// 1e-10 parity tolerance), scaling by 2^n through the exponent bits. NOTE:
-// results below the smallest normal number (x < -708) are flushed to exactly
-// 0 instead of denormals: they are < 1e-307 of the row's largest entry, and
-// exact zeros let the accumulation skip them. Float: vexp2 above.
-inline vd vexp(vd x) {
-  const vd lo = vset<double>(-708.0);
-  const vd xc = vmax(x, lo);
-  const vd t = xc * 1.4426950408889634074;
-  const vd nf = (t + 6755399441055744.0) - 6755399441055744.0;  // round to nearest
-  vd r = xc - nf * 6.93145751953125e-1;
-  r = r - nf * 1.42860682030941723212e-6;
-  vd p = vset<double>(2.4708294663993273e-05);
-  p = p * r + 0.0001990894176633983;
-  p = p * r + 0.0013889197137043968;
-  p = p * r + 0.008333281803813633;
-  p = p * r + 0.04166666440490332;
-  p = p * r + 0.16666666784456427;
-  p = p * r + 0.5000000000426867;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  const vi64 ni = __builtin_convertvector(nf, vi64);
-  const vi64 bits = (ni + 1023) << 52;
-  const vd scale = reinterpret_cast<const vd&>(bits);
-  const vd res = p * scale;
-  return x < lo ? vd{} : res;
+// 2^t for t <= 0, double (the softmax step's exp, scores pre-scaled by
+// log2(e), as vexp2 above): t = n + f, n = round(t), |f| <= 1/2, 2^f = 1 + f
+// q(f) with q of degree 7 fitted for the minimax relative error on that
+// interval (8.1e-13 evaluated in double, against the 1e-10 parity tolerance;
+// 2^0 = 1 exactly). The scaling of t by log2(e) / (2 sigma^2) is one rounding
+// of t, so a result's relative error grows by |t| 2^-52 ln2 (1e-14 at t = -50,
+// where r < 1e-15). n is read from the low mantissa bits of t + 1.5 2^52 and
+// 2^n built by integer adds and shifts: AVX2 has no double-to-int64
+// conversion, and the compiler's lane-by-lane one cost 12 instructions per
+// vector. NOTE: flushed to exactly 0 below 2^kExp2FlushDouble = e^-708 (the
+// smallest normal number is e^-708.4), instead of denormals: such a result is
+// < 1e-307 of the row's largest entry, and exact zeros let the accumulation
+// skip them.
+inline constexpr double kExp2FlushDouble = -1021.4247681331422;  // -708 log2(e)
+inline vd vexp2(vd t) {
+  const vd lo = vset<double>(kExp2FlushDouble);
+  const vd round = vset<double>(6755399441055744.0);  // 1.5 2^52
+  // No clamp: lanes below lo (-inf included, whose f is NaN) are replaced by
+  // 0 at the end whatever they computed.
+  const vd shifted = t + round;  // n in the low mantissa bits (two's complement)
+  const vd nf = shifted - round;
+  const vd f = t - nf;
+  vd q = vset<double>(1.317893313320462e-06);
+  q = q * f + 1.5309156473849318e-05;
+  q = q * f + 0.00015403825466894544;
+  q = q * f + 0.001333345485921595;
+  q = q * f + 0.009618128616111247;
+  q = q * f + 0.0555041093526797;
+  q = q * f + 0.24022650698110698;
+  q = q * f + 0.6931471805482118;
+  const vd p = q * f + 1.0;
+  // p 2^n by adding n (mod 2^12, the bits above shift out) to p's exponent
+  // field, as in vexp2 for float: the same bits as p * 2^n.
+  const vu64 bits =
+      reinterpret_cast<const vu64&>(p) + (reinterpret_cast<const vu64&>(shifted) << 52);
+  return t < lo ? vd{} : reinterpret_cast<const vd&>(bits);
+}
+
+// log(x) of positive normal finite doubles, vectorized (the log-sum-exp of the
+// softmax rows, W rows at a time: their sums are in [1, k]). x = 2^e m with m
+// in [sqrt(1/2), sqrt(2)) read from the bits; log m = 2 atanh(s) = 2 (s + s^3/3
+// + s^5/5 + ...) with s = (m - 1) / (m + 1) (m - 1 is exact), |s| <= 0.172,
+// summed to s^17 (the rest is below 1e-15 of the sum); log x = e ln2 + log m.
+inline vd vlog(vd x) {
+  constexpr std::uint64_t kSqrtHalf = 0x3FE6A09E667F3BCDu;  // the bits of sqrt(1/2)
+  constexpr std::uint64_t kOne = 0x3FF0000000000000u;       // the bits of 1
+  const vu64 ux = reinterpret_cast<const vu64&>(x);
+  // e + 1023: the exponent field of x / sqrt(1/2), read without a division.
+  const vu64 eb = (ux - kSqrtHalf + kOne) >> 52;
+  const vu64 um = ux - ((eb - 1023u) << 52);
+  const vd m = reinterpret_cast<const vd&>(um);
+  // e as a double: the integer in the low mantissa bits of 1.5 2^52 (no
+  // int64-to-double conversion on AVX2).
+  const vu64 ue = eb - 1023u + 0x4338000000000000u;
+  const vd e = reinterpret_cast<const vd&>(ue) - 6755399441055744.0;
+  const vd s = (m - 1.0) / (m + 1.0);
+  const vd s2 = s * s;
+  vd q = vset<double>(1.0 / 17.0);
+  q = q * s2 + 1.0 / 15.0;
+  q = q * s2 + 1.0 / 13.0;
+  q = q * s2 + 1.0 / 11.0;
+  q = q * s2 + 1.0 / 9.0;
+  q = q * s2 + 1.0 / 7.0;
+  q = q * s2 + 1.0 / 5.0;
+  q = q * s2 + 1.0 / 3.0;
+  const vd two_s = s + s;
+  return e * 0.6931471805599453 + (two_s + two_s * (s2 * q));
 }
 
 }  // namespace SOFTKMEANS_ISA

@@ -118,26 +118,3 @@ def assert_identical(got, expected, what, *, nan_equal=False):
             np.testing.assert_array_equal(a, b, err_msg=what)
         else:
             assert a == b or (nan_equal and a != a and b != b), f"{what}: {a!r} != {b!r}"
-
-
-def hard_distance_rounding(X, C, labels, w):
-    """An upper bound on sum_i w_i |D_i - ||x_i - c_{labels_i}||^2|, D_i the core's squared
-    distance of row i to its centroid (d > SMALL_DIM: the norm expansion about the shift s
-    of cpp/src/impl/engine.hpp), by the slacks of KernelSlack (cpp/src/impl/bounded.hpp):
-    D_i is within 2 ||x_i - c|| e_lin + e_lin^2 + e_sq of the exact value, e_lin =
-    2 u (a + b), e_sq = 4 (d + 8) u (a^2 + b^2), a >= ||x_i - s||, b >= max_j ||c_j - s||,
-    u the unit roundoff of X's dtype. s is the mean of C rounded to a multiple of a power
-    of two no larger than the centroids' spread, then to the dtype: within R below of the
-    mean. Plus the rounding of the double sums of n terms."""
-    X64, C64 = X.astype(np.float64), C.astype(np.float64)
-    n, d = X64.shape
-    u = np.finfo(X.dtype).eps / 2
-    mu = C64.mean(axis=0)
-    spread = float(np.abs(C64 - mu).max())
-    R = np.sqrt(d) * (spread / 2 + u * (np.abs(mu).max() + spread))
-    a = np.sqrt(((X64 - mu) ** 2).sum(axis=1)) + R
-    b = np.sqrt(((C64 - mu) ** 2).sum(axis=1)).max() + R
-    e_lin, e_sq = 2 * u * (a + b), 4 * (d + 8) * u * (a**2 + b**2)
-    exact = ((X64 - C64[labels]) ** 2).sum(axis=1)
-    per_row = 2 * np.sqrt(exact) * e_lin + e_lin**2 + e_sq
-    return float(w @ per_row) + 4 * n * 2.0**-53 * float(w @ exact)

@@ -32,7 +32,6 @@ PASSES_OVER_X = (
     "responsibilities",
     "block_stats",
     "hard_stats_bounded",
-    "hard_final_pass_bounded",
     "weighted_covariance",
     "kmeanspp_candidate_potentials",
     "kmeanspp_update_closest",
@@ -76,15 +75,9 @@ def test_a_fit_from_given_centroids_reads_x_once_per_iteration(monkeypatch, coun
     assert counted["check_data"] == 1
     assert counted["weighted_covariance"] == 1
     steps = counted["block_stats"] + counted["hard_stats_bounded"]
-    final = counted["hard_final_pass_bounded"]
-    assert steps + final == m.n_iter_ + 1  # + the final pass
+    assert steps == m.n_iter_ + 1  # + the final pass
     assert counted["hard_stats_bounded"] == (m.n_iter_ if kind == "hard" else 0)
-    assert final == (1 if kind == "hard" else 0)
-    # The bounded final pass completes the minimum margin with `margins` on the few rows
-    # its bounds leave open (gathered, not a pass over X), in at most two calls.
-    completion = counted["margins"] if kind == "hard" else 0
-    assert completion <= 2
-    others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 2 - completion
+    others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 2
     assert others == 0, dict(counted)
 
 

@@ -269,12 +269,9 @@ py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::str
 // (W, N, S, distortion, min_margin, n_computed); labels (n,) int64 and lower
 // (n,) float64 updated in place. C_prev None: every row computed (labels and
 // lower are outputs only); else C_prev (k, d) and labels in [0, k).
-// margin_lower: None, or (n,) float64 written with a lower bound on each row's
-// margin.
 template <typename T>
 py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const py::object& Cpa,
-                               const py::array& wa, py::array& la, py::array& lowa, int n_threads,
-                               const py::object& mla) {
+                               const py::array& wa, py::array& la, py::array& lowa, int n_threads) {
   const PairArgs<T> a(Xa, Ca);
   auto w = as_vector<double>(wa, "sample_weight", a.n);
   auto labels = as_vector<std::int64_t>(la, "labels", a.n);
@@ -292,25 +289,15 @@ py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const p
       if (lp[i] < 0 || lp[i] >= a.k) throw py::value_error("labels must be in [0, k)");
     C_prev = Cp.data();
   }
-  double* margin_lower = nullptr;
-  carray<double> ml;
-  if (!mla.is_none()) {
-    ml = as_vector<double>(mla.cast<py::array>(), "margin_lower", a.n);
-    if (!ml.writeable()) throw py::value_error("margin_lower must be writeable");
-    margin_lower = ml.mutable_data();
-    const double* lp = lower.data();
-    if (margin_lower < lp + a.n && lp < margin_lower + a.n)
-      throw py::value_error("margin_lower must not overlap lower");
-  }
   carray<double> N(a.k);
   carray<double> S({a.k, a.d});
   double W, J, mm;
   index_t n_computed = 0;
   run_native([&] {
-    softkmeans::kernels<T>().hard_stats_bounded(
-        a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev, w.data(), &W, N.mutable_data(),
-        S.mutable_data(), &J, &mm, labels.mutable_data(), lower.mutable_data(), margin_lower,
-        &n_computed, n_threads);
+    softkmeans::kernels<T>().hard_stats_bounded(a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev,
+                                                w.data(), &W, N.mutable_data(), S.mutable_data(),
+                                                &J, &mm, labels.mutable_data(),
+                                                lower.mutable_data(), &n_computed, n_threads);
   });
   return py::make_tuple(W, N, S, J, mm, n_computed);
 }
@@ -643,16 +630,14 @@ void def_kernels(py::module_& m) {
   m.def(
       "hard_stats_bounded",
       [](const py::array& X, const py::array& C, const py::object& C_prev, const py::array& w,
-         py::array& labels, py::array& lower, int n_threads, const py::object& margin_lower) {
+         py::array& labels, py::array& lower, int n_threads) {
         return by_dtype(X, [&](auto t) {
-          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, n_threads,
-                                                   margin_lower);
+          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, n_threads);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("C_prev"), py::arg("sample_weight"), py::arg("labels"),
-      py::arg("lower"), py::arg("n_threads") = 0, py::arg("margin_lower") = py::none(),
-      "(W, N, S, distortion, min_margin, n_computed); labels and lower updated in place, "
-      "margin_lower (when given) written");
+      py::arg("lower"), py::arg("n_threads") = 0,
+      "(W, N, S, distortion, min_margin, n_computed); labels and lower updated in place");
   m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {

@@ -41,11 +41,9 @@ def hard_stats_bounded(
     labels: _I64,
     lower: _F64,
     n_threads: int = 0,
-    margin_lower: _F64 | None = None,
 ) -> tuple[float, _F64, _F64, float, float, int]:
     """(W, N, S, distortion, min_margin, n_computed) of the hard step with distance bounds;
-    labels and lower updated in place; margin_lower (n,), when given, written with a lower
-    bound on each row's margin (the margin itself for a computed row)."""
+    labels and lower updated in place."""
 
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""

@@ -14,10 +14,8 @@ fused `block_stats` pass per iteration (a hard fit of an in-memory array with d 
 centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes the distances
 of only the rows whose label may change; `_BoundedHardPass`); and one final `block_stats`
 pass at the final centroids, which yields the labels, inertia, objective and minimum margin
-at once (after bounded steps: one more bounded pass, `_BoundedHardPass.final`, which
-computes almost no row once the fit has settled). Relocating an empty cluster adds one
-`assign` pass (scikit-learn's policy needs the labels at the step's input), except after a
-bounded step, which has them.
+at once. Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
+labels at the step's input), except after a bounded step, which has them.
 """
 
 from __future__ import annotations
@@ -277,7 +275,6 @@ class Fitter(AnnealingReads):
         return relocate
 
     def _run_iterative(self, X, w, C, kind, sigma, tol, notes, progress):
-        """Lloyd-type steps from C: (C, sigma, History, the _BoundedHardPass or None)."""
         bounded = _BoundedHardPass.for_fit(X, w, kind, C.shape[0], self._n_threads)
         if bounded is not None:
             relocate = self._relocator(X, w, kind, notes, bounded.labels_at)
@@ -306,7 +303,7 @@ class Fitter(AnnealingReads):
             relocate=relocate,
             on_step=line,
         )
-        return C, sigma, history, bounded
+        return C, sigma, history
 
     def _run_annealing(self, X, w, k, schedule, crit, tol, rng, relocate, progress):
         history = History()
@@ -365,7 +362,6 @@ class Fitter(AnnealingReads):
         )
         try:
             for _ in range(n_init):
-                bounded = None
                 if schedule is not None:
                     C, sig, history = self._run_annealing(
                         X, w, k, schedule, crit, tol, rng, relocate, progress
@@ -373,14 +369,11 @@ class Fitter(AnnealingReads):
                 else:
                     C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
                     progress.line("Initialization complete", tick=False)
-                    C, sig, history, bounded = self._run_iterative(
+                    C, sig, history = self._run_iterative(
                         X, w, C0, kind, sigma, tol, notes, progress
                     )
                 # The final pass: labels, inertia, objective and margin at the final C.
-                if bounded is not None:
-                    final, labels = bounded.final(C)
-                else:
-                    final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
                 run = (final, C, labels, sig, history)
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
@@ -488,7 +481,6 @@ class _BoundedHardPass:
 
     History: J of a step that skipped rows sums their exact distances (within rounding
     of the kernel's); its min_margin is nan (the skipped rows' margins are not computed).
-    The fit's final pass (`final`) completes the minimum margin exactly.
     """
 
     def __init__(self, X, w, n_threads):
@@ -526,44 +518,6 @@ class _BoundedHardPass:
         if n_computed < self.X.shape[0]:
             stats = stats._replace(min_margin=float("nan"))
         return stats
-
-    # The final pass's exact minimum margin gathers the rows whose margin bound is below the
-    # computed rows' minimum. When few rows were computed (none when the fit has converged)
-    # that minimum is high or +inf and most bounds are below it: the margins of this many
-    # rows with the smallest bounds come first, and the others are held to their minimum.
-    FIRST_MARGINS = 1024
-
-    def final(self, C):
-        """The fit's final pass at C, after the last step (its bounds carry on):
-        (BlockStats, labels) of `block_stats(X, C, "hard")` with its labels, N, S and
-        minimum margin bit for bit; J (and the objective, J) sums the skipped rows' exact
-        distances, within the kernel's rounding of its own. The bounds are spent."""
-        margin_lower = np.empty(self.X.shape[0], dtype=np.float64)
-        stats, _ = _native.hard_final_pass_bounded(
-            self.X, C, self.C_prev, self.w, self.labels, self.lower, margin_lower, self.n_threads
-        )
-        self.C_prev = None
-        min_margin = self._exact_min_margin(C, margin_lower, stats.min_margin)
-        return stats._replace(min_margin=min_margin), self.labels
-
-    def _exact_min_margin(self, C, margin_lower, computed_min):
-        """min(computed_min, the margins of the skipped rows with w > 0), computing only
-        those whose lower bound is below the running minimum (the bits of block_stats's
-        minimum: `_native.margins` gives each row its bits)."""
-        best = computed_min
-        rows = np.flatnonzero((margin_lower < best) & (self.w > 0))
-        if 0 < self.FIRST_MARGINS < rows.size:
-            lowest = np.argpartition(margin_lower[rows], self.FIRST_MARGINS)[: self.FIRST_MARGINS]
-            best = min(best, self._min_margin_of(rows[lowest], C))
-            rest = margin_lower[rows] < best
-            rest[lowest] = False
-            rows = rows[rest]
-        if rows.size:
-            best = min(best, self._min_margin_of(rows, C))
-        return best
-
-    def _min_margin_of(self, rows, C):
-        return float(_native.margins(self.X[rows], C, self.n_threads).min())
 
     def labels_at(self, C):
         """The labels at C when C is the input of the last step (else None)."""

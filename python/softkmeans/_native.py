@@ -29,7 +29,6 @@ __all__ = [
     "csr_second_moment_matvec",
     "default_threads",
     "entmax15",
-    "hard_final_pass_bounded",
     "hard_stats_bounded",
     "kmeanspp_candidate_potentials",
     "kmeanspp_update_closest",
@@ -105,20 +104,7 @@ def hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads):
     `(BlockStats, n_computed)`; labels (n,) int64 and lower (n,) float64 carry the rows'
     labels and bounds from one call to the next and are updated in place (C_prev None:
     the first call, every row computed). See `cpp/src/impl/bounded.hpp`."""
-    return _hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads, None)
-
-
-def hard_final_pass_bounded(X, C, C_prev, w, labels, lower, margin_lower, n_threads):
-    """`hard_stats_bounded` as a fit's final pass: also writes margin_lower (n,) float64, a
-    lower bound on each row's margin as `block_stats` computes it (that margin itself for a
-    computed row). Its own name, so that a test counts a fit's steps and final pass apart."""
-    return _hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads, margin_lower)
-
-
-def _hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads, margin_lower):
-    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(
-        X, C, C_prev, w, labels, lower, n_threads, margin_lower
-    )
+    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads)
     return BlockStats(W, N, S, J, J, mm), n_computed
 
 

@@ -130,12 +130,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     ----------
     cluster_centers_ : (n_clusters, d), dtype of X
     labels_ : (n,) int64, nearest centroid of each training point
-    inertia_ : float, J = sum_i w_i min_j ||x_i - c_j||^2. A hard fit with distance bounds
-        (in-memory, d > 4, centroids of 8 KiB or more) sums, for the rows its final pass
-        skips, their exact distances (in double) instead of the core's rounded ones: equal
-        to the plain pass's J within the core's rounding of the distances (about 1e-8
-        relative measured on float32 fits); labels_ and min_margin_ are the plain pass's
-        bits
+    inertia_ : float, J = sum_i w_i min_j ||x_i - c_j||^2
     objective_ : float, the objective of ``assignment`` at ``sigma_`` (J, F_sigma, G_sigma)
     sigma_ : float, the width used by predict_proba/score (0.0 for "hard"); when annealing,
         the last width

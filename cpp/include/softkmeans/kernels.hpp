@@ -102,14 +102,11 @@ struct Kernels {
   // hard accumulation (d > kSmallDim, or k > kLaneAccK); J and min_margin are
   // its bits when every row is computed, else J sums the skipped rows' exact
   // distances and min_margin covers the computed rows only.
-  // margin_lower [out, nullable] (n,): a lower bound on each row's margin as
-  // block_stats computes it (D_i(2) - D_i(1) in T), that margin itself for a
-  // computed row. n_computed [out]: the rows whose distances were computed.
+  // n_computed [out]: the rows whose distances were computed.
   void (*hard_stats_bounded)(const T* X, index_t n, index_t d, const T* C, index_t k,
                              const T* C_prev, const double* w, double* W, double* N, double* S,
                              double* distortion, double* min_margin, std::int64_t* labels,
-                             double* lower, double* margin_lower, index_t* n_computed,
-                             int n_threads) = nullptr;
+                             double* lower, index_t* n_computed, int n_threads) = nullptr;
 
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.

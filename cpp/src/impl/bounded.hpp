@@ -22,11 +22,6 @@
 // are J and the minimum margin when every row is computed (no C_prev). A
 // skipped row adds its exact distance to c_{a_i} (direct differences in
 // double) to J, within the kernel's rounding of its own value, and no margin.
-// With margin_lower (the fit's final pass, where min_margin must be exact),
-// every row also gets a lower bound on the margin block_stats reports for it:
-// that margin itself for a computed row, KernelSlack::margin_lower for a
-// skipped one; the caller computes the margins of the rows whose bound is
-// below the computed rows' minimum (softkmeans._driver).
 #pragma once
 
 #include <algorithm>
@@ -74,28 +69,11 @@ struct KernelSlack {
   // ||x - s|| <= ||x - c_a|| + ||c_a - s|| <= lo + b, which holds whenever
   // da <= lo; when da > lo the test fails anyway (its left side exceeds
   // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
-  bool keeps_label(double da2, double lo) const { return da2 < label_bound(lo); }
-
-  // A lower bound on the margin block_stats reports for a row that
-  // keeps_label(da2, lo): T(m2 - m1), m1 = the kernel's D_ia (a is its argmin)
-  // and m2 the smallest of its D_ij (j != a). By the bounds of keeps_label,
-  // m2 - m1 > label_bound(lo) - da2 =: g > 0; rounding to T is monotonic and
-  // loses at most a factor (1 - u) (a difference of two T values that
-  // underflows is exact). The double arithmetic of g (a few operations on
-  // terms no larger than lo^2) is covered by 16 units of lo^2.
-  double margin_lower(double da2, double lo) const {
-    const double g = label_bound(lo) - da2 - 16.0 * 0x1p-53 * (lo * lo);
-    return g > 0.0 ? g * (1.0 - 2.0 * u) : 0.0;
-  }
-
- private:
-  // keeps_label's right side: the kernel's D_ij (j != a) exceed its D_ia
-  // by more than label_bound(lo) - da2; -inf when lo cannot separate.
-  double label_bound(double lo) const {
+  bool keeps_label(double da2, double lo) const {
     const double ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
     const double others_lo = lo - e_lin;
-    if (!(others_lo > 0.0)) return -std::numeric_limits<double>::infinity();
-    return others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+    const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+    return others_lo > 0.0 && da2 < rhs;
   }
 };
 
@@ -190,7 +168,7 @@ template <typename T>
 void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k, const T* C_prev,
                         const double* w, double* W, double* N, double* S, double* distortion,
                         double* min_margin, std::int64_t* labels, double* lower,
-                        double* margin_lower, index_t* n_computed, int n_threads) {
+                        index_t* n_computed, int n_threads) {
   const Engine<T> E(C, k, d, kDistBlockBytes, true);
   // The direct path (d <= kSmallDim) has no shift to bound its rounding by,
   // and its rows cost little: every row is computed there.
@@ -243,8 +221,6 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
             if (keep) {
               lower[i] = lo;
               s.skipped_sq[r] = da2;
-              // The fit's final pass: a bound for min_margin's exact completion.
-              if (margin_lower) margin_lower[i] = slack.margin_lower(da2 * up, lo);
               continue;
             }
           }
@@ -269,7 +245,6 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
             const RowMin<T>& mn = s.mins[q++];
             labels[i] = mn.a;
             if (wi > 0.0) mm = std::min(mm, static_cast<double>(mn.m2 - mn.m1));
-            if (margin_lower) margin_lower[i] = static_cast<double>(mn.m2 - mn.m1);
             Di = static_cast<double>(mn.m1);
             if (!E.small) {
               // An upper bound on ||x - s||, then the exact distance to the

@@ -1,7 +1,7 @@
-"""The hard step with distance bounds (`_native.hard_stats_bounded`) against the plain hard
-step (`_native.block_stats`) along one Lloyd trajectory: per step the fraction of rows whose
-distances were computed and the CPU time of each, one thread, best of 3; then the ratio of
-the totals. The figures behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/
+"""The hard step with group distance bounds (`_native.hard_stats_bounded`, the groups of
+`_BoundedHardPass.centroid_groups`) against the plain hard step (`_native.block_stats`) along
+one Lloyd trajectory: per step the fractions of rows and of distances computed and the CPU
+time of each, one thread, best of 3; then the ratio of the totals. The figures behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/
 _driver.py) and bench/README.md's "Whole hard fit" paragraph.
 
     python bench/bounded_steps.py N D K STEPS [float32|float64]
@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import peers as P  # noqa: E402
 
 from softkmeans import _native  # noqa: E402
+from softkmeans._driver import _BoundedHardPass  # noqa: E402
 
 
 def cpu_best(fn, repeats=3):
@@ -38,26 +39,29 @@ def trajectory(n, d, k, steps, dtype):
     X = P.make_blobs(n, d, k, dtype)
     C = P.initial_centroids(X, k)
     w = np.ones(n)
-    labels, lower = np.zeros(n, np.int64), np.zeros(n)
+    group = _BoundedHardPass.centroid_groups(C)
+    labels, lower = np.zeros(n, np.int64), np.zeros((n, int(group.max()) + 1))
     C_prev, total_b, total_p = None, 0.0, 0.0
     for step in range(steps):
         saved = labels.copy(), lower.copy()
 
         def bounded(C=C, C_prev=C_prev, saved=saved):
             labels[:], lower[:] = saved  # every repeat from the same state
-            return _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, 1)
+            return _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, group, 1)
 
-        tb, (stats, n_computed) = cpu_best(bounded)
+        tb, (stats, n_computed, n_distances) = cpu_best(bounded)
         tp, _ = cpu_best(lambda C=C: _native.block_stats(X, C, "hard", 1.0, w, 1))
         total_b, total_p = total_b + tb, total_p + tp
-        print(f"step {step}: computed {n_computed / n:6.1%}  bounded {tb * 1e3:7.1f} ms  "
+        print(f"step {step}: rows {n_computed / n:6.1%}  distances {n_distances / (n * k):6.1%}  "
+              f"bounded {tb * 1e3:7.1f} ms  "
               f"plain {tp * 1e3:7.1f} ms")  # fmt: skip
         N = stats.cluster_weights
         held = N > 0
         C_next = C.copy()
         C_next[held] = (stats.sums[held] / N[held, None]).astype(dtype)
         C_prev, C = C, C_next
-    print(f"bounded / plain CPU time over {steps} steps: {total_b / total_p:.2f}")
+    print(f"bounded / plain CPU time over {steps} steps: {total_b / total_p:.2f} "
+          f"({lower.shape[1]} groups)")
 
 
 def settle(threads=2):

@@ -472,21 +472,29 @@ class Fitter(AnnealingReads):
 
 
 class _BoundedHardPass:
-    """The hard step of an in-memory fit with distance bounds (Hamerly's; see
+    """The hard step of an in-memory fit with group distance bounds (Yinyang's; see
     `cpp/src/impl/bounded.hpp`): each call at centroids C returns the BlockStats of
-    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing the
-    distances of only the rows whose label may have changed since the previous call. It
-    carries each row's label and a lower bound on its distance to the other centroids
-    (16 bytes per row) from one step to the next.
+    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing only the
+    distances that may change a row's label since the previous call. The centroids are
+    split once, at the first call, into t groups (`centroid_groups`); each row carries its
+    label and, per group, a lower bound on its distance to the group's other centroids
+    (8 + 8 t bytes a row, t <= MAX_GROUPS: at most 136) from one step to the next.
 
-    History: J of a step that skipped rows sums their exact distances (within rounding
-    of the kernel's); its min_margin is nan (the skipped rows' margins are not computed).
+    History: J of a step that skipped distances sums the skipped rows' exact distances
+    (within rounding of the kernel's); its min_margin is nan (not every margin is known).
     """
+
+    # 16 groups: 136 bytes a row. Rows computed per step of the (1e5, 256, 1024) fit with
+    # 8, 16 and 32 groups: see bench/README.md ("Issue 10").
+    MAX_GROUPS = 16
+    # About this many centroids a group at least: a group is one call of the lane kernel.
+    MIN_GROUP_SIZE = 8
 
     def __init__(self, X, w, n_threads):
         self.X, self.w, self.n_threads = X, w, n_threads
         self.labels = np.zeros(X.shape[0], dtype=np.int64)
-        self.lower = np.zeros(X.shape[0], dtype=np.float64)
+        self.lower = None
+        self.group = None
         self.C_prev = None
 
     # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
@@ -510,12 +518,47 @@ class _BoundedHardPass:
             return None
         return cls(X, w, n_threads)
 
+    @classmethod
+    def centroid_groups(cls, C):
+        """(k,) int64: the group of each centroid of C, t groups of about equal size (t the
+        largest power of two <= min(MAX_GROUPS, k / MIN_GROUP_SIZE)), near centroids
+        together: halve every group at the median of its projection on its principal axis,
+        log2 t times. A group's bound falls by its own largest drift, so groups of
+        neighbours keep far groups' bounds high."""
+        k = C.shape[0]
+        t = 1
+        while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE):
+            t *= 2
+        group = np.zeros(k, dtype=np.int64)
+        members = [np.arange(k)]
+        while len(members) < t:
+            halves = []
+            for idx in members:
+                P = np.asarray(C[idx], dtype=np.float64)
+                P = P - P.mean(axis=0)
+                # About the principal axis: a few power iterations from the farthest point
+                # (an SVD of the (k, d) centroids would cost a good part of a step).
+                axis = P[np.argmax(np.einsum("ij,ij->i", P, P))]
+                for _ in range(8):
+                    axis = P.T @ (P @ axis)
+                    axis /= np.linalg.norm(axis) or 1.0
+                order = idx[np.argsort(P @ axis, kind="stable")]
+                halves += [np.sort(order[: len(idx) // 2]), np.sort(order[len(idx) // 2 :])]
+            members = halves
+        for g, idx in enumerate(members):
+            group[idx] = g
+        return group
+
     def __call__(self, C):
-        stats, n_computed = _native.hard_stats_bounded(
-            self.X, C, self.C_prev, self.w, self.labels, self.lower, self.n_threads
+        if self.group is None:
+            self.group = self.centroid_groups(C)
+            t = int(self.group.max()) + 1
+            self.lower = np.zeros((self.X.shape[0], t), dtype=np.float64)
+        stats, _, n_distances = _native.hard_stats_bounded(
+            self.X, C, self.C_prev, self.w, self.labels, self.lower, self.group, self.n_threads
         )
         self.C_prev = C
-        if n_computed < self.X.shape[0]:
+        if n_distances < self.X.shape[0] * C.shape[0]:
             stats = stats._replace(min_margin=float("nan"))
         return stats
 

@@ -143,14 +143,26 @@ struct Engine {
       cn[j] = static_cast<T>(nrm);
     }
     if (dbuf_rows < mb_pad()) {
-      kl = round_up(k, LC);
-      cl.assign(kl * d, T(0));
-      cnl.assign(kl, std::numeric_limits<T>::infinity());
-      for (index_t j = 0; j < k; ++j) {
-        for (index_t l = 0; l < d; ++l)
-          cl[(j / LC * d + l) * LC + j % LC] = cp[(j / NR * d + l) * NR + j % NR];
-        cnl[j] = cn[j];
-      }
+      std::vector<index_t> identity(round_up(k, LC), -1);
+      for (index_t j = 0; j < k; ++j) identity[j] = j;
+      order_lanes(identity);
+    }
+  }
+
+  // The lane panels cl, cnl with centroid centroid_of_slot[j] in slot j (-1:
+  // padding, never an argmin), the slots a multiple of LC: lanes_min2 over a
+  // slot range then takes any set of centroids (hard_stats_bounded's groups)
+  // with each distance's bits unchanged; its argmins are slots.
+  void order_lanes(const std::vector<index_t>& centroid_of_slot) {
+    kl = static_cast<index_t>(centroid_of_slot.size());
+    cl.assign(kl * d, T(0));
+    cnl.assign(kl, std::numeric_limits<T>::infinity());
+    for (index_t j = 0; j < kl; ++j) {
+      const index_t c = centroid_of_slot[j];
+      if (c < 0) continue;
+      for (index_t l = 0; l < d; ++l)
+        cl[(j / LC * d + l) * LC + j % LC] = cp[(c / NR * d + l) * NR + c % NR];
+      cnl[j] = cn[c];
     }
   }
 
@@ -322,20 +334,14 @@ struct Engine {
     }
   }
 
-  // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
-  // (each (d, LR W), contiguous: a group's loads stay in L1), their norms
-  // summed in the lanes in shifted_row's order (the same bits); then centroid
-  // blocks of about kLaneBlockBytes (kept in L1/L2) are taken against every
-  // group, the running minima of a group kept in ws between blocks.
-  void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
+  // Packs rows X[0..rows) (rows <= mb) in groups of LR W for lanes_min2: ws.xt
+  // (groups, d, LR W) and their norms in ws.lanes, summed in the lanes in
+  // shifted_row's order (the same bits). Returns the number of groups.
+  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const {
     constexpr index_t G = LR * W;
-    const T inf = std::numeric_limits<T>::infinity();
     const index_t groups = (rows + G - 1) / G;
-    T* xt = ws.xt.data();
-    V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
-    VI* si = ws.lane_idx.data();  // (groups, LR): i1
     for (index_t g = 0; g < groups; ++g) {
-      T* xg = xt + g * d * G;
+      T* xg = ws.xt.data() + g * d * G;
       pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg);
       for (index_t q = 0; q < LR; ++q) {
         V xnv = V{};
@@ -343,13 +349,39 @@ struct Engine {
           const V v = vload(xg + l * G + q * W);
           xnv += v * v;
         }
-        st[(3 * g) * LR + q] = st[(3 * g + 1) * LR + q] = vset<T>(inf);
-        st[(3 * g + 2) * LR + q] = xnv;
-        si[g * LR + q] = VI{};
+        ws.lanes[(3 * g + 2) * LR + q] = xnv;
       }
     }
-    const index_t kc =
-        std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+    return groups;
+  }
+
+  // The running minima of packed group g back to none (v1 = v2 = +inf).
+  void reset_lanes(index_t g, Workspace<T>& ws) const {
+    const T inf = std::numeric_limits<T>::infinity();
+    for (index_t q = 0; q < LR; ++q) {
+      ws.lanes[(3 * g) * LR + q] = ws.lanes[(3 * g + 1) * LR + q] = vset<T>(inf);
+      ws.lane_idx[g * LR + q] = VI{};
+    }
+  }
+
+  // Centroids per block of lanes_min2 calls (about kLaneBlockBytes, kept in L1/L2).
+  index_t lane_block() const {
+    return std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+  }
+
+  // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
+  // (each (d, LR W), contiguous: a group's loads stay in L1), their norms
+  // summed in the lanes in shifted_row's order (the same bits); then centroid
+  // blocks of about kLaneBlockBytes (kept in L1/L2) are taken against every
+  // group, the running minima of a group kept in ws between blocks.
+  void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
+    constexpr index_t G = LR * W;
+    const index_t groups = pack_lanes(X, rows, ws);
+    T* xt = ws.xt.data();
+    V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
+    VI* si = ws.lane_idx.data();  // (groups, LR): i1
+    for (index_t g = 0; g < groups; ++g) reset_lanes(g, ws);
+    const index_t kc = lane_block();
     for (index_t j0 = 0; j0 < kl; j0 += kc) {
       const index_t j1 = std::min(kl, j0 + kc);
       for (index_t g = 0; g < groups; ++g)

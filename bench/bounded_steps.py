@@ -1,8 +1,9 @@
 """The hard step with group distance bounds (`_native.hard_stats_bounded`, the groups of
-`_BoundedHardPass.centroid_groups`) against the plain hard step (`_native.block_stats`) along
-one Lloyd trajectory: per step the fractions of rows and of distances computed and the CPU
-time of each, one thread, best of 3; then the ratio of the totals. The figures behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/
-_driver.py) and bench/README.md's "Whole hard fit" paragraph.
+`_BoundedHardPass.centroid_groups`) against the plain hard step (`_native.block_stats`)
+along one Lloyd trajectory: per step the fractions of rows and of distances computed and
+the CPU time of each, one thread, best of 3; then the ratio of the totals. The figures
+behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/_driver.py) and
+bench/README.md's "Whole hard fit" paragraph.
 
     python bench/bounded_steps.py N D K STEPS [float32|float64]
     python bench/bounded_steps.py 1e5 256 1024 8

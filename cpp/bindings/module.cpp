@@ -270,7 +270,7 @@ py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::str
 template <typename T>
 py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const py::object& Cpa,
                                const py::array& wa, py::array& la, py::array& lowa,
-                               const py::array& ga, int n_threads) {
+                               const py::array& ga, bool exact, int n_threads) {
   const PairArgs<T> a(Xa, Ca);
   auto w = as_vector<double>(wa, "sample_weight", a.n);
   auto labels = as_vector<std::int64_t>(la, "labels", a.n);
@@ -304,7 +304,7 @@ py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const p
     softkmeans::kernels<T>().hard_stats_bounded(
         a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev, group.data(), t, w.data(), &W,
         N.mutable_data(), S.mutable_data(), &J, &mm, labels.mutable_data(), lower.mutable_data(),
-        &n_computed, &n_distances, n_threads);
+        exact, &n_computed, &n_distances, n_threads);
   });
   return py::make_tuple(W, N, S, J, mm, n_computed, n_distances);
 }
@@ -586,14 +586,15 @@ void def_kernels(py::module_& m) {
   m.def(
       "hard_stats_bounded",
       [](const py::array& X, const py::array& C, const py::object& C_prev, const py::array& w,
-         py::array& labels, py::array& lower, const py::array& group, int n_threads) {
+         py::array& labels, py::array& lower, const py::array& group, bool exact,
+         int n_threads) {
         return by_dtype(X, [&](auto t) {
-          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, group,
+          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, group, exact,
                                                    n_threads);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("C_prev"), py::arg("sample_weight"), py::arg("labels"),
-      py::arg("lower"), py::arg("group"), py::arg("n_threads") = 0,
+      py::arg("lower"), py::arg("group"), py::arg("exact") = false, py::arg("n_threads") = 0,
       "(W, N, S, distortion, min_margin, n_computed, n_distances); labels and lower updated in place");
   m.def(
       "weighted_covariance",

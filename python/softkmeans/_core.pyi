@@ -41,6 +41,7 @@ def hard_stats_bounded(
     labels: _I64,
     lower: _F64,
     group: _I64,
+    exact: bool = False,
     n_threads: int = 0,
 ) -> tuple[float, _F64, _F64, float, float, int, int]:
     """(W, N, S, distortion, min_margin, n_computed, n_distances) of the hard step with

@@ -303,7 +303,7 @@ class Fitter(AnnealingReads):
             relocate=relocate,
             on_step=line,
         )
-        return C, sigma, history
+        return C, sigma, history, bounded
 
     def _run_annealing(self, X, w, k, schedule, crit, tol, rng, relocate, progress):
         history = History()
@@ -366,14 +366,19 @@ class Fitter(AnnealingReads):
                     C, sig, history = self._run_annealing(
                         X, w, k, schedule, crit, tol, rng, relocate, progress
                     )
+                    bounded = None
                 else:
                     C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
                     progress.line("Initialization complete", tick=False)
-                    C, sig, history = self._run_iterative(
+                    C, sig, history, bounded = self._run_iterative(
                         X, w, C0, kind, sigma, tol, notes, progress
                     )
-                # The final pass: labels, inertia, objective and margin at the final C.
-                final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                # The final pass: labels, inertia, objective and margin at the final C
+                # (the bounded pass gives block_stats's values with its bounds).
+                if bounded is not None:
+                    final, labels = bounded.final(C)
+                else:
+                    final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
                 run = (final, C, labels, sig, history)
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
@@ -550,17 +555,37 @@ class _BoundedHardPass:
         return group
 
     def __call__(self, C):
+        stats, n_distances = self._step(C, exact=False)
+        if n_distances < self.X.shape[0] * C.shape[0]:
+            stats = stats._replace(min_margin=float("nan"))
+        return stats
+
+    def final(self, C):
+        """The fit's final pass at C: (BlockStats, labels (n,)), the distortion and
+        min_margin those of `block_stats` bit for bit (`exact`: every row's distance to its
+        label is computed, and every row whose margin the bounds leave open below the
+        least one found)."""
+        stats, _ = self._step(C, exact=True)
+        return stats, self.labels
+
+    def _step(self, C, exact):
         if self.group is None:
             self.group = self.centroid_groups(C)
             t = int(self.group.max()) + 1
             self.lower = np.zeros((self.X.shape[0], t), dtype=np.float64)
         stats, _, n_distances = _native.hard_stats_bounded(
-            self.X, C, self.C_prev, self.w, self.labels, self.lower, self.group, self.n_threads
+            self.X,
+            C,
+            self.C_prev,
+            self.w,
+            self.labels,
+            self.lower,
+            self.group,
+            self.n_threads,
+            exact=exact,
         )
         self.C_prev = C
-        if n_distances < self.X.shape[0] * C.shape[0]:
-            stats = stats._replace(min_margin=float("nan"))
-        return stats
+        return stats, n_distances
 
     def labels_at(self, C):
         """The labels at C when C is the input of the last step (else None)."""

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "impl/drive.hpp"
@@ -201,7 +202,7 @@ template <typename T>
 void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k, const T* C_prev,
                         const std::int64_t* group, index_t t, const double* w, double* W,
                         double* N, double* S, double* distortion, double* min_margin,
-                        std::int64_t* labels, double* lower, index_t* n_computed,
+                        std::int64_t* labels, double* lower, bool exact, index_t* n_computed,
                         std::int64_t* n_distances, int n_threads) {
   Engine<T> engine(C, k, d, kDistBlockBytes, true);
   // The direct path (d <= kSmallDim) has no shift to bound its rounding by,
@@ -228,6 +229,9 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
   double objective;  // hard: J again
   const BlockStatsOut out{W, N, S, &objective, distortion, min_margin};
   std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
+  // exact: per chunk the rows whose margin may be below the computed ones'
+  // minimum, with a lower bound on their margin.
+  std::vector<std::vector<std::pair<index_t, double>>> unsure(exact ? chunks.size() : 0);
   for (ChunkStats& c : chunks) {
     c.N.assign(k, 0.0);
     c.S.assign(k * d, 0.0);
@@ -263,7 +267,8 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
       lb[g] = std::max(lb[g] - drifts[g].other_than(a), lo_sep);
       lo = std::min(lo, lb[g]);
     }
-    if (slack.keeps_label(da2 * up, lo)) return 0;
+    // exact: c_a's distance in the kernel's bits (its group) for J.
+    if (slack.keeps_label(da2 * up, lo)) return exact ? std::uint32_t{1} << group[a] : 0;
     // The group test; c_a's own group always (its distance in the kernel's bits).
     std::uint32_t want = std::uint32_t{1} << group[a];
     for (index_t g = 0; g < t; ++g)
@@ -369,11 +374,32 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
               }
             }
             labels[i] = a;
-            if (wi > 0.0 && s.got[r] == all_groups) mm = std::min(mm, static_cast<double>(m2 - m1));
             Di = static_cast<double>(m1);
             // The computed groups' new bounds: an upper bound on ||x - s||, then
             // the exact distance to the group's nearest other than c_a bounded below.
             const double ax = std::sqrt(direct_sq_distance(x, E.shift.data(), d) * up);
+            if (wi > 0.0 && s.got[r] == all_groups) {
+              mm = std::min(mm, static_cast<double>(m2 - m1));
+            } else if (wi > 0.0 && exact) {
+              // The skipped groups' kernel distances are above (lo - e_lin)^2 - e_sq
+              // (KernelSlack): when m2 is not above that, it is the row's second
+              // smallest and its margin is exact; else the margin is at least
+              // that bound less m1, and the row is computed in full after the
+              // pass if that may be below the least margin.
+              const double e_lin = slack.lin(ax), e_sq = slack.sq(ax);
+              double others = inf;
+              for (index_t g = 0; g < t; ++g) {
+                if (s.got[r] >> g & 1 || !(all_groups >> g & 1)) continue;
+                const double lo = lower[i * t + g] - e_lin;
+                others = std::min(others, lo > 0.0 ? lo * lo - e_sq : 0.0);
+              }
+              if (static_cast<double>(m2) <= others) {
+                mm = std::min(mm, static_cast<double>(m2 - m1));
+              } else {
+                const double least = others - static_cast<double>(m1);
+                if (least * (1.0 - 1e-6) <= mm) unsure[c].emplace_back(i, least);
+              }
+            }
             if (!bounded)  // the first call: no bounds yet (+inf over an empty group)
               for (index_t g = 0; g < t; ++g) lower[i * t + g] = inf;
             for (index_t g = 0; g < t; ++g) {
@@ -395,6 +421,30 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
       },
       [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, false);
   merge_in_chunk_order(chunks, k, d, out);
+  if (exact && k >= 2) {
+    // The rows whose margin may be the least, in full (the margin is a
+    // minimum: the order does not matter). (1 - 1e-6): the bound is rounded
+    // in double and the margin in T; a row kept out has margin >= the least.
+    std::vector<T>& rows_buf = scratch[0].gathered;
+    index_t m = 0;
+    auto flush = [&] {
+      E.min2_rows(rows_buf.data(), m, scratch[0].mins.data(), scratch[0]);
+      for (index_t q = 0; q < m; ++q) {
+        const RowMin<T>& mn = scratch[0].mins[q];
+        *min_margin = std::min(*min_margin, static_cast<double>(mn.m2 - mn.m1));
+      }
+      scratch[0].n_distances += m * k;
+      m = 0;
+    };
+    const double least_known = *min_margin;
+    for (const auto& chunk_rows : unsure)
+      for (const auto& [i, least] : chunk_rows) {
+        if (least * (1.0 - 1e-6) > least_known) continue;
+        std::copy(X + i * d, X + (i + 1) * d, rows_buf.data() + m * d);
+        if (++m == E.mb) flush();
+      }
+    if (m > 0) flush();
+  }
   index_t total = 0;
   std::int64_t distances = 0;
   for (const Scratch& s : scratch) {

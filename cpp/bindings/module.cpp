@@ -586,8 +586,7 @@ void def_kernels(py::module_& m) {
   m.def(
       "hard_stats_bounded",
       [](const py::array& X, const py::array& C, const py::object& C_prev, const py::array& w,
-         py::array& labels, py::array& lower, const py::array& group, bool exact,
-         int n_threads) {
+         py::array& labels, py::array& lower, const py::array& group, bool exact, int n_threads) {
         return by_dtype(X, [&](auto t) {
           return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, group, exact,
                                                    n_threads);
@@ -595,7 +594,8 @@ void def_kernels(py::module_& m) {
       },
       py::arg("X"), py::arg("C"), py::arg("C_prev"), py::arg("sample_weight"), py::arg("labels"),
       py::arg("lower"), py::arg("group"), py::arg("exact") = false, py::arg("n_threads") = 0,
-      "(W, N, S, distortion, min_margin, n_computed, n_distances); labels and lower updated in place");
+      "(W, N, S, distortion, min_margin, n_computed, n_distances); labels and lower updated in "
+      "place");
   m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {

@@ -110,11 +110,11 @@ struct Kernels {
   // n_computed [out]: the rows with distances computed; n_distances [out]:
   // the distances computed (n k when all).
   void (*hard_stats_bounded)(const T* X, index_t n, index_t d, const T* C, index_t k,
-                             const T* C_prev, const std::int64_t* group, index_t t,
-                             const double* w, double* W, double* N, double* S,
-                             double* distortion, double* min_margin, std::int64_t* labels,
-                             double* lower, bool exact, index_t* n_computed,
-                             std::int64_t* n_distances, int n_threads) = nullptr;
+                             const T* C_prev, const std::int64_t* group, index_t t, const double* w,
+                             double* W, double* N, double* S, double* distortion,
+                             double* min_margin, std::int64_t* labels, double* lower, bool exact,
+                             index_t* n_computed, std::int64_t* n_distances,
+                             int n_threads) = nullptr;
 
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.

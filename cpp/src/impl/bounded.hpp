@@ -193,17 +193,17 @@ struct BoundedScratch : Workspace<T> {
   std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
   Workspace<T> part_ws;
   std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
-  std::vector<double> skipped_sq;        // (mb,) a skipped row's squared distance
+  std::vector<double> skipped_sq;    // (mb,) a skipped row's squared distance
   index_t n_computed = 0;
   std::int64_t n_distances = 0;
 };
 
 template <typename T>
 void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k, const T* C_prev,
-                        const std::int64_t* group, index_t t, const double* w, double* W,
-                        double* N, double* S, double* distortion, double* min_margin,
-                        std::int64_t* labels, double* lower, bool exact, index_t* n_computed,
-                        std::int64_t* n_distances, int n_threads) {
+                        const std::int64_t* group, index_t t, const double* w, double* W, double* N,
+                        double* S, double* distortion, double* min_margin, std::int64_t* labels,
+                        double* lower, bool exact, index_t* n_computed, std::int64_t* n_distances,
+                        int n_threads) {
   Engine<T> engine(C, k, d, kDistBlockBytes, true);
   // The direct path (d <= kSmallDim) has no shift to bound its rounding by,
   // and its rows cost little: every row is computed there, by min2_rows.
@@ -212,9 +212,8 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
   const KernelSlack<T> slack(engine);
   // The separations cost k^2 d, on the calling thread: taken when that is at
   // most about a sixteenth of a pass (before the lanes are put in group order).
-  const std::vector<double> half_sep = bounded && k >= 2 && n >= 16 * k
-                                           ? half_separations(engine, C, slack)
-                                           : std::vector<double>{};
+  const std::vector<double> half_sep =
+      bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack) : std::vector<double>{};
   const GroupSlots slots(group, k, t, Engine<T>::LC);
   if (grouped) engine.order_lanes(slots.centroid_of_slot);
   const Engine<T>& E = engine;
@@ -295,11 +294,51 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
       const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;
       const auto* st = ws.lanes.data() + 3 * lg * En::LR;
       const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
-      s.per_group[which[q] * t + g] = {st[v][ln], st[En::LR + v][ln],
-                                       slots.centroid_of_slot[slot]};
+      s.per_group[which[q] * t + g] = {st[v][ln], st[En::LR + v][ln], slots.centroid_of_slot[slot]};
       s.got[which[q]] |= std::uint32_t{1} << g;
     }
     s.n_distances += m * slots.count[g];
+  };
+
+  // A group's rows are computed G at a time, padded: rows that need only
+  // some groups join those that need all (packed once, every group computed)
+  // where that fills the full rows' padding or saves lane groups overall.
+  index_t n_groups = 0;
+  for (index_t g = 0; g < t; ++g) n_groups += slots.count[g] > 0;
+  auto promote_to_full = [&](Scratch& s, index_t rows) {
+    s.part.clear();
+    for (index_t r = 0; r < rows; ++r)
+      if (s.want[r] != 0 && s.want[r] != all_groups) s.part.push_back(r);
+    if (s.part.empty()) return;
+    std::stable_sort(s.part.begin(), s.part.end(), [&](index_t p, index_t q) {
+      return __builtin_popcount(s.want[p]) > __builtin_popcount(s.want[q]);
+    });
+    index_t per_group[32] = {}, after[32];
+    for (index_t r : s.part)
+      for (index_t g = 0; g < t; ++g) per_group[g] += s.want[r] >> g & 1;
+    auto lane_groups = [&](const index_t* counts) {
+      index_t sum = 0;
+      for (index_t g = 0; g < t; ++g) sum += (counts[g] + G - 1) / G;
+      return sum;
+    };
+    const index_t np = static_cast<index_t>(s.part.size());
+    index_t q = 0, free = (G - static_cast<index_t>(s.full.size()) % G) % G;
+    while (q < np) {
+      const index_t b = free > 0 ? std::min(free, np - q) : std::min(G, np - q);
+      std::copy(per_group, per_group + t, after);
+      for (index_t p = q; p < q + b; ++p)
+        for (index_t g = 0; g < t; ++g) after[g] -= s.want[s.part[p]] >> g & 1;
+      // Filling padding is free; a new lane group of full rows costs n_groups.
+      if (free == 0 && lane_groups(per_group) - lane_groups(after) <= n_groups) break;
+      for (index_t p = q; p < q + b; ++p) {
+        s.want[s.part[p]] = all_groups;
+        s.full.push_back(s.part[p]);
+      }
+      std::copy(after, after + t, per_group);
+      q += b;
+      free = 0;
+    }
+    std::sort(s.full.begin(), s.full.end());  // in place when every row is full
   };
 
   drive(
@@ -313,6 +352,7 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
           if (s.want[r] == all_groups) s.full.push_back(r);
           m += s.want[r] != 0;
         }
+        if (bounded) promote_to_full(s, rows);
         if (!grouped) {
           E.min2_rows(X + i0 * d, rows, s.mins.data(), s);
         } else if (m > 0) {

@@ -61,8 +61,10 @@ def trajectory(n, d, k, steps, dtype):
         C_next = C.copy()
         C_next[held] = (stats.sums[held] / N[held, None]).astype(dtype)
         C_prev, C = C, C_next
-    print(f"bounded / plain CPU time over {steps} steps: {total_b / total_p:.2f} "
-          f"({lower.shape[1]} groups)")
+    print(
+        f"bounded / plain CPU time over {steps} steps: {total_b / total_p:.2f} "
+        f"({lower.shape[1]} groups)"
+    )
 
 
 def settle(threads=2):

@@ -53,8 +53,13 @@ def _group(C, how):
     k = C.shape[0]
     if how == "one":
         return np.zeros(k, np.int64)
-    if how == "fit":
-        return _BoundedHardPass.centroid_groups(C)
+    if how == "fit":  # as for large centroids (these are small: one group else)
+        work = _BoundedHardPass.MIN_GROUP_WORK
+        try:
+            _BoundedHardPass.MIN_GROUP_WORK = 1
+            return _BoundedHardPass.centroid_groups(C)
+        finally:
+            _BoundedHardPass.MIN_GROUP_WORK = work
     t = min(32, max(1, (k + 1) // 2))
     return (np.arange(k) * 7 + 3) % t
 
@@ -212,9 +217,10 @@ def _count_calls(monkeypatch, name):
 
 @pytest.fixture
 def bounds_everywhere(monkeypatch):
-    """The bounded pass for every hard fit with d > 4 (small centroids included), its calls
-    counted."""
+    """The bounded pass for every hard fit with d > 4 (small centroids included, in groups
+    as for large ones), its calls counted."""
     monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)
+    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
     return _count_calls(monkeypatch, "hard_stats_bounded")
 
 
@@ -231,7 +237,10 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(
         return SoftKMeans(k, assignment="hard", init=init, n_init=1, max_iter=100, tol=0).fit(X)
 
     bounded = fit()
-    assert len(bounds_everywhere) == bounded.n_iter_ + 1  # the steps and the final pass
+    # The steps, and the final pass where there are groups (else the plain pass).
+    grouped = _BoundedHardPass.centroid_groups(init).max() > 0
+    assert grouped == (k >= 16)
+    assert len(bounds_everywhere) == bounded.n_iter_ + grouped
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
     plain = fit()
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
@@ -252,7 +261,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     init = np.vstack([X[:3], X[:3].mean(axis=0) + 1e6 * np.ones((2, 6))])  # 2 far, empty
     calls = _count_calls(monkeypatch, "assign")
     bounded = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
-    assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_ + 1
+    assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_  # one group
     assert not calls
     monkeypatch.undo()
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
@@ -316,15 +325,19 @@ def test_bad_arguments_are_clear_errors():
         call(C_prev=C.astype(np.float32))
 
 
-def test_the_fit_groups_are_balanced_and_keep_near_centroids_together():
-    """centroid_groups: t a power of two <= MAX_GROUPS and k / MIN_GROUP_SIZE, sizes within
-    one of each other, and on well separated clumps of centroids, one clump a group."""
+def test_the_fit_groups_are_balanced_and_keep_near_centroids_together(monkeypatch):
+    """centroid_groups: t a power of two <= MAX_GROUPS, k / MIN_GROUP_SIZE and
+    k d / MIN_GROUP_WORK, sizes within one of each other, and on well separated clumps of
+    centroids, one clump a group."""
     rng = np.random.default_rng(0)
-    for k, t in ((1, 1), (15, 1), (16, 2), (130, 16), (1024, 16)):
-        group = _BoundedHardPass.centroid_groups(rng.normal(size=(k, 5)))
+    for k, d, t in ((1, 5, 1), (15, 5, 1), (16, 5, 2), (130, 5, 16), (1024, 5, 16),
+                    (256, 64, 1), (512, 64, 2), (1024, 256, 16)):  # fmt: skip
+        monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 16384 if d > 5 else 1)
+        group = _BoundedHardPass.centroid_groups(rng.normal(size=(k, d)))
         assert group.dtype == np.int64 and group.max() + 1 == t
         sizes = np.bincount(group)
         assert sizes.max() - sizes.min() <= 1
+    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
     clumps = rng.normal(scale=100.0, size=(8, 5))
     which = rng.permutation(np.repeat(np.arange(8), 16))
     C = clumps[which] + rng.normal(size=(128, 5))

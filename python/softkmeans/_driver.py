@@ -375,10 +375,10 @@ class Fitter(AnnealingReads):
                     )
                 # The final pass: labels, inertia, objective and margin at the final C
                 # (the bounded pass gives block_stats's values with its bounds).
-                if bounded is not None:
-                    final, labels = bounded.final(C)
-                else:
-                    final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                out = bounded.final(C) if bounded is not None else None
+                if out is None:
+                    out = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                final, labels = out
                 run = (final, C, labels, sig, history)
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
@@ -489,11 +489,17 @@ class _BoundedHardPass:
     (within rounding of the kernel's); its min_margin is nan (not every margin is known).
     """
 
-    # 16 groups: 136 bytes a row. Rows computed per step of the (1e5, 256, 1024) fit with
-    # 8, 16 and 32 groups: see bench/README.md ("Issue 10").
+    # 16 groups: 136 bytes a row. Distances computed per step of the (1e5, 256, 1024) fit
+    # with 16 and 32 groups: see bench/README.md ("Issue 10").
     MAX_GROUPS = 16
-    # About this many centroids a group at least: a group is one call of the lane kernel.
+    # At least this many centroids a group, and this many multiply-adds (group size x d) a
+    # row's group: each group computed costs a row a fixed part (its minima, its bound)
+    # that only a large group outweighs. Single-thread CPU time of the bounded steps over
+    # the plain ones (`python bench/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
+    # at (2e5, 64, 256), 8 steps, 0.60 / 0.64 / 0.66 / 0.93; at (1e5, 256, 1024) 16 groups
+    # 0.43 (Hamerly's single bound 0.47).
     MIN_GROUP_SIZE = 8
+    MIN_GROUP_WORK = 16384
 
     def __init__(self, X, w, n_threads):
         self.X, self.w, self.n_threads = X, w, n_threads
@@ -526,13 +532,14 @@ class _BoundedHardPass:
     @classmethod
     def centroid_groups(cls, C):
         """(k,) int64: the group of each centroid of C, t groups of about equal size (t the
-        largest power of two <= min(MAX_GROUPS, k / MIN_GROUP_SIZE)), near centroids
+        largest power of two <= MAX_GROUPS, k / MIN_GROUP_SIZE and k d / MIN_GROUP_WORK; 1:
+        Hamerly's single bound), near centroids
         together: halve every group at the median of its projection on its principal axis,
         log2 t times. A group's bound falls by its own largest drift, so groups of
         neighbours keep far groups' bounds high."""
-        k = C.shape[0]
+        k, d = C.shape
         t = 1
-        while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE):
+        while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE, k * d // cls.MIN_GROUP_WORK):
             t *= 2
         group = np.zeros(k, dtype=np.int64)
         members = [np.arange(k)]
@@ -563,8 +570,10 @@ class _BoundedHardPass:
     def final(self, C):
         """The fit's final pass at C: (BlockStats, labels (n,)), the distortion and
         min_margin those of `block_stats` bit for bit (`exact`: every row's distance to its
-        label is computed, and every row whose margin the bounds leave open below the
-        least one found)."""
+        label's group is computed, and every row whose margin the bounds leave open below
+        the least one found); None with one group (every distance: the plain pass)."""
+        if self.group is not None and self.group.max() == 0:
+            return None
         stats, _ = self._step(C, exact=True)
         return stats, self.labels
 

@@ -11,10 +11,11 @@ The passes a fit makes over X: one validation (finiteness and magnitude); one we
 covariance (the kernel reads X twice: the mean, then the centred products), which gives
 both `critical_sigma_` and the tolerance; the seeding's (k-means++: two per centre); one
 fused `block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
-centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes the distances
-of only the rows whose label may change; `_BoundedHardPass`); and one final `block_stats`
-pass at the final centroids, which yields the labels, inertia, objective and minimum margin
-at once. Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
+centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes only the
+distances that may change a row's label; `_BoundedHardPass`); and one final pass at the
+final centroids, which yields the labels, inertia, objective and minimum margin at once
+(`block_stats`, or the bounded pass in its exact mode where its centroids are grouped).
+Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
 labels at the step's input), except after a bounded step, which has them.
 """
 

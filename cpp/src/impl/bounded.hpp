@@ -1,27 +1,40 @@
-// The hard step with distance bounds (Hamerly's): the statistics of
-// block_stats(kind hard) at C, computing a row's distances only when its label
-// may have changed since the previous step.
+// The hard step with group distance bounds (Yinyang's: Ding et al. 2015, with
+// Hamerly's separation test): the statistics of block_stats(kind hard) at C,
+// computing only the distances that may change a row's label since the
+// previous step.
 //
-// Each row carries its label a_i (at the previous step's centroids C_prev) and
-// a lower bound lower_i on its exact distance (not squared) to every other
-// centroid of C_prev. After the centroids moved by drift_j = ||c_j - c_prev_j||,
-// lower_i - max_{j != a_i} drift_j bounds the distances to the other centroids
-// of C (triangle inequality). When that bound, turned into a lower bound on the
-// *kernel's* squared distances (the rounding of the norm expansion accounted
-// for), exceeds an upper bound on the kernel's distance to c_{a_i}, the
-// kernel's argmin is a_i: the row keeps its label without its k distances.
-// A row failing that test gets a second one that ignores the drift: every other
-// centroid is at least 2 h_a - ||x - c_a|| away, h_a half the distance from
-// c_a to its nearest other centroid (Hamerly's separation test; it decides the
-// rows inside well separated clusters even while far centroids move a lot).
-// The other rows are gathered and reduced by Engine::min2_rows, which gives
-// their labels, J terms and new lower bounds.
+// The centroids are split once into t <= 32 groups (the caller's; contiguous
+// slot ranges of the lane panels, Engine::order_lanes). Each row carries its
+// label a_i (at the previous step's C_prev) and, per group g, a lower bound
+// lower_ig on its exact distance (not squared) to the group's centroids other
+// than c_a; memory n (8 + 8 t) bytes. After the centroids moved by drift_j =
+// ||c_j - c_prev_j||, lower_ig - max_{j in g, j != a} drift_j bounds the
+// distances to g's centroids of C (triangle inequality), and so does
+// 2 h_a - ||x - c_a||, h_a half the distance from c_a to its nearest other
+// centroid (Hamerly's separation: it holds whatever the drift). A bound,
+// turned into a lower bound on the *kernel's* squared distances (the rounding
+// of the norm expansion accounted for, KernelSlack), that exceeds an upper
+// bound on the kernel's distance to c_a rules the group out. The global test
+// (the least bound over all groups) skips the row; else the groups not ruled
+// out, and c_a's own group (its distance in the kernel's bits), are computed
+// by Engine::lanes_min2 over their slots, rows in the lanes: the rows that need
+// every group packed once, the others gathered again per group. Each group
+// gives the two smallest and the first argmin of its centroids; the row's
+// label is the smallest over the computed groups, ties to the smallest
+// centroid, which is the plain pass's argmin since every skipped centroid's
+// kernel distance is above c_a's. The computed groups' minima give their new
+// bounds; the others keep theirs.
 //
 // Labels, N and S are therefore bitwise those of block_stats (same labels, the
 // same SparseAccumulator additions in the same row, tile and chunk order); so
-// are J and the minimum margin when every row is computed (no C_prev). A
-// skipped row adds its exact distance to c_{a_i} (direct differences in
-// double) to J, within the kernel's rounding of its own value, and no margin.
+// are J and the minimum margin when every distance is computed (no C_prev). A
+// skipped row adds its exact distance to c_a (direct differences in double)
+// to J, within the kernel's rounding of its own value, and no margin. With
+// `exact` (a fit's final pass) every row computes at least its own group, so J
+// has the kernel's bits, and a row's margin is exact when the second smallest
+// of its computed groups is below the skipped groups' bounds; the rows where
+// it is not, and whose bound on the margin is below the least margin found,
+// are computed in full after the pass: the minimum margin is block_stats's.
 #pragma once
 
 #include <algorithm>

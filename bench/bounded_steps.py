@@ -8,8 +8,11 @@ bench/README.md's "Whole hard fit" paragraph.
     python bench/bounded_steps.py N D K STEPS [float32|float64]
     python bench/bounded_steps.py 1e5 256 1024 8
 
-Also `--settle`: the plain step at (1e6, 16, 64), 2 threads, timed right after a 4096^3
-sgemm and after 0.3 s of rest (the reason for `peers.SETTLE_SECONDS`).
+Also `--fit N D K ITERS`: the whole `SoftKMeans(assignment="hard", init=C0, tol=0).fit` at
+one thread, the CPU time of each native pass it makes (the covariance, the bounded steps,
+the final pass) and the rest, second of two runs. And `--settle`: the plain step at
+(1e6, 16, 64), 2 threads, timed right after a 4096^3 sgemm and after 0.3 s of rest (the
+reason for `peers.SETTLE_SECONDS`).
 """
 
 from __future__ import annotations
@@ -102,9 +105,46 @@ def settle(threads=2):
         print(f"rest {rest} s: hard step {rate:.1f} GFLOP/s, sgemm {peak:.1f} ({rate / peak:.0%})")
 
 
+def fit_passes(n, d, k, iters, dtype=np.float32):
+    import softkmeans
+
+    X = P.make_blobs(n, d, k, dtype)
+    C0 = P.initial_centroids(X, k)
+    spent = {}
+
+    def timed(name):
+        wrapped = getattr(_native, name)
+
+        def call(*args, **kwargs):
+            t0 = time.process_time()
+            out = wrapped(*args, **kwargs)
+            spent.setdefault(name, []).append(time.process_time() - t0)
+            return out
+
+        setattr(_native, name, call)
+
+    for name in ("weighted_covariance", "hard_stats_bounded", "block_stats"):
+        timed(name)
+    for _ in range(2):  # the first run pays the imports and first touches
+        spent.clear()
+        t0 = time.process_time()
+        softkmeans.SoftKMeans(
+            k, assignment="hard", init=C0, n_init=1, max_iter=iters, tol=0, n_threads=1
+        ).fit(X)
+        total = time.process_time() - t0
+    print(f"fit {total * 1e3:.0f} ms CPU, one thread; passes (ms):")
+    for name, times in spent.items():
+        print(f"  {name}: " + " ".join(f"{t * 1e3:.0f}" for t in times))
+    rest = total - sum(map(sum, spent.values()))
+    print(f"  rest: {rest * 1e3:.0f}")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--settle"]:
         settle()
+    elif sys.argv[1] == "--fit":
+        n, d, k, iters = (int(float(a)) for a in sys.argv[2:6])
+        fit_passes(n, d, k, iters, np.dtype(sys.argv[6]) if len(sys.argv) > 6 else np.float32)
     else:
         n, d, k, steps = (int(float(a)) for a in sys.argv[1:5])
         trajectory(n, d, k, steps, np.dtype(sys.argv[5]) if len(sys.argv) > 5 else np.float32)

@@ -1,12 +1,15 @@
-"""The hard step with distance bounds (`_native.hard_stats_bounded`, cpp/src/impl/bounded.hpp)
-against the plain hard step (`block_stats`), which the parity tests hold to the reference.
+"""The hard step with group distance bounds (`_native.hard_stats_bounded`,
+cpp/src/impl/bounded.hpp) against the plain hard step (`block_stats`), which the parity tests
+hold to the reference.
 
-The bounded step skips a row when its label provably cannot change; so the claim to test is
-that, along any sequence of centroids, it returns exactly the labels, N and S of
-`block_stats` at every step (J within rounding, since skipped rows add exact distances). The
+The bounded step skips a row, or the groups of centroids of a row, when they provably cannot
+change its label; so the claim to test is that, along any sequence of centroids, it returns
+exactly the labels, N and S of `block_stats` at every step (J within rounding, since skipped
+rows add exact distances), and with `exact` J and the minimum margin bit for bit too. The
 sequences below include the ones where a wrong skip would show: centroids moved by amounts
 near the rounding of the kernel's distances, data far from the origin, exact ties on
-integer data, and the Lloyd trajectories a fit takes.
+integer data, and the Lloyd trajectories a fit takes; each with one group, with the fit's
+groups and with many small ones.
 """
 
 from __future__ import annotations
@@ -25,21 +28,68 @@ def _plain(X, C, w, threads):
     return stats, labels
 
 
-def _assert_matches_plain(X, C, C_prev, w, labels, lower, threads):
-    """One bounded call checked against block_stats at C; returns the rows computed."""
-    stats, n_computed = _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, threads)
+class Bounds:
+    """A row state of the bounded step: labels (n,) and lower (n, t), for the groups
+    `group` of k centroids (GROUPINGS)."""
+
+    def __init__(self, n, group):
+        self.group = np.ascontiguousarray(group, dtype=np.int64)
+        self.labels = np.zeros(n, np.int64)
+        self.lower = np.zeros((n, int(self.group.max()) + 1))
+
+    def step(self, X, C, C_prev, w, threads, exact=False):
+        return _native.hard_stats_bounded(
+            X, C, C_prev, w, self.labels, self.lower, self.group, threads, exact=exact
+        )
+
+
+# How the centroids are grouped: one group (Hamerly's bounds), the fit's
+# (`centroid_groups`), and groups of 1 to 3 centroids in a scattered order (many groups,
+# groups of one, group slots padded in the lane panels, the largest t).
+GROUPINGS = ("one", "fit", "small")
+
+
+def _group(C, how):
+    k = C.shape[0]
+    if how == "one":
+        return np.zeros(k, np.int64)
+    if how == "fit":  # as for large centroids (these are small: one group else)
+        work = _BoundedHardPass.MIN_GROUP_WORK
+        try:
+            _BoundedHardPass.MIN_GROUP_WORK = 1
+            return _BoundedHardPass.centroid_groups(C)
+        finally:
+            _BoundedHardPass.MIN_GROUP_WORK = work
+    t = min(32, max(1, (k + 1) // 2))
+    return (np.arange(k) * 7 + 3) % t
+
+
+def _assert_matches_plain(X, C, C_prev, w, bounds, threads):
+    """One bounded call and one exact call checked against block_stats at C (the bounds
+    carried on from the first); returns the first's rows computed."""
+    before = bounds.labels.copy(), bounds.lower.copy()
+    stats, n_computed, n_distances = bounds.step(X, C, C_prev, w, threads)
     ref, ref_labels = _plain(X, C, w, threads)
-    np.testing.assert_array_equal(labels, ref_labels)
+    np.testing.assert_array_equal(bounds.labels, ref_labels)
     np.testing.assert_array_equal(stats.cluster_weights, ref.cluster_weights)
     np.testing.assert_array_equal(stats.sums, ref.sums)
     assert stats.weight == ref.weight
-    if C_prev is None:  # every row computed: every output is block_stats's
-        assert n_computed == X.shape[0]
+    if n_distances == X.shape[0] * C.shape[0]:  # every distance computed: block_stats's
         assert stats.distortion == ref.distortion
         assert stats.min_margin == ref.min_margin
     else:
         rtol = 1e-5 if X.dtype == np.float32 else 1e-12
         np.testing.assert_allclose(stats.distortion, ref.distortion, rtol=rtol, atol=1e-300)
+    if C_prev is None:
+        assert n_computed == X.shape[0]
+    # exact: the same call from the same state gives every output of block_stats.
+    exact = Bounds(X.shape[0], bounds.group)
+    exact.labels[:], exact.lower[:] = before
+    e_stats, _, _ = exact.step(X, C, C_prev, w, threads, exact=True)
+    np.testing.assert_array_equal(exact.labels, ref_labels)
+    np.testing.assert_array_equal(e_stats.sums, ref.sums)
+    assert e_stats.distortion == ref.distortion
+    assert e_stats.min_margin == ref.min_margin
     return stats, n_computed
 
 
@@ -59,18 +109,19 @@ def _blobs(n, d, k, dtype, rng, spread=4.0, offset=0.0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("grouping", GROUPINGS)
 @pytest.mark.parametrize("d,k", [(5, 2), (5, 17), (16, 64), (33, 8), (64, 1), (70, 40)])
-def test_every_lloyd_step_equals_the_plain_step(simd_level, dtype, threads, d, k):
+def test_every_lloyd_step_equals_the_plain_step(simd_level, dtype, threads, grouping, d, k):
     rng = np.random.default_rng(d * 100 + k)
     n = 1500
     X = _blobs(n, d, max(k // 2, 1), dtype, rng)
     w = rng.random(n)
     w[::11] = 0.0
     C = X[rng.choice(n, size=k, replace=False)].copy()
-    labels, lower = np.zeros(n, np.int64), np.zeros(n)
+    bounds = Bounds(n, _group(C, grouping))
     C_prev, skipped = None, 0
     for _ in range(15):
-        stats, n_computed = _assert_matches_plain(X, C, C_prev, w, labels, lower, threads)
+        stats, n_computed = _assert_matches_plain(X, C, C_prev, w, bounds, threads)
         skipped += n - n_computed
         C_prev, C = C, _lloyd(stats, C)
     if k > 1:
@@ -80,8 +131,9 @@ def test_every_lloyd_step_equals_the_plain_step(simd_level, dtype, threads, d, k
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("offset", [0.0, 1e4])
 @pytest.mark.parametrize("scale", [0.0, 1e-9, 1e-7, 1e-5, 1e-3, 1e-1])
+@pytest.mark.parametrize("grouping", GROUPINGS)
 def test_centroids_moved_by_about_the_rounding_give_the_plain_labels(
-    simd_level, dtype, offset, scale
+    simd_level, dtype, offset, scale, grouping
 ):
     """Many rows near the boundary between two centroids, centroids moved by amounts from
     zero to far above the kernel's rounding: a skip taken on a bound that ignored the
@@ -100,16 +152,17 @@ def test_centroids_moved_by_about_the_rounding_give_the_plain_labels(
     X = np.vstack([mid, C[rng.integers(k, size=n - n // 2)] + rng.normal(size=(n - n // 2, d))])
     X = np.ascontiguousarray(X, dtype=dtype)
     w = np.ones(n)
-    labels, lower = np.zeros(n, np.int64), np.zeros(n)
-    _assert_matches_plain(X, C, None, w, labels, lower, 2)
+    bounds = Bounds(n, _group(C, grouping))
+    _assert_matches_plain(X, C, None, w, bounds, 2)
     for _ in range(4):
         C_next = (C + scale * rng.normal(size=C.shape) * (1 + abs(offset) * 1e-6)).astype(dtype)
-        _assert_matches_plain(X, C_next, C, w, labels, lower, 2)
+        _assert_matches_plain(X, C_next, C, w, bounds, 2)
         C = C_next
 
 
 @pytest.mark.parametrize("threads", THREADS)
-def test_exact_ties_on_integer_data_go_to_the_smallest_label(simd_level, threads):
+@pytest.mark.parametrize("grouping", GROUPINGS)
+def test_exact_ties_on_integer_data_go_to_the_smallest_label(simd_level, threads, grouping):
     """Integer data and centroids: distances are exact, ties are exact; the kernel gives a
     tie to the smallest index, and so must a row that keeps its label by bounds."""
     rng = np.random.default_rng(3)
@@ -117,13 +170,13 @@ def test_exact_ties_on_integer_data_go_to_the_smallest_label(simd_level, threads
     X = rng.integers(-3, 4, size=(n, d)).astype(np.float64)
     C = rng.integers(-3, 4, size=(k, d)).astype(np.float64)
     w = np.ones(n)
-    labels, lower = np.zeros(n, np.int64), np.zeros(n)
-    _assert_matches_plain(X, C, None, w, labels, lower, threads)
+    bounds = Bounds(n, _group(C, grouping))
+    _assert_matches_plain(X, C, None, w, bounds, threads)
     for _ in range(6):
         C_next = C.copy()
         moved = rng.integers(k, size=3)
         C_next[moved] += rng.integers(-1, 2, size=(3, d))
-        _assert_matches_plain(X, C_next, C, w, labels, lower, threads)
+        _assert_matches_plain(X, C_next, C, w, bounds, threads)
         C = C_next
 
 
@@ -134,11 +187,11 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
     runs = []
     for threads in (1, 2, 3):
         C = X[:24].copy()
-        labels, lower = np.zeros(len(X), np.int64), np.zeros(len(X))
+        bounds = Bounds(len(X), _group(C, "small"))
         C_prev, out = None, []
         for _ in range(6):
-            stats, n_computed = _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, threads)
-            out.append((stats, n_computed, labels.copy(), lower.copy()))
+            stats, n_computed, _ = bounds.step(X, C, C_prev, w, threads)
+            out.append((stats, n_computed, bounds.labels.copy(), bounds.lower.copy()))
             C_prev, C = C, _lloyd(stats, C)
         runs.append(out)
     for other in runs[1:]:
@@ -154,9 +207,9 @@ def _count_calls(monkeypatch, name):
     calls = []
     wrapped = getattr(_native, name)
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         calls.append(1)
-        return wrapped(*args)
+        return wrapped(*args, **kwargs)
 
     monkeypatch.setattr(_native, name, counted)
     return calls
@@ -164,14 +217,15 @@ def _count_calls(monkeypatch, name):
 
 @pytest.fixture
 def bounds_everywhere(monkeypatch):
-    """The bounded pass for every hard fit with d > 4 (small centroids included), its calls
-    counted."""
+    """The bounded pass for every hard fit with d > 4 (small centroids included, in groups
+    as for large ones), its calls counted."""
     monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)
+    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
     return _count_calls(monkeypatch, "hard_stats_bounded")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("d,k", [(8, 5), (40, 30)])
+@pytest.mark.parametrize("d,k", [(8, 5), (40, 30), (24, 130)])
 def test_a_hard_fit_is_the_same_with_and_without_bounds(
     monkeypatch, bounds_everywhere, dtype, d, k
 ):
@@ -183,7 +237,10 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(
         return SoftKMeans(k, assignment="hard", init=init, n_init=1, max_iter=100, tol=0).fit(X)
 
     bounded = fit()
-    assert len(bounds_everywhere) == bounded.n_iter_
+    # The steps, and the final pass where there are groups (else the plain pass).
+    grouped = _BoundedHardPass.centroid_groups(init).max() > 0
+    assert grouped == (k >= 16)
+    assert len(bounds_everywhere) == bounded.n_iter_ + grouped
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
     plain = fit()
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
@@ -204,7 +261,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     init = np.vstack([X[:3], X[:3].mean(axis=0) + 1e6 * np.ones((2, 6))])  # 2 far, empty
     calls = _count_calls(monkeypatch, "assign")
     bounded = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
-    assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_
+    assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_  # one group
     assert not calls
     monkeypatch.undo()
     monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
@@ -234,23 +291,61 @@ def test_bad_arguments_are_clear_errors():
     X = rng.normal(size=(20, 6))
     C = X[:3].copy()
     w = np.ones(20)
-    labels, lower = np.zeros(20, np.int64), np.zeros(20)
-    _native.hard_stats_bounded(X, C, None, w, labels, lower, 1)
+    group = np.array([0, 1, 0])
+    labels, lower = np.zeros(20, np.int64), np.zeros((20, 2))
+
+    def call(C_prev=C, labels=labels, lower=lower, group=group):
+        return _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, group, 1)
+
+    call(C_prev=None)
     bad = labels.copy()
     bad[4] = 3
     with pytest.raises(ValueError, match=r"labels must be in \[0, k\)"):
-        _native.hard_stats_bounded(X, C, C, w, bad, lower, 1)
+        call(labels=bad)
     bad[4] = -1
     with pytest.raises(ValueError, match=r"labels must be in \[0, k\)"):
-        _native.hard_stats_bounded(X, C, C, w, bad, lower, 1)
+        call(labels=bad)
     with pytest.raises(ValueError, match="C_prev must have the shape of C"):
-        _native.hard_stats_bounded(X, C, C[:2].copy(), w, labels, lower, 1)
+        call(C_prev=C[:2].copy())
     with pytest.raises(TypeError, match="labels must be a C-contiguous array of dtype int64"):
-        _native.hard_stats_bounded(X, C, C, w, labels.astype(np.int32), lower, 1)
-    with pytest.raises(ValueError, match="lower must be 1-dimensional with 20 entries"):
-        _native.hard_stats_bounded(X, C, C, w, labels, lower[:5].copy(), 1)
+        call(labels=labels.astype(np.int32))
+    with pytest.raises(ValueError, match="lower must have n rows and 1 to 32 columns"):
+        call(lower=lower[:5].copy())
+    with pytest.raises(ValueError, match="lower must have n rows and 1 to 32 columns"):
+        call(lower=np.zeros((20, 33)), group=np.array([0, 32, 1]))
+    with pytest.raises(ValueError, match="lower must be 2-dimensional"):
+        call(lower=np.zeros(20))
+    with pytest.raises(ValueError, match=r"group must be in \[0, t\)"):
+        call(group=np.array([0, 2, 1]))
+    with pytest.raises(ValueError, match=r"group must be in \[0, t\)"):
+        call(group=np.array([0, -1, 1]))
+    with pytest.raises(ValueError, match="group must be 1-dimensional with 3 entries"):
+        call(group=np.array([0, 1]))
     with pytest.raises(TypeError, match="C_prev must be a C-contiguous array of dtype float64"):
-        _native.hard_stats_bounded(X, C, C.astype(np.float32), w, labels, lower, 1)
+        call(C_prev=C.astype(np.float32))
+
+
+def test_the_fit_groups_are_balanced_and_keep_near_centroids_together(monkeypatch):
+    """centroid_groups: t a power of two <= MAX_GROUPS, k / MIN_GROUP_SIZE and
+    k d / MIN_GROUP_WORK, sizes within one of each other, and on well separated clumps of
+    centroids, one clump a group."""
+    rng = np.random.default_rng(0)
+    for k, d, t in ((1, 5, 1), (15, 5, 1), (16, 5, 2), (130, 5, 16), (1024, 5, 16),
+                    (256, 64, 1), (512, 64, 2), (1024, 256, 16)):  # fmt: skip
+        monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 16384 if d > 5 else 1)
+        group = _BoundedHardPass.centroid_groups(rng.normal(size=(k, d)))
+        assert group.dtype == np.int64 and group.max() + 1 == t
+        sizes = np.bincount(group)
+        assert sizes.max() - sizes.min() <= 1
+    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
+    clumps = rng.normal(scale=100.0, size=(8, 5))
+    which = rng.permutation(np.repeat(np.arange(8), 16))
+    C = clumps[which] + rng.normal(size=(128, 5))
+    group = _BoundedHardPass.centroid_groups(C)
+    assert group.max() + 1 == 16
+    for c in range(8):  # a clump splits into two groups of its own
+        assert len(np.unique(group[which == c])) == 2
+        assert not np.isin(group[which == c], group[which != c]).any()
 
 
 def test_the_driver_hook_is_the_one_the_fit_uses():

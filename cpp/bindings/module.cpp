@@ -266,18 +266,27 @@ py::tuple block_stats_t(const py::array& Xa, const py::array& Ca, const std::str
   return py::make_tuple(W, N, S, obj, J, mm, labels, gX);
 }
 
-// (W, N, S, distortion, min_margin, n_computed); labels (n,) int64 and lower
-// (n,) float64 updated in place. C_prev None: every row computed (labels and
-// lower are outputs only); else C_prev (k, d) and labels in [0, k).
+// (W, N, S, distortion, min_margin, n_computed, n_distances); labels (n,)
+// int64 and lower (n, t) float64 updated in place; group (k,) int64 in
+// [0, t), t <= 32. C_prev None: every row computed (labels and lower are
+// outputs only); else C_prev (k, d) and labels in [0, k).
 template <typename T>
 py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const py::object& Cpa,
-                               const py::array& wa, py::array& la, py::array& lowa, int n_threads) {
+                               const py::array& wa, py::array& la, py::array& lowa,
+                               const py::array& ga, bool exact, int n_threads) {
   const PairArgs<T> a(Xa, Ca);
   auto w = as_vector<double>(wa, "sample_weight", a.n);
   auto labels = as_vector<std::int64_t>(la, "labels", a.n);
-  auto lower = as_vector<double>(lowa, "lower", a.n);
+  auto group = as_vector<std::int64_t>(ga, "group", a.k);
+  auto lower = as_matrix<double>(lowa, "lower");
+  const index_t t = lower.shape(1);
+  if (lower.shape(0) != a.n || t < 1 || t > 32)
+    throw py::value_error("lower must have n rows and 1 to 32 columns (groups)");
   if (!labels.writeable() || !lower.writeable())
     throw py::value_error("labels and lower must be writeable");
+  for (index_t j = 0; j < a.k; ++j)
+    if (group.data()[j] < 0 || group.data()[j] >= t)
+      throw py::value_error("group must be in [0, t), t the columns of lower");
   const T* C_prev = nullptr;
   carray<T> Cp;
   if (!Cpa.is_none()) {
@@ -293,13 +302,14 @@ py::tuple hard_stats_bounded_t(const py::array& Xa, const py::array& Ca, const p
   carray<double> S({a.k, a.d});
   double W, J, mm;
   index_t n_computed = 0;
+  std::int64_t n_distances = 0;
   run_native([&] {
-    softkmeans::kernels<T>().hard_stats_bounded(a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev,
-                                                w.data(), &W, N.mutable_data(), S.mutable_data(),
-                                                &J, &mm, labels.mutable_data(),
-                                                lower.mutable_data(), &n_computed, n_threads);
+    softkmeans::kernels<T>().hard_stats_bounded(
+        a.X.data(), a.n, a.d, a.C.data(), a.k, C_prev, group.data(), t, w.data(), &W,
+        N.mutable_data(), S.mutable_data(), &J, &mm, labels.mutable_data(), lower.mutable_data(),
+        exact, &n_computed, &n_distances, n_threads);
   });
-  return py::make_tuple(W, N, S, J, mm, n_computed);
+  return py::make_tuple(W, N, S, J, mm, n_computed, n_distances);
 }
 
 template <typename T>
@@ -630,14 +640,16 @@ void def_kernels(py::module_& m) {
   m.def(
       "hard_stats_bounded",
       [](const py::array& X, const py::array& C, const py::object& C_prev, const py::array& w,
-         py::array& labels, py::array& lower, int n_threads) {
+         py::array& labels, py::array& lower, const py::array& group, bool exact, int n_threads) {
         return by_dtype(X, [&](auto t) {
-          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, n_threads);
+          return hard_stats_bounded_t<decltype(t)>(X, C, C_prev, w, labels, lower, group, exact,
+                                                   n_threads);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("C_prev"), py::arg("sample_weight"), py::arg("labels"),
-      py::arg("lower"), py::arg("n_threads") = 0,
-      "(W, N, S, distortion, min_margin, n_computed); labels and lower updated in place");
+      py::arg("lower"), py::arg("group"), py::arg("exact") = false, py::arg("n_threads") = 0,
+      "(W, N, S, distortion, min_margin, n_computed, n_distances); labels and lower updated in "
+      "place");
   m.def(
       "weighted_covariance",
       [](const py::array& X, const py::array& w, int n_threads) {

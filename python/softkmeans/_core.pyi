@@ -40,10 +40,12 @@ def hard_stats_bounded(
     sample_weight: _F64,
     labels: _I64,
     lower: _F64,
+    group: _I64,
+    exact: bool = False,
     n_threads: int = 0,
-) -> tuple[float, _F64, _F64, float, float, int]:
-    """(W, N, S, distortion, min_margin, n_computed) of the hard step with distance bounds;
-    labels and lower updated in place."""
+) -> tuple[float, _F64, _F64, float, float, int, int]:
+    """(W, N, S, distortion, min_margin, n_computed, n_distances) of the hard step with
+    group distance bounds; labels (n,) and lower (n, t) updated in place."""
 
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""

@@ -11,10 +11,11 @@ The passes a fit makes over X: one validation (finiteness and magnitude); one we
 covariance (the kernel reads X twice: the mean, then the centred products), which gives
 both `critical_sigma_` and the tolerance; the seeding's (k-means++: two per centre); one
 fused `block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
-centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes the distances
-of only the rows whose label may change; `_BoundedHardPass`); and one final `block_stats`
-pass at the final centroids, which yields the labels, inertia, objective and minimum margin
-at once. Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
+centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes only the
+distances that may change a row's label; `_BoundedHardPass`); and one final pass at the
+final centroids, which yields the labels, inertia, objective and minimum margin at once
+(`block_stats`, or the bounded pass in its exact mode where its centroids are grouped).
+Relocating an empty cluster adds one `assign` pass (scikit-learn's policy needs the
 labels at the step's input), except after a bounded step, which has them.
 """
 
@@ -303,7 +304,7 @@ class Fitter(AnnealingReads):
             relocate=relocate,
             on_step=line,
         )
-        return C, sigma, history
+        return C, sigma, history, bounded
 
     def _run_annealing(self, X, w, k, schedule, crit, tol, rng, relocate, progress):
         history = History()
@@ -366,14 +367,19 @@ class Fitter(AnnealingReads):
                     C, sig, history = self._run_annealing(
                         X, w, k, schedule, crit, tol, rng, relocate, progress
                     )
+                    bounded = None
                 else:
                     C0 = self._init_centroids(X, w, k, init, rng, sample_weight is None)
                     progress.line("Initialization complete", tick=False)
-                    C, sig, history = self._run_iterative(
+                    C, sig, history, bounded = self._run_iterative(
                         X, w, C0, kind, sigma, tol, notes, progress
                     )
-                # The final pass: labels, inertia, objective and margin at the final C.
-                final, labels = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                # The final pass: labels, inertia, objective and margin at the final C
+                # (the bounded pass gives block_stats's values with its bounds).
+                out = bounded.final(C) if bounded is not None else None
+                if out is None:
+                    out = self._pass(X, w, C, kind, sig, sums=False, labels=True)
+                final, labels = out
                 run = (final, C, labels, sig, history)
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
@@ -472,21 +478,35 @@ class Fitter(AnnealingReads):
 
 
 class _BoundedHardPass:
-    """The hard step of an in-memory fit with distance bounds (Hamerly's; see
+    """The hard step of an in-memory fit with group distance bounds (Yinyang's; see
     `cpp/src/impl/bounded.hpp`): each call at centroids C returns the BlockStats of
-    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing the
-    distances of only the rows whose label may have changed since the previous call. It
-    carries each row's label and a lower bound on its distance to the other centroids
-    (16 bytes per row) from one step to the next.
+    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing only the
+    distances that may change a row's label since the previous call. The centroids are
+    split once, at the first call, into t groups (`centroid_groups`); each row carries its
+    label and, per group, a lower bound on its distance to the group's other centroids
+    (8 + 8 t bytes a row, t <= MAX_GROUPS: at most 136) from one step to the next.
 
-    History: J of a step that skipped rows sums their exact distances (within rounding
-    of the kernel's); its min_margin is nan (the skipped rows' margins are not computed).
+    History: J of a step that skipped distances sums the skipped rows' exact distances
+    (within rounding of the kernel's); its min_margin is nan (not every margin is known).
     """
+
+    # 16 groups: 136 bytes a row. Distances computed per step of the (1e5, 256, 1024) fit
+    # with 16 and 32 groups: see bench/README.md ("Issue 10").
+    MAX_GROUPS = 16
+    # At least this many centroids a group, and this many multiply-adds (group size x d) a
+    # row's group: each group computed costs a row a fixed part (its minima, its bound)
+    # that only a large group outweighs. Single-thread CPU time of the bounded steps over
+    # the plain ones (`python bench/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
+    # at (2e5, 64, 256), 8 steps, 0.60 / 0.64 / 0.66 / 0.93; at (1e5, 256, 1024) 16 groups
+    # 0.43 (Hamerly's single bound 0.47).
+    MIN_GROUP_SIZE = 8
+    MIN_GROUP_WORK = 16384
 
     def __init__(self, X, w, n_threads):
         self.X, self.w, self.n_threads = X, w, n_threads
         self.labels = np.zeros(X.shape[0], dtype=np.int64)
-        self.lower = np.zeros(X.shape[0], dtype=np.float64)
+        self.lower = None
+        self.group = None
         self.C_prev = None
 
     # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
@@ -510,14 +530,72 @@ class _BoundedHardPass:
             return None
         return cls(X, w, n_threads)
 
+    @classmethod
+    def centroid_groups(cls, C):
+        """(k,) int64: the group of each centroid of C, t groups of about equal size (t the
+        largest power of two <= MAX_GROUPS, k / MIN_GROUP_SIZE and k d / MIN_GROUP_WORK; 1:
+        Hamerly's single bound), near centroids
+        together: halve every group at the median of its projection on its principal axis,
+        log2 t times. A group's bound falls by its own largest drift, so groups of
+        neighbours keep far groups' bounds high."""
+        k, d = C.shape
+        t = 1
+        while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE, k * d // cls.MIN_GROUP_WORK):
+            t *= 2
+        group = np.zeros(k, dtype=np.int64)
+        members = [np.arange(k)]
+        while len(members) < t:
+            halves = []
+            for idx in members:
+                P = np.asarray(C[idx], dtype=np.float64)
+                P = P - P.mean(axis=0)
+                # About the principal axis: a few power iterations from the farthest point
+                # (an SVD of the (k, d) centroids would cost a good part of a step).
+                axis = P[np.argmax(np.einsum("ij,ij->i", P, P))]
+                for _ in range(8):
+                    axis = P.T @ (P @ axis)
+                    axis /= np.linalg.norm(axis) or 1.0
+                order = idx[np.argsort(P @ axis, kind="stable")]
+                halves += [np.sort(order[: len(idx) // 2]), np.sort(order[len(idx) // 2 :])]
+            members = halves
+        for g, idx in enumerate(members):
+            group[idx] = g
+        return group
+
     def __call__(self, C):
-        stats, n_computed = _native.hard_stats_bounded(
-            self.X, C, self.C_prev, self.w, self.labels, self.lower, self.n_threads
-        )
-        self.C_prev = C
-        if n_computed < self.X.shape[0]:
+        stats, n_distances = self._step(C, exact=False)
+        if n_distances < self.X.shape[0] * C.shape[0]:
             stats = stats._replace(min_margin=float("nan"))
         return stats
+
+    def final(self, C):
+        """The fit's final pass at C: (BlockStats, labels (n,)), the distortion and
+        min_margin those of `block_stats` bit for bit (`exact`: every row's distance to its
+        label's group is computed, and every row whose margin the bounds leave open below
+        the least one found); None with one group (every distance: the plain pass)."""
+        if self.group is not None and self.group.max() == 0:
+            return None
+        stats, _ = self._step(C, exact=True)
+        return stats, self.labels
+
+    def _step(self, C, exact):
+        if self.group is None:
+            self.group = self.centroid_groups(C)
+            t = int(self.group.max()) + 1
+            self.lower = np.zeros((self.X.shape[0], t), dtype=np.float64)
+        stats, _, n_distances = _native.hard_stats_bounded(
+            self.X,
+            C,
+            self.C_prev,
+            self.w,
+            self.labels,
+            self.lower,
+            self.group,
+            self.n_threads,
+            exact=exact,
+        )
+        self.C_prev = C
+        return stats, n_distances
 
     def labels_at(self, C):
         """The labels at C when C is the input of the last step (else None)."""

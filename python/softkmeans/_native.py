@@ -99,13 +99,18 @@ def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, gra
     return BlockStats(W, N, S, obj, J, mm), lab, gX
 
 
-def hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads):
-    """The hard step of `block_stats` with distance bounds, for a dense X:
-    `(BlockStats, n_computed)`; labels (n,) int64 and lower (n,) float64 carry the rows'
-    labels and bounds from one call to the next and are updated in place (C_prev None:
-    the first call, every row computed). See `cpp/src/impl/bounded.hpp`."""
-    W, N, S, J, mm, n_computed = _core.hard_stats_bounded(X, C, C_prev, w, labels, lower, n_threads)
-    return BlockStats(W, N, S, J, J, mm), n_computed
+def hard_stats_bounded(X, C, C_prev, w, labels, lower, group, n_threads, *, exact=False):
+    """The hard step of `block_stats` with group distance bounds, for a dense X:
+    `(BlockStats, n_computed, n_distances)` (rows and distances computed, n k when all);
+    group (k,) int64 assigns each centroid one of t <= 32 groups, labels (n,) int64 and
+    lower (n, t) float64 carry the rows' labels and per-group bounds from one call to the
+    next and are updated in place (C_prev None: the first call, every row computed).
+    exact: distortion and min_margin are block_stats's bits even where rows are skipped.
+    See `cpp/src/impl/bounded.hpp`."""
+    W, N, S, J, mm, n_computed, n_distances = _core.hard_stats_bounded(
+        X, C, C_prev, w, labels, lower, group, exact, n_threads
+    )
+    return BlockStats(W, N, S, J, J, mm), n_computed, n_distances
 
 
 def weighted_covariance(X, w, n_threads):

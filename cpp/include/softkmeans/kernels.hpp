@@ -93,20 +93,28 @@ struct Kernels {
 
   // The hard step of block_stats with distance bounds (cpp/src/impl/bounded.hpp):
   // W, N, S (both non-null), distortion J and min_margin of kind hard at C.
-  // labels [in,out] (n,) and lower [in,out] (n,) carry each row's label and a
-  // lower bound on its exact distance (not squared) to the other centroids
-  // from one call to the next; C_prev [in] (k, d): the centroids of the
-  // previous call, or nullptr (every row computed, labels and lower only
-  // written). Rows whose label provably cannot change are not computed;
+  // group [in] (k,): the group in [0, t) of each centroid (t <= 32), the same
+  // from one call to the next. labels [in,out] (n,) and lower [in,out] (n, t)
+  // carry each row's label and, per group, a lower bound on its exact distance
+  // (not squared) to the group's centroids other than its label's, from one
+  // call to the next; C_prev [in] (k, d): the centroids of the previous call,
+  // or nullptr (every distance computed, labels and lower only written). Only
+  // the groups whose centroids may be nearer than a row's label are computed;
   // labels, N and S are bitwise block_stats's wherever it takes the row-wise
   // hard accumulation (d > kSmallDim, or k > kLaneAccK); J and min_margin are
-  // its bits when every row is computed, else J sums the skipped rows' exact
-  // distances and min_margin covers the computed rows only.
-  // n_computed [out]: the rows whose distances were computed.
+  // its bits when every distance is computed, else J sums the skipped rows'
+  // exact distances and min_margin covers the rows computed in full only.
+  // exact: J and min_margin are block_stats's bits in any case (every row's
+  // distance to its label computed; the rows whose margin the bounds leave
+  // open, and that may be the least, computed in full after the pass).
+  // n_computed [out]: the rows with distances computed; n_distances [out]:
+  // the distances computed (n k when all).
   void (*hard_stats_bounded)(const T* X, index_t n, index_t d, const T* C, index_t k,
-                             const T* C_prev, const double* w, double* W, double* N, double* S,
-                             double* distortion, double* min_margin, std::int64_t* labels,
-                             double* lower, index_t* n_computed, int n_threads) = nullptr;
+                             const T* C_prev, const std::int64_t* group, index_t t, const double* w,
+                             double* W, double* N, double* S, double* distortion,
+                             double* min_margin, std::int64_t* labels, double* lower, bool exact,
+                             index_t* n_computed, std::int64_t* n_distances,
+                             int n_threads) = nullptr;
 
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.

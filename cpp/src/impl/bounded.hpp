@@ -1,33 +1,47 @@
-// The hard step with distance bounds (Hamerly's): the statistics of
-// block_stats(kind hard) at C, computing a row's distances only when its label
-// may have changed since the previous step.
+// The hard step with group distance bounds (Yinyang's: Ding et al. 2015, with
+// Hamerly's separation test): the statistics of block_stats(kind hard) at C,
+// computing only the distances that may change a row's label since the
+// previous step.
 //
-// Each row carries its label a_i (at the previous step's centroids C_prev) and
-// a lower bound lower_i on its exact distance (not squared) to every other
-// centroid of C_prev. After the centroids moved by drift_j = ||c_j - c_prev_j||,
-// lower_i - max_{j != a_i} drift_j bounds the distances to the other centroids
-// of C (triangle inequality). When that bound, turned into a lower bound on the
-// *kernel's* squared distances (the rounding of the norm expansion accounted
-// for), exceeds an upper bound on the kernel's distance to c_{a_i}, the
-// kernel's argmin is a_i: the row keeps its label without its k distances.
-// A row failing that test gets a second one that ignores the drift: every other
-// centroid is at least 2 h_a - ||x - c_a|| away, h_a half the distance from
-// c_a to its nearest other centroid (Hamerly's separation test; it decides the
-// rows inside well separated clusters even while far centroids move a lot).
-// The other rows are gathered and reduced by Engine::min2_rows, which gives
-// their labels, J terms and new lower bounds.
+// The centroids are split once into t <= 32 groups (the caller's; contiguous
+// slot ranges of the lane panels, Engine::order_lanes). Each row carries its
+// label a_i (at the previous step's C_prev) and, per group g, a lower bound
+// lower_ig on its exact distance (not squared) to the group's centroids other
+// than c_a; memory n (8 + 8 t) bytes. After the centroids moved by drift_j =
+// ||c_j - c_prev_j||, lower_ig - max_{j in g, j != a} drift_j bounds the
+// distances to g's centroids of C (triangle inequality), and so does
+// 2 h_a - ||x - c_a||, h_a half the distance from c_a to its nearest other
+// centroid (Hamerly's separation: it holds whatever the drift). A bound,
+// turned into a lower bound on the *kernel's* squared distances (the rounding
+// of the norm expansion accounted for, KernelSlack), that exceeds an upper
+// bound on the kernel's distance to c_a rules the group out. The global test
+// (the least bound over all groups) skips the row; else the groups not ruled
+// out, and c_a's own group (its distance in the kernel's bits), are computed
+// by Engine::lanes_min2 over their slots, rows in the lanes: the rows that need
+// every group packed once, the others gathered again per group. Each group
+// gives the two smallest and the first argmin of its centroids; the row's
+// label is the smallest over the computed groups, ties to the smallest
+// centroid, which is the plain pass's argmin since every skipped centroid's
+// kernel distance is above c_a's. The computed groups' minima give their new
+// bounds; the others keep theirs.
 //
 // Labels, N and S are therefore bitwise those of block_stats (same labels, the
 // same SparseAccumulator additions in the same row, tile and chunk order); so
-// are J and the minimum margin when every row is computed (no C_prev). A
-// skipped row adds its exact distance to c_{a_i} (direct differences in
-// double) to J, within the kernel's rounding of its own value, and no margin.
+// are J and the minimum margin when every distance is computed (no C_prev). A
+// skipped row adds its exact distance to c_a (direct differences in double)
+// to J, within the kernel's rounding of its own value, and no margin. With
+// `exact` (a fit's final pass) every row computes at least its own group, so J
+// has the kernel's bits, and a row's margin is exact when the second smallest
+// of its computed groups is below the skipped groups' bounds; the rows where
+// it is not, and whose bound on the margin is below the least margin found,
+// are computed in full after the pass: the minimum margin is block_stats's.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "impl/drive.hpp"
@@ -70,6 +84,7 @@ struct KernelSlack {
   // da <= lo; when da > lo the test fails anyway (its left side exceeds
   // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
   bool keeps_label(double da2, double lo) const {
+    if (lo == std::numeric_limits<double>::infinity()) return true;  // no other centroid
     const double ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
     const double others_lo = lo - e_lin;
     const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
@@ -103,17 +118,28 @@ std::vector<double> half_separations(const Engine<T>& E, const T* C, const Kerne
   return half;
 }
 
-// The two largest drifts and where the largest is: a row labelled j_max moves
-// away from the others by at most the second.
+// The two largest drifts of a group of centroids and where the largest is: a
+// row labelled j_first moves away from the group's others by at most the second.
 struct Drifts {
   double first = 0.0, second = 0.0;
   index_t j_first = -1;
   double other_than(index_t a) const { return a == j_first ? second : first; }
+  void add(index_t j, double drift) {
+    if (drift > first) {
+      second = first;
+      first = drift;
+      j_first = j;
+    } else {
+      second = std::max(second, drift);
+    }
+  }
 };
 
+// (t,) the drifts of each group's centroids (group[j] in [0, t)).
 template <typename T>
-Drifts centroid_drifts(const T* C, const T* C_prev, index_t k, index_t d) {
-  Drifts dr;
+std::vector<Drifts> group_drifts(const T* C, const T* C_prev, index_t k, index_t d,
+                                 const std::int64_t* group, index_t t) {
+  std::vector<Drifts> dr(t);
   for (index_t j = 0; j < k; ++j) {
     double s = 0.0;
     for (index_t l = 0; l < d; ++l) {
@@ -121,17 +147,31 @@ Drifts centroid_drifts(const T* C, const T* C_prev, index_t k, index_t d) {
       s += v * v;
     }
     // Rounded up: the sum of d squares in double is within (d + 2) 2^-53.
-    const double drift = std::sqrt(s) * (1.0 + 1e-12);
-    if (drift > dr.first) {
-      dr.second = dr.first;
-      dr.first = drift;
-      dr.j_first = j;
-    } else {
-      dr.second = std::max(dr.second, drift);
-    }
+    dr[group[j]].add(j, std::sqrt(s) * (1.0 + 1e-12));
   }
   return dr;
 }
+
+// The groups in the engine's lane panels: group g in slots [begin_g, end_g)
+// (multiples of Engine::LC; its centroids in increasing order, then padding),
+// so that lanes_min2 over a group's slots finds its first argmin (ties to the
+// smallest centroid, as the plain pass's).
+struct GroupSlots {
+  index_t t;
+  std::vector<index_t> begin, end, count;  // (t,) slot ranges; real members
+  std::vector<index_t> centroid_of_slot;   // (slots,) -1 in the padding
+  GroupSlots(const std::int64_t* group, index_t k, index_t t_, index_t lc)
+      : t(t_), begin(t_), end(t_), count(t_, 0) {
+    for (index_t j = 0; j < k; ++j) ++count[group[j]];
+    for (index_t g = 0; g < t; ++g) {
+      begin[g] = static_cast<index_t>(centroid_of_slot.size());
+      for (index_t j = 0; j < k; ++j)
+        if (group[j] == g) centroid_of_slot.push_back(j);
+      centroid_of_slot.resize(round_up(static_cast<index_t>(centroid_of_slot.size()), lc), -1);
+      end[g] = static_cast<index_t>(centroid_of_slot.size());
+    }
+  }
+};
 
 // Squared distance of x to y by direct differences in double (within
 // (d + 2) 2^-53 of the exact value, relative). Eight interleaved partial sums,
@@ -158,102 +198,268 @@ template <typename T>
 template <typename T>
 struct BoundedScratch : Workspace<T> {
   typename SparseAccumulator<T>::Tile tile;
-  std::vector<T> gathered;         // (mb, d) the rows of a block that are computed
-  std::vector<index_t> computed;   // their positions in the block
-  std::vector<double> skipped_sq;  // (mb,) a skipped row's squared distance; NaN if computed
+  std::vector<std::uint32_t> want;  // (mb,) the groups a row needs computed (0: skipped)
+  std::vector<std::uint32_t> got;   // (mb,) the groups computed for it
+  std::vector<index_t> full;        // the rows (positions in the block) that need every group
+  std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
+  std::vector<index_t> part;        // the other rows that need the current group
+  std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
+  Workspace<T> part_ws;
+  std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
+  std::vector<double> skipped_sq;    // (mb,) a skipped row's squared distance
   index_t n_computed = 0;
+  std::int64_t n_distances = 0;
 };
 
 template <typename T>
 void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k, const T* C_prev,
-                        const double* w, double* W, double* N, double* S, double* distortion,
-                        double* min_margin, std::int64_t* labels, double* lower,
-                        index_t* n_computed, int n_threads) {
-  const Engine<T> E(C, k, d, kDistBlockBytes, true);
+                        const std::int64_t* group, index_t t, const double* w, double* W, double* N,
+                        double* S, double* distortion, double* min_margin, std::int64_t* labels,
+                        double* lower, bool exact, index_t* n_computed, std::int64_t* n_distances,
+                        int n_threads) {
+  Engine<T> engine(C, k, d, kDistBlockBytes, true);
   // The direct path (d <= kSmallDim) has no shift to bound its rounding by,
-  // and its rows cost little: every row is computed there.
-  const bool bounded = C_prev != nullptr && !E.small;
-  const KernelSlack<T> slack(E);
-  const Drifts drifts = bounded ? centroid_drifts(C, C_prev, k, d) : Drifts{};
+  // and its rows cost little: every row is computed there, by min2_rows.
+  const bool grouped = !engine.small;
+  const bool bounded = C_prev != nullptr && grouped;
+  const KernelSlack<T> slack(engine);
   // The separations cost k^2 d, on the calling thread: taken when that is at
-  // most about a sixteenth of a pass.
+  // most about a sixteenth of a pass (before the lanes are put in group order).
   const std::vector<double> half_sep =
-      bounded && k >= 2 && n >= 16 * k ? half_separations(E, C, slack) : std::vector<double>{};
+      bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack) : std::vector<double>{};
+  const GroupSlots slots(group, k, t, Engine<T>::LC);
+  if (grouped) engine.order_lanes(slots.centroid_of_slot);
+  const Engine<T>& E = engine;
+  const std::vector<Drifts> drifts =
+      bounded ? group_drifts(C, C_prev, k, d, group, t) : std::vector<Drifts>{};
+  std::uint32_t all_groups = 0;  // the non-empty ones
+  for (index_t g = 0; g < t; ++g)
+    if (slots.count[g] > 0) all_groups |= std::uint32_t{1} << g;
   const double up = 1.0 + 4.0 * static_cast<double>(d + 2) * 0x1p-53;
+  const double inf = std::numeric_limits<double>::infinity();
   const SparseAccumulator<T> acc(E);
   double objective;  // hard: J again
   const BlockStatsOut out{W, N, S, &objective, distortion, min_margin};
   std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
+  // exact: per chunk the rows whose margin may be below the computed ones'
+  // minimum, with a lower bound on their margin.
+  std::vector<std::vector<std::pair<index_t, double>>> unsure(exact ? chunks.size() : 0);
   for (ChunkStats& c : chunks) {
     c.N.assign(k, 0.0);
     c.S.assign(k * d, 0.0);
   }
+  constexpr index_t G = Engine<T>::LR * Engine<T>::W;  // rows of a lane group
   using Scratch = BoundedScratch<T>;
   auto scratch = per_thread<Scratch>(E, n, n_threads, [&](Scratch& s) {
+    const index_t mb = E.mb_pad();
     acc.init(s.tile);
-    s.gathered.assign(E.mb_pad() * d, T(0));
-    s.computed.reserve(E.mb_pad());
-    s.skipped_sq.assign(E.mb_pad(), 0.0);
+    s.want.assign(mb, 0);
+    s.got.assign(mb, 0);
+    s.full.reserve(mb);
+    s.gathered.assign(mb * d, T(0));
+    s.part.reserve(mb);
+    s.gathered_part.assign(mb * d, T(0));
+    E.init(s.part_ws);
+    s.per_group.assign(mb * t, RowMin<T>{});
+    s.skipped_sq.assign(mb, 0.0);
   });
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+
+  // The bound tests of row i (labelled a, previous bounds lower[i, :]): the
+  // groups whose centroids may be nearer than c_a (0: the row keeps its label;
+  // its bounds are updated and its squared distance to c_a is in *da2_out).
+  auto groups_to_compute = [&](index_t i, double* da2_out) -> std::uint32_t {
+    const index_t a = static_cast<index_t>(labels[i]);
+    const double da2 = direct_sq_distance(X + i * d, C + a * d, d);
+    *da2_out = da2;
+    // Hamerly's separation bounds every other centroid whatever the drift.
+    const double lo_sep = half_sep.empty() ? -inf : 2.0 * half_sep[a] - std::sqrt(da2 * up);
+    double* lb = lower + i * t;
+    double lo = inf;  // over all groups: the global test
+    for (index_t g = 0; g < t; ++g) {
+      lb[g] = std::max(lb[g] - drifts[g].other_than(a), lo_sep);
+      lo = std::min(lo, lb[g]);
+    }
+    // exact: c_a's distance in the kernel's bits (its group) for J.
+    if (slack.keeps_label(da2 * up, lo)) return exact ? std::uint32_t{1} << group[a] : 0;
+    // The group test; c_a's own group always (its distance in the kernel's bits).
+    std::uint32_t want = std::uint32_t{1} << group[a];
+    for (index_t g = 0; g < t; ++g)
+      if (!slack.keeps_label(da2 * up, lb[g])) want |= std::uint32_t{1} << g;
+    return want & all_groups;
+  };
+
+  // The minima of group g's centroids for the rows `which` (positions in the
+  // block) packed, in that order, in ws: into s.per_group and s.got.
+  const index_t kc = E.lane_block();
+  auto group_minima = [&](index_t g, const std::vector<index_t>& which, Workspace<T>& ws,
+                          Scratch& s) {
+    using En = Engine<T>;
+    const index_t m = static_cast<index_t>(which.size()), n_lane = (m + G - 1) / G;
+    for (index_t lg = 0; lg < n_lane; ++lg) E.reset_lanes(lg, ws);
+    for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
+      for (index_t lg = 0; lg < n_lane; ++lg) {
+        auto* st = ws.lanes.data() + 3 * lg * En::LR;
+        E.lanes_min2(ws.xt.data() + lg * d * G, st + 2 * En::LR, j0,
+                     std::min(slots.end[g], j0 + kc), st, st + En::LR,
+                     ws.lane_idx.data() + lg * En::LR);
+      }
+    for (index_t q = 0; q < m; ++q) {
+      const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;
+      const auto* st = ws.lanes.data() + 3 * lg * En::LR;
+      const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
+      s.per_group[which[q] * t + g] = {st[v][ln], st[En::LR + v][ln], slots.centroid_of_slot[slot]};
+      s.got[which[q]] |= std::uint32_t{1} << g;
+    }
+    s.n_distances += m * slots.count[g];
+  };
+
+  // A group's rows are computed G at a time, padded: rows that need only
+  // some groups join those that need all (packed once, every group computed)
+  // where that fills the full rows' padding or saves lane groups overall.
+  index_t n_groups = 0;
+  for (index_t g = 0; g < t; ++g) n_groups += slots.count[g] > 0;
+  auto promote_to_full = [&](Scratch& s, index_t rows) {
+    s.part.clear();
+    for (index_t r = 0; r < rows; ++r)
+      if (s.want[r] != 0 && s.want[r] != all_groups) s.part.push_back(r);
+    if (s.part.empty()) return;
+    std::stable_sort(s.part.begin(), s.part.end(), [&](index_t p, index_t q) {
+      return __builtin_popcount(s.want[p]) > __builtin_popcount(s.want[q]);
+    });
+    index_t per_group[32] = {}, after[32];
+    for (index_t r : s.part)
+      for (index_t g = 0; g < t; ++g) per_group[g] += s.want[r] >> g & 1;
+    auto lane_groups = [&](const index_t* counts) {
+      index_t sum = 0;
+      for (index_t g = 0; g < t; ++g) sum += (counts[g] + G - 1) / G;
+      return sum;
+    };
+    const index_t np = static_cast<index_t>(s.part.size());
+    index_t q = 0, free = (G - static_cast<index_t>(s.full.size()) % G) % G;
+    while (q < np) {
+      const index_t b = free > 0 ? std::min(free, np - q) : std::min(G, np - q);
+      std::copy(per_group, per_group + t, after);
+      for (index_t p = q; p < q + b; ++p)
+        for (index_t g = 0; g < t; ++g) after[g] -= s.want[s.part[p]] >> g & 1;
+      // Filling padding is free; a new lane group of full rows costs n_groups.
+      if (free == 0 && lane_groups(per_group) - lane_groups(after) <= n_groups) break;
+      for (index_t p = q; p < q + b; ++p) {
+        s.want[s.part[p]] = all_groups;
+        s.full.push_back(s.part[p]);
+      }
+      std::copy(after, after + t, per_group);
+      q += b;
+      free = 0;
+    }
+    std::sort(s.full.begin(), s.full.end());  // in place when every row is full
+  };
+
   drive(
       E, X, n, static_cast<index_t>(chunks.size()), scratch,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
-        // Which rows keep their label by the bounds; the others gathered.
-        s.computed.clear();
+        s.full.clear();
+        index_t m = 0;
         for (index_t r = 0; r < rows; ++r) {
-          const index_t i = i0 + r;
-          s.skipped_sq[r] = nan;
-          if (bounded) {
-            const index_t a = static_cast<index_t>(labels[i]);
-            const T* x = X + i * d;
-            const double da2 = direct_sq_distance(x, C + a * d, d);
-            // Drift first (no square root); then the separation of c_a.
-            double lo = lower[i] - drifts.other_than(a);
-            bool keep = slack.keeps_label(da2 * up, lo);
-            if (!keep && !half_sep.empty()) {
-              const double lo_sep = 2.0 * half_sep[a] - std::sqrt(da2 * up);
-              if (lo_sep > lo) {
-                lo = lo_sep;
-                keep = slack.keeps_label(da2 * up, lo);
-              }
-            }
-            if (keep) {
-              lower[i] = lo;
-              s.skipped_sq[r] = da2;
-              continue;
-            }
-          }
-          if (bounded)
-            std::copy(X + i * d, X + (i + 1) * d, s.gathered.data() + s.computed.size() * d);
-          s.computed.push_back(r);
+          s.want[r] = bounded ? groups_to_compute(i0 + r, &s.skipped_sq[r]) : all_groups;
+          s.got[r] = 0;
+          if (s.want[r] == all_groups) s.full.push_back(r);
+          m += s.want[r] != 0;
         }
-        const index_t m = static_cast<index_t>(s.computed.size());
-        // Every row computed (the first step): the rows in place, no copy.
-        if (m > 0) E.min2_rows(m == rows ? X + i0 * d : s.gathered.data(), m, s.mins.data(), s);
+        if (bounded) promote_to_full(s, rows);
+        if (!grouped) {
+          E.min2_rows(X + i0 * d, rows, s.mins.data(), s);
+        } else if (m > 0) {
+          // The rows that need every group packed once (in place when all
+          // rows do: the first step); the others gathered and packed again
+          // for each group they need.
+          const T* src = X + i0 * d;
+          const index_t n_full = static_cast<index_t>(s.full.size());
+          if (n_full > 0 && n_full < rows) {
+            for (index_t q = 0; q < n_full; ++q)
+              std::copy(src + s.full[q] * d, src + (s.full[q] + 1) * d, s.gathered.data() + q * d);
+            src = s.gathered.data();
+          }
+          if (n_full > 0) E.pack_lanes(src, n_full, s);
+          for (index_t g = 0; g < t; ++g) {
+            if (!(all_groups >> g & 1)) continue;
+            group_minima(g, s.full, s, s);
+            s.part.clear();
+            for (index_t r = 0; r < rows; ++r)
+              if (s.want[r] != all_groups && (s.want[r] >> g & 1)) s.part.push_back(r);
+            if (s.part.empty()) continue;
+            const index_t n_part = static_cast<index_t>(s.part.size());
+            for (index_t q = 0; q < n_part; ++q)
+              std::copy(X + (i0 + s.part[q]) * d, X + (i0 + s.part[q] + 1) * d,
+                        s.gathered_part.data() + q * d);
+            E.pack_lanes(s.gathered_part.data(), n_part, s.part_ws);
+            group_minima(g, s.part, s.part_ws, s);
+          }
+        }
         s.n_computed += m;
         // The row pass of stats_rows, in row order.
         ChunkStats& chunk = chunks[c];
         double Wc = chunk.W, J = chunk.J, mm = chunk.mm;
-        index_t q = 0;  // next computed row
         for (index_t r = 0; r < rows; ++r) {
           const index_t i = i0 + r;
           const double wi = w[i];
           const T* x = X + i * d;
           double Di;
-          if (q < m && s.computed[q] == r) {
-            const RowMin<T>& mn = s.mins[q++];
+          if (!grouped) {
+            const RowMin<T>& mn = s.mins[r];
             labels[i] = mn.a;
             if (wi > 0.0) mm = std::min(mm, static_cast<double>(mn.m2 - mn.m1));
             Di = static_cast<double>(mn.m1);
-            if (!E.small) {
-              // An upper bound on ||x - s||, then the exact distance to the
-              // second nearest bounded below.
-              const double ax = std::sqrt(direct_sq_distance(x, E.shift.data(), d) * up);
-              const double m2 = static_cast<double>(mn.m2);
-              lower[i] = std::sqrt(std::max(m2 - slack.sq(ax), 0.0)) - slack.lin(ax);
-            } else {
-              lower[i] = -std::numeric_limits<double>::infinity();
+            for (index_t g = 0; g < t; ++g) lower[i * t + g] = -inf;
+          } else if (s.got[r]) {
+            // The two smallest over the computed groups, ties to the smallest
+            // centroid: the plain pass's argmin (the other groups' are larger).
+            T m1 = std::numeric_limits<T>::infinity(), m2 = m1;
+            index_t a = -1;
+            for (index_t g = 0; g < t; ++g) {
+              if (!(s.got[r] >> g & 1)) continue;
+              const RowMin<T>& pg = s.per_group[r * t + g];
+              if (a < 0 || pg.m1 < m1 || (pg.m1 == m1 && pg.a < a)) {
+                m2 = std::min(m1, pg.m2);
+                m1 = pg.m1;
+                a = pg.a;
+              } else {
+                m2 = std::min(m2, pg.m1);
+              }
+            }
+            labels[i] = a;
+            Di = static_cast<double>(m1);
+            // The computed groups' new bounds: an upper bound on ||x - s||, then
+            // the exact distance to the group's nearest other than c_a bounded below.
+            const double ax = std::sqrt(direct_sq_distance(x, E.shift.data(), d) * up);
+            if (wi > 0.0 && s.got[r] == all_groups) {
+              mm = std::min(mm, static_cast<double>(m2 - m1));
+            } else if (wi > 0.0 && exact) {
+              // The skipped groups' kernel distances are above (lo - e_lin)^2 - e_sq
+              // (KernelSlack): when m2 is not above that, it is the row's second
+              // smallest and its margin is exact; else the margin is at least
+              // that bound less m1, and the row is computed in full after the
+              // pass if that may be below the least margin.
+              const double e_lin = slack.lin(ax), e_sq = slack.sq(ax);
+              double others = inf;
+              for (index_t g = 0; g < t; ++g) {
+                if (s.got[r] >> g & 1 || !(all_groups >> g & 1)) continue;
+                const double lo = lower[i * t + g] - e_lin;
+                others = std::min(others, lo > 0.0 ? lo * lo - e_sq : 0.0);
+              }
+              if (static_cast<double>(m2) <= others) {
+                mm = std::min(mm, static_cast<double>(m2 - m1));
+              } else {
+                const double least = others - static_cast<double>(m1);
+                if (least * (1.0 - 1e-6) <= mm) unsure[c].emplace_back(i, least);
+              }
+            }
+            if (!bounded)  // the first call: no bounds yet (+inf over an empty group)
+              for (index_t g = 0; g < t; ++g) lower[i * t + g] = inf;
+            for (index_t g = 0; g < t; ++g) {
+              if (!(s.got[r] >> g & 1)) continue;
+              const RowMin<T>& pg = s.per_group[r * t + g];
+              const double other = static_cast<double>(group[a] == g ? pg.m2 : pg.m1);
+              lower[i * t + g] = std::sqrt(std::max(other - slack.sq(ax), 0.0)) - slack.lin(ax);
             }
           } else {
             Di = s.skipped_sq[r];
@@ -268,9 +474,38 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
       },
       [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, false);
   merge_in_chunk_order(chunks, k, d, out);
+  if (exact && k >= 2) {
+    // The rows whose margin may be the least, in full (the margin is a
+    // minimum: the order does not matter). (1 - 1e-6): the bound is rounded
+    // in double and the margin in T; a row kept out has margin >= the least.
+    std::vector<T>& rows_buf = scratch[0].gathered;
+    index_t m = 0;
+    auto flush = [&] {
+      E.min2_rows(rows_buf.data(), m, scratch[0].mins.data(), scratch[0]);
+      for (index_t q = 0; q < m; ++q) {
+        const RowMin<T>& mn = scratch[0].mins[q];
+        *min_margin = std::min(*min_margin, static_cast<double>(mn.m2 - mn.m1));
+      }
+      scratch[0].n_distances += m * k;
+      m = 0;
+    };
+    const double least_known = *min_margin;
+    for (const auto& chunk_rows : unsure)
+      for (const auto& [i, least] : chunk_rows) {
+        if (least * (1.0 - 1e-6) > least_known) continue;
+        std::copy(X + i * d, X + (i + 1) * d, rows_buf.data() + m * d);
+        if (++m == E.mb) flush();
+      }
+    if (m > 0) flush();
+  }
   index_t total = 0;
-  for (const Scratch& s : scratch) total += s.n_computed;
+  std::int64_t distances = 0;
+  for (const Scratch& s : scratch) {
+    total += s.n_computed;
+    distances += s.n_distances;
+  }
   *n_computed = total;
+  *n_distances = grouped ? distances : static_cast<std::int64_t>(n) * k;
 }
 
 }  // namespace SOFTKMEANS_ISA

@@ -158,21 +158,33 @@ struct Engine {
       cn[j] = static_cast<T>(nrm);
     }
     if (dbuf_rows < mb_pad()) {
-      kl = round_up(k, LC);
-      cl.assign(kl * d, T(0));
-      cnl.assign(kl, std::numeric_limits<T>::infinity());
-      T cn_max = T(0);
-      for (index_t j = 0; j < k; ++j) {
-        for (index_t l = 0; l < d; ++l)
-          cl[(j / LC * d + l) * LC + j % LC] = cp[(j / NR * d + l) * NR + j % NR];
-        cnl[j] = cn[j];
-        cn_max = std::max(cn_max, cn[j]);
-      }
-      // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
-      // distance well below the largest T: no inf, so no NaN (inf - inf).
-      // An inf cn_max makes it -inf: every row clamped.
-      xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
+      std::vector<index_t> identity(round_up(k, LC), -1);
+      for (index_t j = 0; j < k; ++j) identity[j] = j;
+      order_lanes(identity);
     }
+  }
+
+  // The lane panels cl, cnl with centroid centroid_of_slot[j] in slot j (-1:
+  // padding, never an argmin), the slots a multiple of LC: lanes_min2 over a
+  // slot range then takes any set of centroids (hard_stats_bounded's groups)
+  // with each distance's bits unchanged; its argmins are slots.
+  void order_lanes(const std::vector<index_t>& centroid_of_slot) {
+    kl = static_cast<index_t>(centroid_of_slot.size());
+    cl.assign(kl * d, T(0));
+    cnl.assign(kl, std::numeric_limits<T>::infinity());
+    T cn_max = T(0);
+    for (index_t j = 0; j < kl; ++j) {
+      const index_t c = centroid_of_slot[j];
+      if (c < 0) continue;
+      for (index_t l = 0; l < d; ++l)
+        cl[(j / LC * d + l) * LC + j % LC] = cp[(c / NR * d + l) * NR + c % NR];
+      cnl[j] = cn[c];
+      cn_max = std::max(cn_max, cn[c]);
+    }
+    // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
+    // distance well below the largest T: no inf, so no NaN (inf - inf).
+    // An inf cn_max makes it -inf: every row clamped.
+    xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
   }
 
   // The shape alone (kp = k rounded up to W, mb rows per distance block of
@@ -386,6 +398,32 @@ struct Engine {
     for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
   }
 
+  // Packs rows X[0..rows) (rows <= mb) in groups of LR W for lanes_min2: ws.xt
+  // (groups, d, LR W) and their norms in ws.lanes, summed in the lanes in
+  // shifted_row's order (the same bits). Returns the number of groups.
+  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const {
+    constexpr index_t G = LR * W;
+    const index_t groups = (rows + G - 1) / G;
+    for (index_t g = 0; g < groups; ++g)
+      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), ws.xt.data() + g * d * G,
+                 ws.lanes.data() + (3 * g + 2) * LR);
+    return groups;
+  }
+
+  // The running minima of packed group g back to none (v1 = v2 = +inf).
+  void reset_lanes(index_t g, Workspace<T>& ws) const {
+    const T inf = std::numeric_limits<T>::infinity();
+    for (index_t q = 0; q < LR; ++q) {
+      ws.lanes[(3 * g) * LR + q] = ws.lanes[(3 * g + 1) * LR + q] = vset<T>(inf);
+      ws.lane_idx[g * LR + q] = VI{};
+    }
+  }
+
+  // Centroids per block of lanes_min2 calls (about kLaneBlockBytes, kept in L1/L2).
+  index_t lane_block() const {
+    return std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+  }
+
   // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
   // (each (d, LR W), contiguous: a group's loads stay in L1) with their norms;
   // then centroid blocks of about kLaneBlockBytes (kept in L1/L2) are taken
@@ -394,13 +432,11 @@ struct Engine {
   // reduced and written out as soon as it is packed.
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
     constexpr index_t G = LR * W;
-    const T inf = std::numeric_limits<T>::infinity();
     const index_t groups = (rows + G - 1) / G;
     T* xt = ws.xt.data();
     V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
     VI* si = ws.lane_idx.data();  // (groups, LR): i1
-    const index_t kc =
-        std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+    const index_t kc = lane_block();
     const bool one_block = kl <= kc;
     const auto emit = [&](index_t g) {
       const V* sg = st + 3 * g * LR;
@@ -421,10 +457,7 @@ struct Engine {
       T* xg = xt + g * d * G;
       V* sg = st + 3 * g * LR;
       pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);
-      for (index_t q = 0; q < LR; ++q) {
-        sg[q] = sg[LR + q] = vset<T>(inf);
-        si[g * LR + q] = VI{};
-      }
+      reset_lanes(g, ws);
       if (one_block) {
         reduce_group(xg, sg, si + g * LR);
         emit(g);

@@ -39,6 +39,7 @@ typedef double vd __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int32_t vi32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int64_t vi64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::uint64_t vu64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+typedef std::uint32_t vu32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef float vf_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(4), may_alias));
 typedef double vd_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(8), may_alias));
 
@@ -200,7 +201,9 @@ inline vf vexp2(vf t) {
   // No clamp: lanes below lo (-inf included, whose f is NaN) are replaced
   // by 0 at the end whatever they computed.
   const vf lo = vset<float>(kExp2FlushFloat);
-  const vf nf = (t + 12582912.0f) - 12582912.0f;  // round to nearest
+  const vf round = vset<float>(12582912.0f);  // 1.5 2^23
+  const vf shifted = t + round;                // n in the low mantissa bits (two's complement)
+  const vf nf = shifted - round;               // round to nearest
   const vf f = t - nf;
   vf q = vset<float>(0.0013264563167467713f);
   q = q * f + 0.009671463631093502f;
@@ -210,9 +213,12 @@ inline vf vexp2(vf t) {
   const vf p = q * f + 1.0f;
   // p 2^n by adding n to p's exponent field (an integer add, where a multiply
   // by 2^n took a slot of the two FMA pipes that the polynomial saturates):
-  // the same bits, p 2^n being normal for t >= lo.
-  const vi32 ni = __builtin_convertvector(nf, vi32);
-  const vi32 bits = reinterpret_cast<const vi32&>(p) + (ni << 23);
+  // the same bits, p 2^n being normal for t >= lo. n (mod 2^9, the bits above
+  // shift out) comes from shifted's low mantissa bits and the add is unsigned,
+  // as in the double vexp2: no conversion of the flushed lanes' -inf/NaN to
+  // int and no signed overflow (UBSan reported both for t < lo).
+  const vu32 bits =
+      reinterpret_cast<const vu32&>(p) + (reinterpret_cast<const vu32&>(shifted) << 23);
   return t < lo ? vf{} : reinterpret_cast<const vf&>(bits);
 }
 

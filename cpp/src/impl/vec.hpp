@@ -202,8 +202,8 @@ inline vf vexp2(vf t) {
   // by 0 at the end whatever they computed.
   const vf lo = vset<float>(kExp2FlushFloat);
   const vf round = vset<float>(12582912.0f);  // 1.5 2^23
-  const vf shifted = t + round;                // n in the low mantissa bits (two's complement)
-  const vf nf = shifted - round;               // round to nearest
+  const vf shifted = t + round;               // n in the low mantissa bits (two's complement)
+  const vf nf = shifted - round;              // round to nearest
   const vf f = t - nf;
   vf q = vset<float>(0.0013264563167467713f);
   q = q * f + 0.009671463631093502f;

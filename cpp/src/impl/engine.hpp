@@ -95,7 +95,7 @@ struct Engine {
 
   // The micro-kernel path's row reduction (min2_rows): LR W rows in the lanes
   // against LC centroids at a time, LR * LC accumulators.
-  static constexpr index_t LR = 2;
+  static constexpr index_t LR = SOFTKMEANS_VEC_BYTES == 64 ? 4 : 2;
   static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
@@ -326,9 +326,9 @@ struct Engine {
     }
   }
 
-  // 8 x 8 floats transposed in registers: r [in/out] rows in, columns out.
-  // Three rounds of two-input shuffles (the unpack, shuffle and 128-bit
-  // permute instructions of AVX; other widths take pack_group's scalar loop).
+  // 8 x 8 lanes transposed in registers: r [in/out] rows in, columns out.
+  // Three rounds of two-input shuffles (AVX's unpack, shuffle and 128-bit
+  // permute for floats; two-source permutes for AVX-512's eight doubles).
   template <typename U>
   static void transpose8(U* r) {
     U t[8], u[8];
@@ -361,41 +361,74 @@ struct Engine {
     constexpr index_t G = LR * W;
     const T* xr[G];
     for (index_t q = 0; q < G; ++q) xr[q] = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
-    V nrm[LR];
+    if constexpr (W % 8 == 0) {
+      // Row q of a full group at X + (r0 + q) d: GCC computed the table xr
+      // in vector registers and moved each pointer out lane by lane (a
+      // tenth of AVX-512's packing); a partial group reads the table.
+      const T* x0 = X + r0 * d;
+      const bool full = rn == G;
+      const auto row = [&](index_t q) { return full ? x0 + q * d : xr[q]; };
+      // 8 rows x 8 coordinates per transpose (float AVX2 and AVX-512, double
+      // AVX-512): a load and six shuffles per row of 8 where the element-wise
+      // stores took 8 extracts. The norms are summed in the same 8-lane
+      // pieces (a W-lane load of two 8-lane stores just made would wait for
+      // both to retire: no store forwarding; AVX-512's packing took twice
+      // AVX2's time that way), then joined.
+      using O = typename Oct<T>::v;
+      using OU = typename Oct<T>::u;
+      constexpr index_t P = G / 8;
+      O nrm[P];
 #pragma GCC unroll 16
-    for (index_t b = 0; b < LR; ++b) nrm[b] = V{};
-    index_t l0 = 0;
-    if constexpr (std::is_same<V, vf>::value && W == 8) {
-      // 8 rows x 8 coordinates per transpose: two loads and six shuffles per
-      // row of 8 where the element-wise stores took 8 extracts.
+      for (index_t b = 0; b < P; ++b) nrm[b] = O{};
+      index_t l0 = 0;
       for (; l0 + 8 <= d; l0 += 8) {
-        const V s = vload(shift.data() + l0);
+        const O s = *reinterpret_cast<const OU*>(shift.data() + l0);
 #pragma GCC unroll 16
-        for (index_t b = 0; b < LR; ++b) {
-          V r[8];
+        for (index_t b = 0; b < P; ++b) {
+          O r[8];
 #pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q) r[q] = vload(xr[b * 8 + q] + l0) - s;
-          transpose8<V>(r);
+          for (index_t q = 0; q < 8; ++q) r[q] = *reinterpret_cast<const OU*>(row(b * 8 + q) + l0) - s;
+          transpose8<O>(r);
 #pragma GCC unroll 8
           for (index_t c = 0; c < 8; ++c) {
-            vstore(xg + (l0 + c) * G + b * 8, r[c]);
+            *reinterpret_cast<OU*>(xg + (l0 + c) * G + b * 8) = r[c];
             nrm[b] += r[c] * r[c];
           }
         }
       }
-    }
-    if (l0 < d) {
-      for (index_t q = 0; q < G; ++q)
-        for (index_t l = l0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
+      if (l0 < d) {
+        for (index_t q = 0; q < G; ++q)
+          for (index_t l = l0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
+        for (index_t l = l0; l < d; ++l)
 #pragma GCC unroll 16
-      for (index_t b = 0; b < LR; ++b)
-        for (index_t l = l0; l < d; ++l) {
+          for (index_t b = 0; b < P; ++b) {
+            const O v = *reinterpret_cast<const OU*>(xg + l * G + b * 8);
+            nrm[b] += v * v;
+          }
+      }
+#pragma GCC unroll 16
+      for (index_t b = 0; b < LR; ++b) {
+        if constexpr (W == 8)
+          xn[b] = nrm[b];
+        else
+          xn[b] = __builtin_shufflevector(nrm[2 * b], nrm[2 * b + 1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                          10, 11, 12, 13, 14, 15);
+      }
+    } else {
+      for (index_t q = 0; q < G; ++q)
+        for (index_t l = 0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
+      V nrm[LR];
+#pragma GCC unroll 16
+      for (index_t b = 0; b < LR; ++b) nrm[b] = V{};
+      for (index_t l = 0; l < d; ++l)
+#pragma GCC unroll 16
+        for (index_t b = 0; b < LR; ++b) {
           const V v = vload(xg + l * G + b * W);
           nrm[b] += v * v;
         }
-    }
 #pragma GCC unroll 16
-    for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
+      for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
+    }
   }
 
   // Packs rows X[0..rows) (rows <= mb) in groups of LR W for lanes_min2: ws.xt

@@ -40,6 +40,12 @@ typedef std::int32_t vi32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int64_t vi64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::uint64_t vu64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::uint32_t vu32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
+// Eight lanes of T whatever the width (pack_group's 8 x 8 transposes; used
+// only where a vector holds a multiple of 8 lanes).
+typedef float vf8 __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
+typedef float vf8_u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef double vd8_u __attribute__((vector_size(64), aligned(8), may_alias));
 typedef float vf_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(4), may_alias));
 typedef double vd_u __attribute__((vector_size(SOFTKMEANS_VEC_BYTES), aligned(8), may_alias));
 
@@ -58,6 +64,19 @@ struct VT<double> {
   using u = vd_u;
   using i = vi64;
   static constexpr index_t W = SOFTKMEANS_VEC_BYTES / 8;
+};
+
+template <typename T>
+struct Oct;
+template <>
+struct Oct<float> {
+  using v = vf8;
+  using u = vf8_u;
+};
+template <>
+struct Oct<double> {
+  using v = vd8;
+  using u = vd8_u;
 };
 
 template <typename T>
@@ -86,7 +105,10 @@ inline typename VT<T>::v vset(T x) {
 // compare and a mask (two instructions in the kernels' inner loops).
 template <typename V>
 inline V vmin(V a, V b) {
-#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm512_min_ps((__m512)a, (__m512)b);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm512_min_pd((__m512d)a, (__m512d)b);
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
   if constexpr (std::is_same<V, vf>::value) return (V)_mm256_min_ps((__m256)a, (__m256)b);
   if constexpr (std::is_same<V, vd>::value) return (V)_mm256_min_pd((__m256d)a, (__m256d)b);
 #endif
@@ -94,7 +116,10 @@ inline V vmin(V a, V b) {
 }
 template <typename V>
 inline V vmax(V a, V b) {
-#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm512_max_ps((__m512)a, (__m512)b);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm512_max_pd((__m512d)a, (__m512d)b);
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
   if constexpr (std::is_same<V, vf>::value) return (V)_mm256_max_ps((__m256)a, (__m256)b);
   if constexpr (std::is_same<V, vd>::value) return (V)_mm256_max_pd((__m256d)a, (__m256d)b);
 #endif
@@ -175,12 +200,15 @@ inline V lanes_sum_tree(V v) {
 // scalar converts and adds was 15% of the softmax row loop.
 inline double lane_sum(vd v) { return lanes_sum_tree<VT<double>::W / 2>(v)[0]; }
 inline double lane_sum(vf v) {
-  constexpr index_t H = VT<double>::W;
   vd lo, hi;
-#if defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  lo = (vd)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v));
+  hi = (vd)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd((__m512d)v, 1)));
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
   lo = (vd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
   hi = (vd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
 #else
+  constexpr index_t H = VT<double>::W;
   for (index_t q = 0; q < H; ++q) {
     lo[q] = static_cast<double>(v[q]);
     hi[q] = static_cast<double>(v[q + H]);

@@ -10,13 +10,57 @@
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
+// The MB rows l0 .. l0 + MB of St over the columns j .. j + JB W, from the
+// live rows of the block: per row, JB loads of R and MB broadcasts of A feed
+// MB * JB multiply-adds held in registers.
+template <index_t MB, index_t JB, typename T>
+inline void rt_x_tile(const T* A, index_t lda, const T* R, index_t ldr, const std::int32_t* live,
+                      index_t cnt, index_t kp, T* St, index_t l0, index_t j) {
+  using V = typename VT<T>::v;
+  constexpr index_t W = VT<T>::W;
+  V acc[MB][JB];
+#pragma GCC unroll 8
+  for (index_t q = 0; q < MB; ++q)
+#pragma GCC unroll 4
+    for (index_t b = 0; b < JB; ++b) acc[q][b] = V{};
+  for (index_t c = 0; c < cnt; ++c) {
+    const index_t r = live[c];
+    V rv[JB];
+#pragma GCC unroll 4
+    for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * ldr + j + b * W);
+#pragma GCC unroll 8
+    for (index_t q = 0; q < MB; ++q) {
+      const V a = vset<T>(A[r * lda + l0 + q]);
+#pragma GCC unroll 4
+      for (index_t b = 0; b < JB; ++b) acc[q][b] += a * rv[b];
+    }
+  }
+#pragma GCC unroll 8
+  for (index_t q = 0; q < MB; ++q)
+#pragma GCC unroll 4
+    for (index_t b = 0; b < JB; ++b) {
+      T* s = St + (l0 + q) * kp + j + b * W;
+      vstore(s, vload(s) + acc[q][b]);
+    }
+}
+
+// The rows l0 .. l0 + rem of St (rem < MB) by a tile of rem rows.
+template <index_t MB, index_t JB, typename T>
+inline void rt_x_tile_rest(index_t rem, const T* A, index_t lda, const T* R, index_t ldr,
+                           const std::int32_t* live, index_t cnt, index_t kp, T* St, index_t l0,
+                           index_t j) {
+  if constexpr (MB > 1) {
+    if (rem == MB - 1) return rt_x_tile<MB - 1, JB>(A, lda, R, ldr, live, cnt, kp, St, l0, j);
+    rt_x_tile_rest<MB - 1, JB>(rem, A, lda, R, ldr, live, cnt, kp, St, l0, j);
+  }
+}
+
 // accumulate_rt_x (below) over the columns j_begin .. j_end of R and St
 // (whole groups of JB W-blocks).
 template <index_t MB, index_t JB, typename T>
 inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T* R, index_t ldr,
                                     index_t rows, index_t kp, T* St, const std::uint8_t* nz,
                                     index_t j_begin, index_t j_end) {
-  using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
   const index_t nb = kp / W;
   constexpr index_t kMaxRows = 1024;
@@ -31,32 +75,9 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
         if (any) live[cnt++] = static_cast<std::int32_t>(r);
       }
       if (cnt == 0) continue;
-      for (index_t l0 = 0; l0 < dp; l0 += MB) {
-        V acc[MB][JB];
-#pragma GCC unroll 8
-        for (index_t q = 0; q < MB; ++q)
-#pragma GCC unroll 4
-          for (index_t b = 0; b < JB; ++b) acc[q][b] = V{};
-        for (index_t c = 0; c < cnt; ++c) {
-          const index_t r = live[c];
-          V rv[JB];
-#pragma GCC unroll 4
-          for (index_t b = 0; b < JB; ++b) rv[b] = vload(R + r * ldr + j + b * W);
-#pragma GCC unroll 8
-          for (index_t q = 0; q < MB; ++q) {
-            const V a = vset<T>(A[r * lda + l0 + q]);
-#pragma GCC unroll 4
-            for (index_t b = 0; b < JB; ++b) acc[q][b] += a * rv[b];
-          }
-        }
-#pragma GCC unroll 8
-        for (index_t q = 0; q < MB; ++q)
-#pragma GCC unroll 4
-          for (index_t b = 0; b < JB; ++b) {
-            T* s = St + (l0 + q) * kp + j + b * W;
-            vstore(s, vload(s) + acc[q][b]);
-          }
-      }
+      index_t l0 = 0;
+      for (; l0 + MB <= dp; l0 += MB) rt_x_tile<MB, JB>(A, lda, R, ldr, live, cnt, kp, St, l0, j);
+      if (l0 < dp) rt_x_tile_rest<MB, JB>(dp - l0, A, lda, R, ldr, live, cnt, kp, St, l0, j);
     }
   }
 }
@@ -64,7 +85,7 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
 // S^T += A R for one row block: A [in] (rows, dp) with row stride lda (the
 // weighted rows w_r x_r, and w_r in column d; a row's MB broadcasts come from
 // one cache line), R [in] (rows, kp) the responsibilities with row stride ldr,
-// St [in,out] (dp, kp), dp a multiple of MB. The reduction over the block's
+// St [in,out] (dp, kp) (any dp: the last MB-tile may be shorter). The reduction over the block's
 // rows runs in MB x JB vector registers: per row, JB loads of R and MB
 // broadcasts of A feed MB * JB multiply-adds (a second register-blocked
 // product). Each entry of St gets its rows' products in row order whatever MB

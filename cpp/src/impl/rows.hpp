@@ -104,12 +104,25 @@ template <typename T>
 inline RowMin<T> row_min2_values(const T* row, index_t kp) {
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
-  V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1;
-  for (index_t j = 0; j < kp; j += W) {
+  // Two running pairs (even and odd W-blocks), merged at the end: one pair's
+  // chain of min/max latencies was the loop's limit. Minima are exact, so the
+  // result is the same whatever the grouping.
+  V v1 = vset<T>(std::numeric_limits<T>::infinity()), v2 = v1, u1 = v1, u2 = v1;
+  index_t j = 0;
+  for (; j + 2 * W <= kp; j += 2 * W) {
+    const V x = vload(row + j), y = vload(row + j + W);
+    v2 = vmin(v2, vmax(v1, x));
+    v1 = vmin(v1, x);
+    u2 = vmin(u2, vmax(u1, y));
+    u1 = vmin(u1, y);
+  }
+  if (j < kp) {
     const V x = vload(row + j);
     v2 = vmin(v2, vmax(v1, x));
     v1 = vmin(v1, x);
   }
+  v2 = vmin(vmax(v1, u1), vmin(v2, u2));
+  v1 = vmin(v1, u1);
   min2_lanes_tree<W / 2>(v1, v2);
   return {v1[0], v2[0], 0};
 }

@@ -330,7 +330,9 @@ struct DenseSoftmaxAccumulator {
   explicit DenseSoftmaxAccumulator(const Engine<T>& E)
       : k(E.k), d(E.d), kp(E.kp), mb(E.mb_pad()), ld(E.ld) {
     // MB x 2 accumulators: 12 (+ 2 rows of R + 1 broadcast) fit the 16
-    // vector registers of SSE/AVX2; padding d + 1 = 17 to 18, not 24.
+    // vector registers of SSE/AVX2 (6 x 4 on AVX-512 was no faster). The
+    // product takes the d + 1 rows of A, its last tile shorter (17 = 6 + 6 +
+    // 5: 18 rows, the padding's zeros included, cost 6% more at d = 16).
     mbl = (d + 1 <= 4) ? 4 : 6;
     dp = round_up(d + 1, mbl);
   }
@@ -353,16 +355,28 @@ struct DenseSoftmaxAccumulator {
     ar[d] = wt;
   }
   void block_end(Tile& t, const Workspace<T>& ws, index_t rows) const {
+    // The d + 1 rows of A only (its padding column would add zeros).
     if (mbl == 4)
-      accumulate_rt_x<4, 2>(t.A.data(), dp, dp, ws.dbuf.data(), ld, rows, kp, t.St.data(),
+      accumulate_rt_x<4, 2>(t.A.data(), dp, d + 1, ws.dbuf.data(), ld, rows, kp, t.St.data(),
                             t.nz.data());
     else
-      accumulate_rt_x<6, 2>(t.A.data(), dp, dp, ws.dbuf.data(), ld, rows, kp, t.St.data(),
+      accumulate_rt_x<6, 2>(t.A.data(), dp, d + 1, ws.dbuf.data(), ld, rows, kp, t.St.data(),
                             t.nz.data());
   }
+  // Each total gets its one add, as before, in column blocks: the transposed
+  // reads of St down a column (rows kp apart: 4 KiB at k = 1024, every one in
+  // the same L1 set) missed L1 on each entry; now a block's rows of St are
+  // read contiguously and its rows of S (kFoldColumns x d doubles) stay in L1.
   void fold(Tile& t, ChunkStats& chunk) const {
-    for (index_t j = 0; j < k; ++j)
-      for (index_t l = 0; l < d; ++l) chunk.S[j * d + l] += static_cast<double>(t.St[l * kp + j]);
+    constexpr index_t kFoldColumns = 64;
+    for (index_t j0 = 0; j0 < k; j0 += kFoldColumns) {
+      const index_t j1 = std::min(k, j0 + kFoldColumns);
+      for (index_t l = 0; l < d; ++l) {
+        const T* st = t.St.data() + l * kp;
+        double* s = chunk.S.data() + l;
+        for (index_t j = j0; j < j1; ++j) s[j * d] += static_cast<double>(st[j]);
+      }
+    }
     for (index_t j = 0; j < k; ++j) chunk.N[j] += static_cast<double>(t.St[d * kp + j]);
     std::fill(t.St.begin(), t.St.end(), T(0));
   }

@@ -20,7 +20,7 @@ from conftest import (
     hard_label_mismatch_is_rounding,
     make_blobs,
 )
-from softkmeans import reference
+from softkmeans import _native, reference
 
 ROW_TILE = 256  # cpp/include/softkmeans/config.hpp kRowTile: n around it hits the remainders
 
@@ -243,6 +243,26 @@ def test_ties_go_to_the_smallest_index(dtype, d, k, simd_level):
     step = softkmeans.centroid_step(X, C, kind="hard")
     expected = reference.centroid_step(X, C, kind="hard")
     np.testing.assert_array_equal(step.cluster_weights, expected.cluster_weights)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("d", [5, 8, 16, 21, 64])
+@pytest.mark.parametrize("k", [7, 64, 300])
+def test_both_reductions_of_the_micro_kernel_path_give_the_same_distances(dtype, d, k, simd_level):
+    """d > 4: the hard step reduces rows in registers (rows in the lanes), the softmax step
+    from a distance block (the register-blocked product); both must give every distance
+    the same bits (SPEC: one distance per pair), so the softmax step's distortion and min
+    margin are the hard step's bit for bit. Real-valued data off the origin (rounding in
+    every norm; integer data would hide a difference), rows not a multiple of 8."""
+    rng = np.random.default_rng(d * k + 7)
+    X = (rng.standard_normal((2 * ROW_TILE + 5, d)) * 3 + 0.37).astype(dtype)
+    C = (X[:k] + dtype(0.01)).astype(dtype)
+    w = np.ones(X.shape[0])
+    hard, hard_labels, _ = _native.block_stats(X, C, "hard", 1.0, w, 2, labels=True)
+    soft, soft_labels, _ = _native.block_stats(X, C, "softmax", 1e-3, w, 2, labels=True)
+    np.testing.assert_array_equal(soft_labels, hard_labels)
+    assert soft.distortion == hard.distortion
+    assert soft.min_margin == hard.min_margin
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)

@@ -241,7 +241,7 @@ struct Engine {
     T* xb = ws.xb.data();
     T* xn = ws.xn.data();
     const index_t rows_pad = round_up(rows, MR);
-    for (index_t r = 0; r < rows; ++r) xn[r] = shifted_row(X + r * d, xb + r * d, 1);
+    shift_rows(X, rows, xb, xn);
     for (index_t r = rows; r < rows_pad; ++r) {
       for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
       xn[r] = T(0);
@@ -252,16 +252,54 @@ struct Engine {
               out + r0 * ld + p * NR);
   }
 
-  // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2 (summed in
-  // this order, so that both reductions of the micro-kernel path see the same bits).
+  // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2, summed in
+  // coordinate order by the lanes' multiply-add (pack_group's bits: both
+  // reductions of the micro-kernel path see the same distances).
   T shifted_row(const T* x, T* out, index_t stride) const {
     T nrm = 0;
     for (index_t l = 0; l < d; ++l) {
       const T v = x[l] - shift[l];
       out[l * stride] = v;
-      nrm += v * v;
+      nrm = lane_mul_add(v, v, nrm);
     }
     return nrm;
+  }
+
+  // xb [out] (rows, d): rows X[0..rows) minus the shift; xn [out] (rows,)
+  // their squared norms with shifted_row's bits. Where a vector holds a
+  // multiple of 8 lanes, 8 rows at a time: each 8 x 8 block is transposed in
+  // registers and the norms summed in the lanes (a row's chain of dependent
+  // scalar adds, one per coordinate, was 13% of the softmax step at d = 16).
+  void shift_rows(const T* X, index_t rows, T* xb, T* xn) const {
+    index_t r = 0;
+    if constexpr (W % 8 == 0) {
+      using O = typename Oct<T>::v;
+      using OU = typename Oct<T>::u;
+      for (; r + 8 <= rows; r += 8) {
+        O nrm{};
+        index_t l0 = 0;
+        for (; l0 + 8 <= d; l0 += 8) {
+          const O s = *reinterpret_cast<const OU*>(shift.data() + l0);
+          O v[8];
+#pragma GCC unroll 8
+          for (index_t q = 0; q < 8; ++q) {
+            v[q] = *reinterpret_cast<const OU*>(X + (r + q) * d + l0) - s;
+            *reinterpret_cast<OU*>(xb + (r + q) * d + l0) = v[q];
+          }
+          transpose8<O>(v);
+#pragma GCC unroll 8
+          for (index_t c = 0; c < 8; ++c) nrm += v[c] * v[c];
+        }
+        for (index_t l = l0; l < d; ++l)
+          for (index_t q = 0; q < 8; ++q) {
+            const T v = X[(r + q) * d + l] - shift[l];
+            xb[(r + q) * d + l] = v;
+            nrm[q] = lane_mul_add(v, v, nrm[q]);
+          }
+        *reinterpret_cast<OU*>(xn + r) = nrm;
+      }
+    }
+    for (; r < rows; ++r) xn[r] = shifted_row(X + r * d, xb + r * d, 1);
   }
 
   // Micro-kernel path, rows reduced in the lanes: the distances of the LR W

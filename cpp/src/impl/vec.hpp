@@ -170,6 +170,28 @@ inline bool any_less_equal(V a, V b) {
   return lane_bits<Cmp::le>(a, b) != 0;
 }
 
+// a * b + c as the unit's vector code computes it: rounded once where the
+// unit targets FMA (its vector expressions are contracted under
+// -ffp-contract=fast), twice where it does not (the SSE2 unit). For scalar
+// code that must give a lane's bits: the vectorizer may turn a scalar loop's
+// `s += v * v` into a vector multiply and in-order adds, never fused.
+template <typename T>
+inline T lane_mul_add(T a, T b, T c) {
+#if defined(__FMA__)
+  return __builtin_fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+template <>
+inline float lane_mul_add(float a, float b, float c) {
+#if defined(__FMA__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }
 
 // Lane q of the result is lane q ^ S of v (S a power of two below the lane

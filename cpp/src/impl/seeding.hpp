@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "impl/drive.hpp"
@@ -15,22 +16,25 @@
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
-// Candidates in the lanes: Cg [in] (d, W) one group of W candidates (padded with
-// zeros); pacc [in,out] (W,) += sum_i w_i min(closest_i, ||x_i - c||^2) over
-// rows [i0, i1) in order, kPPRows rows per step (one independent accumulator per
-// row hides the FMA latency), distances in T, sums in double.
-template <typename T, typename VD>
+// Candidates in the lanes of V (G lanes): Cg [in] (d, G) one group of G
+// candidates (padded with zeros); pacc [in,out] (G,) += sum_i w_i min(closest_i,
+// ||x_i - c||^2) over rows [i0, i1) in order, kPPRows rows per step (one
+// independent accumulator per row hides the FMA latency), distances in T,
+// sums in double.
+template <typename T, typename V, typename VD>
 VD group_potentials(const T* X, index_t d, const double* w, const double* closest, const T* Cg,
                     index_t i0, index_t i1, VD pacc) {
-  using V = typename VT<T>::v;
-  constexpr index_t W = VT<T>::W;
+  constexpr index_t G = sizeof(V) / sizeof(T);
+  typedef T V_u __attribute__((vector_size(sizeof(V)), aligned(sizeof(T)), may_alias));
+  const auto load = [](const T* p) { return V(*reinterpret_cast<const V_u*>(p)); };
+  const auto splat = [](T x) { return vsplat<V>(x, std::make_index_sequence<G>{}); };
   index_t i = i0;
   for (; i + kPPRows <= i1; i += kPPRows) {
     V acc[kPPRows] = {};
     for (index_t l = 0; l < d; ++l) {
-      const V cv = vload(Cg + l * W);
+      const V cv = load(Cg + l * G);
       for (index_t q = 0; q < kPPRows; ++q) {
-        const V df = vset<T>(X[(i + q) * d + l]) - cv;
+        const V df = splat(X[(i + q) * d + l]) - cv;
         acc[q] += df * df;
       }
     }
@@ -43,7 +47,7 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
   for (; i < i1; ++i) {
     V acc = V{};
     for (index_t l = 0; l < d; ++l) {
-      const V df = vset<T>(X[i * d + l]) - vload(Cg + l * W);
+      const V df = splat(X[i * d + l]) - load(Cg + l * G);
       acc += df * df;
     }
     const VD dv = __builtin_convertvector(acc, VD);
@@ -53,37 +57,54 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
   return pacc;
 }
 
-// Direct differences with the candidates in lanes; no distance tile: for a
-// handful of candidates the Engine's tile and its scalar reduction cost more than
-// the distances. Accumulation: each chunk (fixed by n, not by the thread count)
-// keeps per-candidate double partials over its rows in order; chunks merged in
-// order.
-template <typename T>
-void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
-                                   const double* closest, const std::int64_t* cand, index_t L,
-                                   double* potentials, int n_threads) {
-  constexpr index_t W = VT<T>::W;
-  typedef double VD __attribute__((vector_size(W * 8)));
-  typedef double VD_u __attribute__((vector_size(W * 8), aligned(8), may_alias));
-  const index_t n_groups = (L + W - 1) / W;
-  std::vector<T> Ct(n_groups * d * W, T(0));
+// kmeanspp_candidate_potentials (below) with the candidates in groups of the
+// lanes of V.
+template <typename T, typename V>
+void candidate_potentials_in(const T* X, index_t n, index_t d, const double* w,
+                             const double* closest, const std::int64_t* cand, index_t L,
+                             double* potentials, int n_threads) {
+  constexpr index_t G = sizeof(V) / sizeof(T);
+  typedef double VD __attribute__((vector_size(G * 8)));
+  typedef double VD_u __attribute__((vector_size(G * 8), aligned(8), may_alias));
+  const index_t n_groups = (L + G - 1) / G;
+  std::vector<T> Ct(n_groups * d * G, T(0));
   for (index_t a = 0; a < L; ++a)
-    for (index_t l = 0; l < d; ++l) Ct[((a / W) * d + l) * W + a % W] = X[cand[a] * d + l];
+    for (index_t l = 0; l < d; ++l) Ct[((a / G) * d + l) * G + a % G] = X[cand[a] * d + l];
   const index_t n_chunks = std::min(n_tiles_of(n), kMaxChunks);
-  const index_t Lp = n_groups * W;
+  const index_t Lp = n_groups * G;
   std::vector<double> part(n_chunks * Lp, 0.0);
   const int nt = resolve_threads(n_threads, n * L * d);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (index_t c = 0; c < n_chunks; ++c) {
     const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
     for (index_t g = 0; g < n_groups; ++g) {
-      VD_u* pg = reinterpret_cast<VD_u*>(part.data() + c * Lp + g * W);
-      *pg = group_potentials<T, VD>(X, d, w, closest, Ct.data() + g * d * W, i0, i1, *pg);
+      VD_u* pg = reinterpret_cast<VD_u*>(part.data() + c * Lp + g * G);
+      *pg = group_potentials<T, V, VD>(X, d, w, closest, Ct.data() + g * d * G, i0, i1, *pg);
     }
   }
   std::fill(potentials, potentials + L, 0.0);
   for (index_t c = 0; c < n_chunks; ++c)
     for (index_t a = 0; a < L; ++a) potentials[a] += part[c * Lp + a];
+}
+
+// Direct differences with the candidates in lanes; no distance tile: for a
+// handful of candidates the Engine's tile and its scalar reduction cost more than
+// the distances. Accumulation: each chunk (fixed by n, not by the thread count)
+// keeps per-candidate double partials over its rows in order; chunks merged in
+// order. At most 8 candidates (2 + ln k for k < 1097) take 8 lanes where a
+// vector has more (AVX-512 float): 16 lanes left 9 of 16 empty, and the pass
+// cost twice AVX2's. Each candidate's sums are the same either way.
+template <typename T>
+void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
+                                   const double* closest, const std::int64_t* cand, index_t L,
+                                   double* potentials, int n_threads) {
+  using V = typename VT<T>::v;
+  if constexpr (VT<T>::W > 8) {
+    if (L <= 8)
+      return candidate_potentials_in<T, typename Oct<T>::v>(X, n, d, w, closest, cand, L,
+                                                            potentials, n_threads);
+  }
+  candidate_potentials_in<T, V>(X, n, d, w, closest, cand, L, potentials, n_threads);
 }
 
 // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2) by direct

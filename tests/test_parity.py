@@ -200,6 +200,41 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
     want = (w[:, None] * np.minimum(closest[:, None], D)).sum(0)
     assert pot.dtype == np.float64 and pot.shape == (7,)
     assert_rel_close(pot, want, dtype, "candidate potentials")
+    # The kept distances: the reference's, and the very values the potentials summed
+    # (each potential recomputed from them in float64 matches to rounding of the sum).
+    for L in (1, 7, 8, 9, 17):  # one group, a full 8-lane group, two groups
+        cand = rng.choice(X.shape[0], size=L, replace=False).astype(np.int64)
+        dist = np.full((L, X.shape[0]), np.nan, dtype=dtype)
+        pot = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads, dist)
+        D = ((X64[:, None, :] - X64[cand][None]) ** 2).sum(-1)
+        assert_rel_close(dist.T, D, dtype, f"kept distances L={L}")
+        mine = (w[:, None] * np.minimum(closest[:, None], dist.T.astype(np.float64))).sum(0)
+        np.testing.assert_allclose(pot, mine, rtol=1e-12)
+        assert_rel_close(
+            pot,
+            _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads),
+            np.float64,
+            "potentials with and without kept distances",
+        )
+
+
+@pytest.mark.parametrize("bad", ["shape", "dtype", "order", "readonly"])
+def test_kmeanspp_kept_distances_are_checked(bad):
+    from softkmeans import _native
+
+    X = np.random.default_rng(0).normal(size=(50, 4))
+    w, closest = np.ones(50), np.full(50, np.inf)
+    cand = np.array([1, 2, 3], dtype=np.int64)
+    dist = {
+        "shape": np.empty((50, 3)),
+        "dtype": np.empty((3, 50), dtype=np.float32),
+        "order": np.empty((3, 50), order="F"),
+        "readonly": np.empty((3, 50)),
+    }[bad]
+    if bad == "readonly":
+        dist.flags.writeable = False
+    with pytest.raises((TypeError, ValueError), match="dist"):
+        _native.kmeanspp_candidate_potentials(X, w, closest, cand, 1, dist)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)

@@ -2,8 +2,9 @@
 native layer (`softkmeans._native`) and the data validation.
 
 A fit validates X once, computes one weighted covariance (critical_sigma_ and the
-tolerance), seeds (k-means++: one `kmeanspp_update_closest` per centre and one
-`kmeanspp_candidate_potentials` per centre after the first), makes one `block_stats`
+tolerance), seeds (k-means++: one `kmeanspp_candidate_potentials` per centre after the
+first, and one `kmeanspp_update_closest` for the first centre, or per centre where the
+candidates' distances are not kept), makes one `block_stats`
 pass per iteration (a hard fit of an in-memory X with d > 4: one `hard_stats_bounded`
 pass, which reads only the rows whose label may change, see tests/test_bounded.py), and
 one final `block_stats` pass at the final centroids that yields the labels, inertia,
@@ -82,15 +83,21 @@ def test_a_fit_from_given_centroids_reads_x_once_per_iteration(monkeypatch, coun
 
 
 @pytest.mark.parametrize("k", [1, 6])
-def test_kmeans_plusplus_seeding_adds_two_passes_per_centre(counted, k):
-    X = _data(np.float64)
+@pytest.mark.parametrize("d", [5, 8])
+def test_kmeans_plusplus_seeding_passes_per_centre(counted, k, d):
+    """One candidate pass per centre after the first. The closest distances are updated
+    from the chosen candidate's kept distances where those take at most half of X's memory
+    (2 L <= d for L = 2 + ln k candidates: d = 8 here), else by a pass of their own (d = 5);
+    the first centre always takes one."""
+    X, _ = make_blobs(3000, n_features=d, centers=6, cluster_std=2.0, random_state=0)
     m = SoftKMeans(k, assignment="hard", n_init=1, max_iter=50, random_state=0).fit(X)
-    assert counted["kmeanspp_update_closest"] == k
+    updates = 1 if 2 * (2 + int(np.log(k))) <= d else k
+    assert counted["kmeanspp_update_closest"] == updates
     assert counted["kmeanspp_candidate_potentials"] == k - 1
     assert counted["block_stats"] + counted["hard_stats_bounded"] == m.n_iter_ + 1
     assert counted["weighted_covariance"] == 1
     assert counted["check_data"] == 1
-    assert sum(counted[name] for name in PASSES_OVER_X) == 2 * k - 1 + m.n_iter_ + 2
+    assert sum(counted[name] for name in PASSES_OVER_X) == updates + k - 1 + m.n_iter_ + 2
 
 
 def test_the_final_pass_reports_what_separate_passes_would(counted):

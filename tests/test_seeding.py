@@ -111,16 +111,21 @@ def test_bad_arguments(kwargs, exc, match):
         kmeans_plusplus(X, **kwargs)
 
 
-def test_fused_native_kernels_equal_the_numpy_path(monkeypatch):
-    """The seeding through the fused kernels picks what NumPy versions of them pick."""
+@pytest.mark.parametrize("n_features", [4, 8])
+def test_fused_native_kernels_equal_the_numpy_path(monkeypatch, n_features):
+    """The seeding through the fused kernels picks what NumPy versions of them pick: with
+    the update as a pass of its own (d = 4) and from the kept candidates' distances (d = 8:
+    2 L <= d for L = 2 + ln 10 = 4)."""
     from softkmeans import _native
 
-    X, _ = make_blobs(500, n_features=4, centers=10, random_state=3)
+    X, _ = make_blobs(500, n_features=n_features, centers=10, random_state=3)
     w = np.random.default_rng(0).uniform(0.1, 2.0, size=500)
     fused = kmeans_plusplus(X, 10, sample_weight=w, random_state=0)[1]
 
-    def potentials(X, w, closest, cand, n_threads):
+    def potentials(X, w, closest, cand, n_threads, dist=None):
         D = ((X[:, None, :] - X[cand][None, :, :]) ** 2).sum(axis=2)
+        if dist is not None:
+            dist[...] = D.T
         return w @ np.minimum(D, closest[:, None])
 
     def update_closest(X, closest, center, n_threads):

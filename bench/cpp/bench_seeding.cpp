@@ -64,7 +64,8 @@ void bm_candidate_potentials(benchmark::State& state, const Shape& s, int n_thre
   std::vector<double> pot(static_cast<size_t>(L));
   for (auto _ : state) {
     softkmeans::kernels<T>().kmeanspp_candidate_potentials(p.X.data(), s.n, s.d, w, closest.data(),
-                                                           cand.data(), L, pot.data(), n_threads);
+                                                           cand.data(), L, pot.data(), nullptr,
+                                                           n_threads);
     benchmark::DoNotOptimize(pot.data());
     benchmark::ClobberMemory();
   }

@@ -338,17 +338,26 @@ carray<std::int64_t> checked_candidates(const py::array& ca, index_t n) {
 
 template <typename T>
 py::array kpp_potentials_t(const py::array& Xa, const py::array& wa, const py::array& cla,
-                           const py::array& ca, int n_threads) {
+                           const py::array& ca, const py::object& dista, int n_threads) {
   const DataArgs<T> x(Xa);
   const index_t n = x.n, d = x.d;
   auto w = x.weights(wa);
   auto closest = as_vector<double>(cla, "closest", n);
   auto cand = checked_candidates(ca, n);
   const index_t L = cand.shape(0);
+  carray<T> dist;
+  if (!dista.is_none()) {
+    dist = as_matrix<T>(dista.cast<py::array>(), "dist");
+    if (dist.shape(0) != L || dist.shape(1) != n)
+      throw py::value_error("dist must have shape (L, n): a row per candidate, a column per point");
+    if (!dist.writeable()) throw py::value_error("dist must be writeable");
+  }
+  T* dp = dista.is_none() ? nullptr : dist.mutable_data();
   carray<double> pot(L);
   run_native([&] {
-    softkmeans::kernels<T>().kmeanspp_candidate_potentials(
-        x.X.data(), n, d, w.data(), closest.data(), cand.data(), L, pot.mutable_data(), n_threads);
+    softkmeans::kernels<T>().kmeanspp_candidate_potentials(x.X.data(), n, d, w.data(),
+                                                           closest.data(), cand.data(), L,
+                                                           pot.mutable_data(), dp, n_threads);
   });
   return pot;
 }
@@ -660,14 +669,15 @@ void def_kernels(py::module_& m) {
   m.def(
       "kmeanspp_candidate_potentials",
       [](const py::array& X, const py::array& w, const py::array& closest,
-         const py::array& cand_idx, int n_threads) {
+         const py::array& cand_idx, int n_threads, const py::object& dist) {
         return by_dtype(X, [&](auto t) {
-          return kpp_potentials_t<decltype(t)>(X, w, closest, cand_idx, n_threads);
+          return kpp_potentials_t<decltype(t)>(X, w, closest, cand_idx, dist, n_threads);
         });
       },
       py::arg("X"), py::arg("sample_weight"), py::arg("closest"), py::arg("cand_idx"),
-      py::arg("n_threads") = 0,
-      "potentials (L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2)");
+      py::arg("n_threads") = 0, py::arg("dist") = py::none(),
+      "potentials (L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2); "
+      "dist (L, n) of X's dtype, if given: the distances ||x_i - X[cand_idx[l]]||^2");
   m.def(
       "kmeanspp_update_closest",
       [](const py::array& X, py::array& closest, std::int64_t center_idx, int n_threads) {

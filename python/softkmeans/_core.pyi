@@ -51,9 +51,15 @@ def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple
     """(mean (d,), weighted population covariance (d, d))"""
 
 def kmeanspp_candidate_potentials(
-    X: _F, sample_weight: _F64, closest: _F64, cand_idx: _I64, n_threads: int = 0
+    X: _F,
+    sample_weight: _F64,
+    closest: _F64,
+    cand_idx: _I64,
+    n_threads: int = 0,
+    dist: _F | None = None,
 ) -> _F64:
-    """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2), one fused pass."""
+    """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_idx[l]]||^2), one fused pass; dist
+    (L, n) of X's dtype, if given, receives the distances ||x_i - X[cand_idx[l]]||^2."""
 
 def kmeanspp_update_closest(X: _F, closest: _F64, center_idx: int, n_threads: int = 0) -> None:
     """In place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2) (direct, double)."""

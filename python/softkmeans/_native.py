@@ -129,11 +129,14 @@ def csr_second_moment_matvec(X, w, v, n_threads):
     return _core.csr_second_moment_matvec(*_csr(X), w, v, n_threads)
 
 
-def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads):
-    """(L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
+def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads, dist=None):
+    """(L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2). dist (dense X
+    only): an (L, n) array of X's dtype that receives the distances ||x_i - X[cand_l]||^2."""
     if (csr := _csr(X)) is not None:
+        if dist is not None:
+            raise ValueError("dist is only computed for a dense X")
         return _core.csr_kmeanspp_candidate_potentials(*csr, w, closest, cand, n_threads)
-    return _core.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
+    return _core.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads, dist)
 
 
 def kmeanspp_update_closest(X, closest, center, n_threads):

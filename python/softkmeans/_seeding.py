@@ -9,9 +9,12 @@ as ``sklearn.cluster.kmeans_plusplus`` (one ``choice`` for the first centre, the
 same points except where rounding separates two candidates.
 
 The distance work runs in the native core's fused kernels
-(``_native.kmeanspp_update_closest`` once per centre, ``_native.kmeanspp_candidate_potentials``
-once per centre for its candidates): two passes over X per centre (`InMemoryPasses`; a
-Fortran-ordered or strided X is read in row blocks by `softkmeans._rowblocks`).
+(``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
+``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
+(`InMemoryPasses` keeps the candidates' distances, as scikit-learn does, and the chosen
+one's row of them updates the closest distances; where they would take more than half of X's
+memory, and for a Fortran-ordered or strided X read in row blocks by `softkmeans._rowblocks`,
+``kmeanspp_update_closest`` makes a second pass per centre).
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -145,7 +148,12 @@ def kmeans_plusplus(
 
 
 class InMemoryPasses:
-    """The two passes over X that k-means++ makes per centre, on a C-contiguous X.
+    """The passes over X that k-means++ makes per centre, on a C-contiguous X.
+
+    The candidates' distances are kept (an (L, n) array of X's dtype, at most half of X's
+    size, for a dense X: scikit-learn keeps them too), and an update with one of the last
+    candidates takes its row of them: one pass over X per centre instead of two. The
+    closest distances are then the very values the chosen candidate's potential summed.
 
     `softkmeans._rowblocks` gives the same two methods over a Fortran-ordered or strided X,
     read in bounded row blocks.
@@ -153,14 +161,34 @@ class InMemoryPasses:
 
     def __init__(self, X, w, n_threads):
         self.X, self.w, self.n_threads = X, w, n_threads
+        self._cand = None  # the last candidates whose distances are in self._dist
+        self._dist = None
 
     def update_closest(self, closest, index):
         """In place: closest_i = min(closest_i, ||x_i - X[index]||^2)."""
+        if self._cand is not None and index in self._cand:
+            np.minimum(closest, self._dist[self._cand.index(index)], out=closest)
+            return
         _native.kmeanspp_update_closest(self.X, closest, index, self.n_threads)
 
     def candidate_potentials(self, closest, cand):
         """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
-        return _native.kmeanspp_candidate_potentials(self.X, self.w, closest, cand, self.n_threads)
+        n, d = self.X.shape
+        L = len(cand)
+        self._cand = None
+        # Dense X only (a CSR X's memory is its non-zeros), and only where the distances
+        # take at most half of X's memory.
+        if _sparse.is_sparse(self.X) or 2 * L > d:
+            return _native.kmeanspp_candidate_potentials(
+                self.X, self.w, closest, cand, self.n_threads
+            )
+        if self._dist is None or self._dist.shape[0] != L:
+            self._dist = np.empty((L, n), dtype=self.X.dtype)
+        pots = _native.kmeanspp_candidate_potentials(
+            self.X, self.w, closest, cand, self.n_threads, self._dist
+        )
+        self._cand = [int(c) for c in cand]
+        return pots
 
 
 def greedy_kmeans_plusplus(

@@ -124,10 +124,13 @@ struct Kernels {
   // Greedy k-means++ (as scikit-learn's _kmeans_plusplus), one fused pass:
   // w [in] (n,); closest [in] (n,) current squared distance of each point to
   // its nearest chosen center; cand [in] (L,) row indices of X (0 <= cand < n);
-  // potentials [out] (L,): sum_i w_i min(closest_i, ||x_i - x_cand_l||^2).
+  // potentials [out] (L,): sum_i w_i min(closest_i, ||x_i - x_cand_l||^2);
+  // dist [out, nullable] (L, n): the distances ||x_i - x_cand_l||^2 in T, the
+  // values the potentials took (the chosen candidate's row then updates
+  // closest without another pass over X, as scikit-learn keeps them).
   void (*kmeanspp_candidate_potentials)(const T* X, index_t n, index_t d, const double* w,
                                         const double* closest, const std::int64_t* cand, index_t L,
-                                        double* potentials, int n_threads) = nullptr;
+                                        double* potentials, T* dist, int n_threads) = nullptr;
 
   // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2), the distance
   // computed by direct differences in double; 0 <= center < n.

@@ -286,7 +286,7 @@ struct Engine {
             v[q] = *reinterpret_cast<const OU*>(X + (r + q) * d + l0) - s;
             *reinterpret_cast<OU*>(xb + (r + q) * d + l0) = v[q];
           }
-          transpose8<O>(v);
+          transpose8(v);
 #pragma GCC unroll 8
           for (index_t c = 0; c < 8; ++c) nrm += v[c] * v[c];
         }
@@ -367,32 +367,6 @@ struct Engine {
     }
   }
 
-  // 8 x 8 lanes transposed in registers: r [in/out] rows in, columns out.
-  // Three rounds of two-input shuffles (AVX's unpack, shuffle and 128-bit
-  // permute for floats; two-source permutes for AVX-512's eight doubles).
-  template <typename U>
-  static void transpose8(U* r) {
-    U t[8], u[8];
-#pragma GCC unroll 4
-    for (int p = 0; p < 4; ++p) {
-      t[2 * p] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-      t[2 * p + 1] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h)
-#pragma GCC unroll 2
-      for (int p = 0; p < 2; ++p) {
-        const U a = t[4 * h + p], b = t[4 * h + p + 2];
-        u[4 * h + 2 * p] = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
-        u[4 * h + 2 * p + 1] = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
-      }
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-      r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-  }
-
   // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
   // (coordinate l of the group's row q at xg[l LR W + q]); lanes past rn
   // repeat the last row. Each x - s is the same subtraction either way.
@@ -429,7 +403,7 @@ struct Engine {
           O r[8];
 #pragma GCC unroll 8
           for (index_t q = 0; q < 8; ++q) r[q] = *reinterpret_cast<const OU*>(row(b * 8 + q) + l0) - s;
-          transpose8<O>(r);
+          transpose8(r);
 #pragma GCC unroll 8
           for (index_t c = 0; c < 8; ++c) {
             *reinterpret_cast<OU*>(xg + (l0 + c) * G + b * 8) = r[c];

@@ -21,9 +21,11 @@ namespace SOFTKMEANS_ISA {
 // ||x_i - c||^2) over rows [i0, i1) in order, kPPRows rows per step (one
 // independent accumulator per row hides the FMA latency), distances in T,
 // sums in double.
+// dist [out, nullable]: the distances of row i to the group's la candidates
+// at dist[a ldd + i] (the group's rows of the (L, n) output).
 template <typename T, typename V, typename VD>
 VD group_potentials(const T* X, index_t d, const double* w, const double* closest, const T* Cg,
-                    index_t i0, index_t i1, VD pacc) {
+                    index_t i0, index_t i1, VD pacc, T* dist, index_t ldd, index_t la) {
   constexpr index_t G = sizeof(V) / sizeof(T);
   typedef T V_u __attribute__((vector_size(sizeof(V)), aligned(sizeof(T)), may_alias));
   const auto load = [](const T* p) { return V(*reinterpret_cast<const V_u*>(p)); };
@@ -43,6 +45,20 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
       const VD cl = VD{} + closest[i + q];
       pacc += w[i + q] * (dv < cl ? dv : cl);
     }
+    if (dist) {
+      if constexpr (G == 8 && kPPRows == 8) {
+        // 8 rows x 8 candidates transposed in registers: a store of 8 rows
+        // per candidate (lane by lane, 56 scattered stores were a third of
+        // the pass at L = 7).
+        V t[8];
+        for (index_t q = 0; q < 8; ++q) t[q] = acc[q];
+        transpose8(t);
+        for (index_t a = 0; a < la; ++a) *reinterpret_cast<V_u*>(dist + a * ldd + i) = t[a];
+      } else {
+        for (index_t q = 0; q < kPPRows; ++q)
+          for (index_t a = 0; a < la; ++a) dist[a * ldd + i + q] = acc[q][a];
+      }
+    }
   }
   for (; i < i1; ++i) {
     V acc = V{};
@@ -53,6 +69,8 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
     const VD dv = __builtin_convertvector(acc, VD);
     const VD cl = VD{} + closest[i];
     pacc += w[i] * (dv < cl ? dv : cl);
+    if (dist)
+      for (index_t a = 0; a < la; ++a) dist[a * ldd + i] = acc[a];
   }
   return pacc;
 }
@@ -62,7 +80,7 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
 template <typename T, typename V>
 void candidate_potentials_in(const T* X, index_t n, index_t d, const double* w,
                              const double* closest, const std::int64_t* cand, index_t L,
-                             double* potentials, int n_threads) {
+                             double* potentials, T* dist, int n_threads) {
   constexpr index_t G = sizeof(V) / sizeof(T);
   typedef double VD __attribute__((vector_size(G * 8)));
   typedef double VD_u __attribute__((vector_size(G * 8), aligned(8), may_alias));
@@ -79,7 +97,9 @@ void candidate_potentials_in(const T* X, index_t n, index_t d, const double* w,
     const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
     for (index_t g = 0; g < n_groups; ++g) {
       VD_u* pg = reinterpret_cast<VD_u*>(part.data() + c * Lp + g * G);
-      *pg = group_potentials<T, V, VD>(X, d, w, closest, Ct.data() + g * d * G, i0, i1, *pg);
+      *pg = group_potentials<T, V, VD>(X, d, w, closest, Ct.data() + g * d * G, i0, i1, *pg,
+                                       dist ? dist + g * G * n : nullptr, n,
+                                       std::min<index_t>(G, L - g * G));
     }
   }
   std::fill(potentials, potentials + L, 0.0);
@@ -97,14 +117,14 @@ void candidate_potentials_in(const T* X, index_t n, index_t d, const double* w,
 template <typename T>
 void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const double* w,
                                    const double* closest, const std::int64_t* cand, index_t L,
-                                   double* potentials, int n_threads) {
+                                   double* potentials, T* dist, int n_threads) {
   using V = typename VT<T>::v;
   if constexpr (VT<T>::W > 8) {
     if (L <= 8)
       return candidate_potentials_in<T, typename Oct<T>::v>(X, n, d, w, closest, cand, L,
-                                                            potentials, n_threads);
+                                                            potentials, dist, n_threads);
   }
-  candidate_potentials_in<T, V>(X, n, d, w, closest, cand, L, potentials, n_threads);
+  candidate_potentials_in<T, V>(X, n, d, w, closest, cand, L, potentials, dist, n_threads);
 }
 
 // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2) by direct

@@ -217,6 +217,32 @@ inline V lanes_sum_tree(V v) {
     return v;
 }
 
+// 8 x 8 lanes transposed in registers: r [in/out] rows in, columns out.
+// Three rounds of two-input shuffles (AVX's unpack, shuffle and 128-bit
+// permute for floats; two-source permutes for AVX-512's eight doubles).
+template <typename U>
+inline void transpose8(U* r) {
+  U t[8], u[8];
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    t[2 * p] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[2 * p + 1] = __builtin_shufflevector(r[2 * p], r[2 * p + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; ++p) {
+      const U a = t[4 * h + p], b = t[4 * h + p + 2];
+      u[4 * h + 2 * p] = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+      u[4 * h + 2 * p + 1] = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 // The sum of a vector's lanes in double: float lanes widened in two halves
 // (lanes q and q + W/2 added in double first), then the tree. A chain of W
 // scalar converts and adds was 15% of the softmax row loop.

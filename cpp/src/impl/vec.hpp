@@ -220,8 +220,10 @@ inline V lanes_sum_tree(V v) {
 // 8 x 8 lanes transposed in registers: r [in/out] rows in, columns out.
 // Three rounds of two-input shuffles (AVX's unpack, shuffle and 128-bit
 // permute for floats; two-source permutes for AVX-512's eight doubles).
+// Always inlined: out of line (GCC's choice once it was a free function) its
+// eight vectors went through memory.
 template <typename U>
-inline void transpose8(U* r) {
+__attribute__((always_inline)) inline void transpose8(U* r) {
   U t[8], u[8];
 #pragma GCC unroll 4
   for (int p = 0; p < 4; ++p) {

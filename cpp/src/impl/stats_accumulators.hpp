@@ -320,6 +320,7 @@ struct DenseSoftmaxAccumulator {
     std::vector<T> St;             // (dp, kp): S^T in rows 0..d-1, N in row d
     std::vector<T> A;              // (mb, dp) the block's rows w x and w (0 beyond)
     std::vector<std::uint8_t> nz;  // (mb, kp / W) nonzero W-blocks of the rows
+    std::vector<T> Sw;             // (W, d) W columns of St transposed (fold)
   };
   index_t k, d, kp, mb;  // mb: rows of a block (padded)
   index_t ld;            // row stride of the block's responsibilities
@@ -341,6 +342,7 @@ struct DenseSoftmaxAccumulator {
     t.St.assign(dp * kp, T(0));
     t.A.assign(mb * dp, T(0));
     t.nz.assign(mb * (kp / W), 0);
+    t.Sw.assign(W * d, T(0));
   }
   void block(const StatsPass<T>& p, ChunkStats& chunk, Workspace<T>& ws, Tile& t, index_t i0,
              index_t rows) const {
@@ -363,18 +365,23 @@ struct DenseSoftmaxAccumulator {
       accumulate_rt_x<6, 2>(t.A.data(), dp, d + 1, ws.dbuf.data(), ld, rows, kp, t.St.data(),
                             t.nz.data());
   }
-  // Each total gets its one add, as before, in column blocks: the transposed
-  // reads of St down a column (rows kp apart: 4 KiB at k = 1024, every one in
-  // the same L1 set) missed L1 on each entry; now a block's rows of St are
-  // read contiguously and its rows of S (kFoldColumns x d doubles) stay in L1.
+  // Each total gets its one add, as before, through a transposed copy of W
+  // columns of St (t.Sw, (W, d)): St's rows are read a vector at a time and
+  // S's rows written contiguously. Read down its columns (rows kp apart: 4 KiB
+  // at k = 1024, all in one L1 set) St missed L1 on every entry; written down
+  // its columns, S (2 MiB at k = 1024, d = 256) did.
   void fold(Tile& t, ChunkStats& chunk) const {
-    constexpr index_t kFoldColumns = 64;
-    for (index_t j0 = 0; j0 < k; j0 += kFoldColumns) {
-      const index_t j1 = std::min(k, j0 + kFoldColumns);
+    T* sw = t.Sw.data();
+    for (index_t j0 = 0; j0 < kp; j0 += W) {
       for (index_t l = 0; l < d; ++l) {
-        const T* st = t.St.data() + l * kp;
-        double* s = chunk.S.data() + l;
-        for (index_t j = j0; j < j1; ++j) s[j * d] += static_cast<double>(st[j]);
+        const typename VT<T>::v v = vload(t.St.data() + l * kp + j0);
+        for (index_t q = 0; q < W; ++q) sw[q * d + l] = v[q];
+      }
+      const index_t jn = std::min(W, k - j0);
+      for (index_t q = 0; q < jn; ++q) {
+        double* s = chunk.S.data() + (j0 + q) * d;
+        const T* c = sw + q * d;
+        for (index_t l = 0; l < d; ++l) s[l] += static_cast<double>(c[l]);
       }
     }
     for (index_t j = 0; j < k; ++j) chunk.N[j] += static_cast<double>(t.St[d * kp + j]);

@@ -9,7 +9,8 @@ drop-in rules, weights, the sigma default, annealing).
 
 The passes a fit makes over X: one validation (finiteness and magnitude); one weighted
 covariance (the kernel reads X twice: the mean, then the centred products), which gives
-both `critical_sigma_` and the tolerance; the seeding's (k-means++: two per centre); one
+both `critical_sigma_` and the tolerance; the seeding's (k-means++: one per centre, two where
+the candidates' distances are not kept, see `_seeding.InMemoryPasses`); one
 fused `block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
 centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes only the
 distances that may change a row's label; `_BoundedHardPass`); and one final pass at the

@@ -268,8 +268,9 @@ struct Engine {
   // xb [out] (rows, d): rows X[0..rows) minus the shift; xn [out] (rows,)
   // their squared norms with shifted_row's bits. Where a vector holds a
   // multiple of 8 lanes, 8 rows at a time: each 8 x 8 block is transposed in
-  // registers and the norms summed in the lanes (a row's chain of dependent
-  // scalar adds, one per coordinate, was 13% of the softmax step at d = 16).
+  // registers and the norms summed in the lanes, as pack_group does (row by
+  // row, shifted_row's multiply-adds are a chain of d dependent operations;
+  // this costs what the unfused vectorized loop it replaced did).
   void shift_rows(const T* X, index_t rows, T* xb, T* xn) const {
     index_t r = 0;
     if constexpr (W % 8 == 0) {
@@ -402,7 +403,8 @@ struct Engine {
         for (index_t b = 0; b < P; ++b) {
           O r[8];
 #pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q) r[q] = *reinterpret_cast<const OU*>(row(b * 8 + q) + l0) - s;
+          for (index_t q = 0; q < 8; ++q)
+            r[q] = *reinterpret_cast<const OU*>(row(b * 8 + q) + l0) - s;
           transpose8(r);
 #pragma GCC unroll 8
           for (index_t c = 0; c < 8; ++c) {

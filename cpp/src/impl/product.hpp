@@ -85,11 +85,11 @@ inline void accumulate_rt_x_columns(const T* A, index_t lda, index_t dp, const T
 // S^T += A R for one row block: A [in] (rows, dp) with row stride lda (the
 // weighted rows w_r x_r, and w_r in column d; a row's MB broadcasts come from
 // one cache line), R [in] (rows, kp) the responsibilities with row stride ldr,
-// St [in,out] (dp, kp) (any dp: the last MB-tile may be shorter). The reduction over the block's
-// rows runs in MB x JB vector registers: per row, JB loads of R and MB
-// broadcasts of A feed MB * JB multiply-adds (a second register-blocked
-// product). Each entry of St gets its rows' products in row order whatever MB
-// and JB are.
+// St [in,out] (dp, kp), any dp (the last tile of rows may be shorter). The
+// reduction over the block's rows runs in MB x JB vector registers: per row,
+// JB loads of R and MB broadcasts of A feed MB * JB multiply-adds (a second
+// register-blocked product). Each entry of St gets its rows' products in row
+// order whatever MB and JB are.
 // nz [in, nullable] (rows, kp / W): 0 marks an all-zero W-block of R; a row is
 // skipped for a group of JB W-blocks when all of them are zero (the zeros are
 // stored in R, so a partly zero group adds exact zeros).

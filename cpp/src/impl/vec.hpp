@@ -40,8 +40,9 @@ typedef std::int32_t vi32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::int64_t vi64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::uint64_t vu64 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
 typedef std::uint32_t vu32 __attribute__((vector_size(SOFTKMEANS_VEC_BYTES)));
-// Eight lanes of T whatever the width (pack_group's 8 x 8 transposes; used
-// only where a vector holds a multiple of 8 lanes).
+// Eight lanes of T whatever the width (the 8 x 8 transposes of the lane
+// packing, the row norms and the k-means++ distances; used only where a
+// vector holds a multiple of 8 lanes, or by the AVX-512 unit's 8 candidates).
 typedef float vf8 __attribute__((vector_size(32)));
 typedef double vd8 __attribute__((vector_size(64)));
 typedef float vf8_u __attribute__((vector_size(32), aligned(4), may_alias));

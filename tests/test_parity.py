@@ -190,10 +190,10 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
     closest = np.full(X.shape[0], np.inf)
     _native.kmeanspp_update_closest(X, closest, 5, n_threads)
     expected = ((X64 - X64[5]) ** 2).sum(1)
-    assert_rel_close(closest, expected, np.float64, "update_closest")
+    assert_rel_close(closest, expected, dtype, "update_closest")
     _native.kmeanspp_update_closest(X, closest, 17, n_threads)
     expected = np.minimum(expected, ((X64 - X64[17]) ** 2).sum(1))
-    assert_rel_close(closest, expected, np.float64, "update_closest twice")
+    assert_rel_close(closest, expected, dtype, "update_closest twice")
     cand = rng.choice(X.shape[0], size=7, replace=False).astype(np.int64)
     pot = _native.kmeanspp_candidate_potentials(X, w, closest, cand, n_threads)
     D = ((X64[:, None, :] - X64[cand][None]) ** 2).sum(-1)
@@ -216,6 +216,12 @@ def test_kmeanspp_kernels(dtype, d, n_threads, simd_level):
             np.float64,
             "potentials with and without kept distances",
         )
+        # The update pass gives each distance the kept distances' bits (the seeding of a
+        # memory-mapped or strided X, which makes the pass, equals the in-memory one).
+        for a in (0, L - 1):
+            by_pass = np.full(X.shape[0], np.inf)
+            _native.kmeanspp_update_closest(X, by_pass, int(cand[a]), n_threads)
+            np.testing.assert_array_equal(by_pass, dist[a].astype(np.float64))
 
 
 @pytest.mark.parametrize("bad", ["shape", "dtype", "order", "readonly"])

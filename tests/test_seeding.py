@@ -156,3 +156,27 @@ def test_two_level_draw_equals_a_search_in_the_full_cumulative_sum():
         # At or beyond the total (rounding): the last point with a positive increment.
         last = np.flatnonzero(weighted > 0)[-1]
         np.testing.assert_array_equal(_seeding._draw(weighted, np.array([cum[-1]])), [last])
+
+
+def test_kept_distances_only_for_an_array_in_memory(tmp_path):
+    """The candidates' distances are kept for an in-memory X, not for a memory-mapped one
+    (they would be anonymous memory of half the file's size); both seed alike."""
+    from softkmeans import _seeding
+
+    X, _ = make_blobs(2000, n_features=8, centers=10, random_state=4)
+    X = X.astype(np.float32)
+    mm = np.memmap(tmp_path / "x.f32", dtype=np.float32, mode="w+", shape=X.shape)
+    mm[:] = X
+    assert _seeding._file_backed(mm) and _seeding._file_backed(np.asarray(mm)[10:])
+    assert not _seeding._file_backed(X) and not _seeding._file_backed(X[10:])
+    kept = {}
+    for name, data in (("memory", X), ("file", mm)):
+        passes = _seeding.InMemoryPasses(data, np.ones(len(X)), 1)
+        closest = np.full(len(X), np.inf)
+        passes.update_closest(closest, 0)
+        passes.candidate_potentials(closest, np.array([3, 5, 7], dtype=np.int64))
+        kept[name] = passes._dist is not None
+    assert kept == {"memory": True, "file": False}
+    np.testing.assert_array_equal(
+        kmeans_plusplus(mm, 10, random_state=0)[1], kmeans_plusplus(X, 10, random_state=0)[1]
+    )

@@ -62,7 +62,8 @@ def kmeanspp_candidate_potentials(
     (L, n) of X's dtype, if given, receives the distances ||x_i - X[cand_idx[l]]||^2."""
 
 def kmeanspp_update_closest(X: _F, closest: _F64, center_idx: int, n_threads: int = 0) -> None:
-    """In place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2) (direct, double)."""
+    """In place: closest_i = min(closest_i, ||x_i - X[center_idx]||^2) (direct differences
+    in X's dtype: the bits kmeanspp_candidate_potentials gives the same distance)."""
 
 # The csr_* kernels: X as a canonical CSR matrix (data (nnz,) float32/float64; indices
 # (nnz,) and indptr (n + 1,) both int32 or both int64, columns strictly increasing within a

@@ -13,8 +13,9 @@ The distance work runs in the native core's fused kernels
 ``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
 (`InMemoryPasses` keeps the candidates' distances, as scikit-learn does, and the chosen
 one's row of them updates the closest distances; where they would take more than half of X's
-memory, and for a Fortran-ordered or strided X read in row blocks by `softkmeans._rowblocks`,
-``kmeanspp_update_closest`` makes a second pass per centre).
+memory, for a memory-mapped X, and for a Fortran-ordered or strided X read in row blocks by
+`softkmeans._rowblocks`, ``kmeanspp_update_closest`` makes a second pass per centre, which
+gives every distance the same bits).
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -23,6 +24,7 @@ zero increment is never hit).
 
 from __future__ import annotations
 
+import mmap
 import numbers
 
 import numpy as np
@@ -147,13 +149,23 @@ def kmeans_plusplus(
     )
 
 
+def _file_backed(a):
+    """True when array a views a memory-mapped file (an np.memmap, or a view of one)."""
+    while a is not None:
+        if isinstance(a, (np.memmap, mmap.mmap)):
+            return True
+        a = getattr(a, "base", None)
+    return False
+
+
 class InMemoryPasses:
     """The passes over X that k-means++ makes per centre, on a C-contiguous X.
 
     The candidates' distances are kept (an (L, n) array of X's dtype, at most half of X's
-    size, for a dense X: scikit-learn keeps them too), and an update with one of the last
-    candidates takes its row of them: one pass over X per centre instead of two. The
-    closest distances are then the very values the chosen candidate's potential summed.
+    size, for a dense X in memory: scikit-learn keeps them too), and an update with one of
+    the last candidates takes its row of them: one pass over X per centre instead of two.
+    The closest distances are the values the chosen candidate's potential summed, kept or
+    recomputed by `kmeanspp_update_closest` (the same bits).
 
     `softkmeans._rowblocks` gives the same two methods over a Fortran-ordered or strided X,
     read in bounded row blocks.
@@ -176,9 +188,10 @@ class InMemoryPasses:
         n, d = self.X.shape
         L = len(cand)
         self._cand = None
-        # Dense X only (a CSR X's memory is its non-zeros), and only where the distances
-        # take at most half of X's memory.
-        if _sparse.is_sparse(self.X) or 2 * L > d:
+        # Dense X in memory only (a CSR X's memory is its non-zeros; a memory-mapped X is
+        # not in the process's memory: the distances would be), and only where they take at
+        # most half of X's memory. Both ways give the closest distances the same bits.
+        if _sparse.is_sparse(self.X) or _file_backed(self.X) or 2 * L > d:
             return _native.kmeanspp_candidate_potentials(
                 self.X, self.w, closest, cand, self.n_threads
             )

@@ -133,7 +133,8 @@ struct Kernels {
                                         double* potentials, T* dist, int n_threads) = nullptr;
 
   // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2), the distance
-  // computed by direct differences in double; 0 <= center < n.
+  // computed by direct differences in T with the bits kmeanspp_candidate_potentials
+  // gives it (its kept distances update closest alike); 0 <= center < n.
   void (*kmeanspp_update_closest)(const T* X, index_t n, index_t d, std::int64_t center,
                                   double* closest, int n_threads) = nullptr;
 

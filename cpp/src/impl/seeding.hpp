@@ -128,37 +128,40 @@ void kmeanspp_candidate_potentials(const T* X, index_t n, index_t d, const doubl
 }
 
 // closest [in,out] (n,): min(closest_i, ||x_i - x_center||^2) by direct
-// differences in double, each row's sum over l in order. kPPRows rows per step
-// with one accumulator each: a single row's sum is a chain of d dependent FMAs,
-// so one row at a time is bound by their latency, not by the reads of X.
+// differences in T, each row's sum over l in order by the lanes' multiply-add
+// (lane_mul_add): the bits kmeanspp_candidate_potentials gives the same
+// distance, so an update from its kept distances and this pass agree (the
+// seeding of a memory-mapped or strided X equals the in-memory one). kPPRows
+// rows per step with one accumulator each: a single row's sum is a chain of d
+// dependent FMAs, so one row at a time is bound by their latency.
 template <typename T>
 void kmeanspp_update_closest(const T* X, index_t n, index_t d, std::int64_t center, double* closest,
                              int n_threads) {
-  std::vector<double> c(d);
-  for (index_t l = 0; l < d; ++l) c[l] = static_cast<double>(X[center * d + l]);
+  std::vector<T> c(X + center * d, X + (center + 1) * d);
   const index_t n_steps = (n + kPPRows - 1) / kPPRows;
   const int nt = resolve_threads(n_threads, n * d);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t step = 0; step < n_steps; ++step) {
     const index_t i0 = step * kPPRows;
     if (i0 + kPPRows <= n) {
-      double s[kPPRows] = {};
+      T s[kPPRows] = {};
       for (index_t l = 0; l < d; ++l) {
-        const double cl = c[l];
+        const T cl = c[l];
         for (index_t q = 0; q < kPPRows; ++q) {
-          const double df = static_cast<double>(X[(i0 + q) * d + l]) - cl;
-          s[q] += df * df;
+          const T df = X[(i0 + q) * d + l] - cl;
+          s[q] = lane_mul_add(df, df, s[q]);
         }
       }
-      for (index_t q = 0; q < kPPRows; ++q) closest[i0 + q] = std::min(closest[i0 + q], s[q]);
+      for (index_t q = 0; q < kPPRows; ++q)
+        closest[i0 + q] = std::min(closest[i0 + q], static_cast<double>(s[q]));
     } else {
       for (index_t i = i0; i < n; ++i) {
-        double s = 0.0;
+        T s = T(0);
         for (index_t l = 0; l < d; ++l) {
-          const double df = static_cast<double>(X[i * d + l]) - c[l];
-          s += df * df;
+          const T df = X[i * d + l] - c[l];
+          s = lane_mul_add(df, df, s);
         }
-        closest[i] = std::min(closest[i], s);
+        closest[i] = std::min(closest[i], static_cast<double>(s));
       }
     }
   }

@@ -72,9 +72,15 @@ struct KernelSlack {
     b2 *= 1.0 + 8.0 * u;  // cn is rounded to T
     b = std::sqrt(b2);
   }
-  // a: an upper bound on ||x - s||.
-  double lin(double a) const { return 2.0 * u * (a + b); }
-  double sq(double a) const { return 4.0 * static_cast<double>(d + 8) * u * (a * a + b2); }
+  // a: an upper bound on ||x - s|| (one row's, or a vector of rows').
+  template <typename D>
+  D lin(D a) const {
+    return 2.0 * u * (a + b);
+  }
+  template <typename D>
+  D sq(D a) const {
+    return 4.0 * static_cast<double>(d + 8) * u * (a * a + b2);
+  }
 
   // Whether the kernel's argmin of a row is its label a, given da2 >= its
   // exact squared distance to c_a and lo <= its exact distance to every other
@@ -85,10 +91,27 @@ struct KernelSlack {
   // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
   bool keeps_label(double da2, double lo) const {
     if (lo == std::numeric_limits<double>::infinity()) return true;  // no other centroid
-    const double ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
-    const double others_lo = lo - e_lin;
-    const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+    double others_lo, rhs;
+    label_test(lo, others_lo, rhs);
     return others_lo > 0.0 && da2 < rhs;
+  }
+  // keeps_label of a vector of rows: bit q for row q.
+  template <typename VD>
+  unsigned keeps_labels(VD da2, VD lo) const {
+    VD others_lo, rhs;
+    label_test(lo, others_lo, rhs);
+    const VD inf = vset(std::numeric_limits<double>::infinity());
+    return lane_bits<Cmp::le>(inf, lo) |
+           (lane_bits<Cmp::lt>(VD{}, others_lo) & lane_bits<Cmp::lt>(da2, rhs));
+  }
+
+ private:
+  // keeps_label's test: others_lo > 0 and da2 < rhs (lo finite).
+  template <typename D>
+  void label_test(D lo, D& others_lo, D& rhs) const {
+    const D ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
+    others_lo = lo - e_lin;
+    rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
   }
 };
 
@@ -123,7 +146,12 @@ std::vector<double> half_separations(const Engine<T>& E, const T* C, const Kerne
 struct Drifts {
   double first = 0.0, second = 0.0;
   index_t j_first = -1;
-  double other_than(index_t a) const { return a == j_first ? second : first; }
+  // Per lane (a vector of rows' labels), the drift that bounds the row's move
+  // away from the group's others.
+  template <typename VI>
+  typename VT<double>::v other_than(VI a) const {
+    return a == j_first ? vset(second) : vset(first);
+  }
   void add(index_t j, double drift) {
     if (drift > first) {
       second = first;
@@ -264,28 +292,58 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
     s.skipped_sq.assign(mb, 0.0);
   });
 
-  // The bound tests of row i (labelled a, previous bounds lower[i, :]): the
-  // groups whose centroids may be nearer than c_a (0: the row keeps its label;
-  // its bounds are updated and its squared distance to c_a is in *da2_out).
-  auto groups_to_compute = [&](index_t i, double* da2_out) -> std::uint32_t {
-    const index_t a = static_cast<index_t>(labels[i]);
-    const double da2 = direct_sq_distance(X + i * d, C + a * d, d);
-    *da2_out = da2;
-    // Hamerly's separation bounds every other centroid whatever the drift.
-    const double lo_sep = half_sep.empty() ? -inf : 2.0 * half_sep[a] - std::sqrt(da2 * up);
-    double* lb = lower + i * t;
-    double lo = inf;  // over all groups: the global test
-    for (index_t g = 0; g < t; ++g) {
-      lb[g] = std::max(lb[g] - drifts[g].other_than(a), lo_sep);
-      lo = std::min(lo, lb[g]);
+  // The bound tests of rows i0 .. i0 + rows (row i labelled a, previous
+  // bounds lower[i, :]): want[r] the groups whose centroids may be nearer
+  // than c_a (0: the row keeps its label; exact: c_a's own group, its
+  // distance in the kernel's bits for J), da2[r] its squared distance to c_a;
+  // the bounds updated. A vector of rows at a time: row by row, each row's
+  // chain of latencies (its distance, a square root, the test) was most of a
+  // skipped row's time. The rows failing the global test (the least bound
+  // over all groups) take the group test one by one.
+  auto bound_tests = [&](index_t i0, index_t rows, std::uint32_t* want, double* da2) {
+    using VD = typename VT<double>::v;
+    using VI = typename VT<double>::i;
+    constexpr index_t B = VT<double>::W;
+    alignas(64) double dv[B], hs[B], lb[B];
+    alignas(64) std::int64_t av[B];
+    for (index_t r0 = 0; r0 < rows; r0 += B) {
+      const index_t rn = std::min(B, rows - r0);
+      for (index_t q = 0; q < B; ++q) {  // lanes past rn repeat the last row
+        const index_t i = i0 + r0 + std::min(q, rn - 1);
+        const index_t a = static_cast<index_t>(labels[i]);
+        av[q] = a;
+        dv[q] = direct_sq_distance(X + i * d, C + a * d, d);
+        hs[q] = half_sep.empty() ? 0.0 : half_sep[a];
+      }
+      const VD da2u = vload(dv) * up;
+      // Hamerly's separation bounds every other centroid whatever the drift.
+      const VD lo_sep = half_sep.empty() ? vset(-inf) : 2.0 * vload(hs) - vsqrt(da2u);
+      const VI a = *reinterpret_cast<const VI*>(av);
+      VD lo = vset(inf);  // over all groups: the global test
+      for (index_t g = 0; g < t; ++g) {
+        for (index_t q = 0; q < B; ++q) lb[q] = lower[(i0 + r0 + std::min(q, rn - 1)) * t + g];
+        const VD bound = vmax(vload(lb) - drifts[g].other_than(a), lo_sep);
+        vstore(lb, bound);
+        for (index_t q = 0; q < rn; ++q) lower[(i0 + r0 + q) * t + g] = lb[q];
+        lo = vmin(lo, bound);
+      }
+      const unsigned keep = slack.keeps_labels(da2u, lo);
+      for (index_t q = 0; q < rn; ++q) {
+        const index_t r = r0 + q;
+        const std::uint32_t own = std::uint32_t{1} << group[av[q]];
+        da2[r] = dv[q];
+        if (keep >> q & 1) {
+          want[r] = exact ? own : 0;
+          continue;
+        }
+        // The group test; c_a's own group always (its distance in the kernel's bits).
+        const double* lbr = lower + (i0 + r) * t;
+        std::uint32_t w_r = own;
+        for (index_t g = 0; g < t; ++g)
+          if (!slack.keeps_label(dv[q] * up, lbr[g])) w_r |= std::uint32_t{1} << g;
+        want[r] = w_r & all_groups;
+      }
     }
-    // exact: c_a's distance in the kernel's bits (its group) for J.
-    if (slack.keeps_label(da2 * up, lo)) return exact ? std::uint32_t{1} << group[a] : 0;
-    // The group test; c_a's own group always (its distance in the kernel's bits).
-    std::uint32_t want = std::uint32_t{1} << group[a];
-    for (index_t g = 0; g < t; ++g)
-      if (!slack.keeps_label(da2 * up, lb[g])) want |= std::uint32_t{1} << g;
-    return want & all_groups;
   };
 
   // The minima of group g's centroids for the rows `which` (positions in the
@@ -359,8 +417,9 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
         s.full.clear();
         index_t m = 0;
+        if (bounded) bound_tests(i0, rows, s.want.data(), s.skipped_sq.data());
         for (index_t r = 0; r < rows; ++r) {
-          s.want[r] = bounded ? groups_to_compute(i0 + r, &s.skipped_sq[r]) : all_groups;
+          if (!bounded) s.want[r] = all_groups;
           s.got[r] = 0;
           if (s.want[r] == all_groups) s.full.push_back(r);
           m += s.want[r] != 0;

@@ -198,9 +198,7 @@ inline V entmax_tau_of_sums(V s, V s1, V s2) {
   if constexpr (std::is_same<V, double>::value) {
     return M - std::sqrt(std::max(delta, 0.0));
   } else {
-    V root = vmax(delta, V{});
-    for (std::size_t q = 0; q < sizeof(V) / sizeof(double); ++q) root[q] = std::sqrt(root[q]);
-    return M - root;
+    return M - vsqrt(vmax(delta, V{}));
   }
 }
 

@@ -278,8 +278,9 @@ struct SparseAccumulator {
   void one_hot(Tile& t, const T* x, double wi, index_t j) const {
     if (wi != 0.0) add(t, x, wi, j);
   }
-  // N_j += wr, S_j += wr x (wr rounded to T).
-  void add(Tile& t, const T* x, double wr, index_t j) const {
+  // N_j += wr, S_j += wr x (wr rounded to T). Inlined: a call per row was
+  // 15-20% of a bounded step that skips most rows (d = 16, k = 64).
+  [[gnu::always_inline]] void add(Tile& t, const T* x, double wr, index_t j) const {
     if (!sweep && !t.touched[j]) {
       t.touched[j] = 1;
       t.list[t.count++] = j;

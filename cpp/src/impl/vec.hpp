@@ -20,6 +20,7 @@
 #error "define SOFTKMEANS_MR before including the kernel headers"
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -191,6 +192,20 @@ inline float lane_mul_add(float a, float b, float c) {
 #else
   return a * b + c;
 #endif
+}
+
+// The square root of each lane, correctly rounded (std::sqrt's bits).
+template <typename V>
+inline V vsqrt(V x) {
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm512_sqrt_ps((__m512)x);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm512_sqrt_pd((__m512d)x);
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  if constexpr (std::is_same<V, vf>::value) return (V)_mm256_sqrt_ps((__m256)x);
+  if constexpr (std::is_same<V, vd>::value) return (V)_mm256_sqrt_pd((__m256d)x);
+#endif
+  for (std::size_t q = 0; q < sizeof(V) / sizeof(x[0]); ++q) x[q] = std::sqrt(x[q]);
+  return x;
 }
 
 constexpr index_t round_up(index_t a, index_t b) { return (a + b - 1) / b * b; }

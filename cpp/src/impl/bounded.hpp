@@ -230,11 +230,13 @@ struct BoundedScratch : Workspace<T> {
   std::vector<std::uint32_t> got;   // (mb,) the groups computed for it
   std::vector<index_t> full;        // the rows (positions in the block) that need every group
   std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
+  std::vector<index_t> computed;    // the rows (positions in the block) that need any group
   std::vector<index_t> part;        // the other rows that need the current group
   std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
   Workspace<T> part_ws;
   std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
-  std::vector<double> skipped_sq;    // (mb,) a skipped row's squared distance
+  std::vector<double> label_sq;      // (mb,) each row's squared distance to its label: exact for
+                                     // a skipped row (direct differences), the kernel's if computed
   index_t n_computed = 0;
   std::int64_t n_distances = 0;
 };
@@ -284,12 +286,13 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
     s.want.assign(mb, 0);
     s.got.assign(mb, 0);
     s.full.reserve(mb);
+    s.computed.assign(mb, 0);
     s.gathered.assign(mb * d, T(0));
     s.part.reserve(mb);
     s.gathered_part.assign(mb * d, T(0));
     E.init(s.part_ws);
     s.per_group.assign(mb * t, RowMin<T>{});
-    s.skipped_sq.assign(mb, 0.0);
+    s.label_sq.assign(mb, 0.0);
   });
 
   // The bound tests of rows i0 .. i0 + rows (row i labelled a, previous
@@ -328,10 +331,14 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
         lo = vmin(lo, bound);
       }
       const unsigned keep = slack.keeps_labels(da2u, lo);
+      for (index_t q = 0; q < rn; ++q) da2[r0 + q] = dv[q];
+      if (t == 1) {  // the group test is the global one: a select, not a branch
+        for (index_t q = 0; q < rn; ++q) want[r0 + q] = keep >> q & 1 ? (exact ? 1u : 0u) : 1u;
+        continue;
+      }
       for (index_t q = 0; q < rn; ++q) {
         const index_t r = r0 + q;
         const std::uint32_t own = std::uint32_t{1} << group[av[q]];
-        da2[r] = dv[q];
         if (keep >> q & 1) {
           want[r] = exact ? own : 0;
           continue;
@@ -415,15 +422,22 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
   drive(
       E, X, n, static_cast<index_t>(chunks.size()), scratch,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
-        s.full.clear();
-        index_t m = 0;
-        if (bounded) bound_tests(i0, rows, s.want.data(), s.skipped_sq.data());
+        if (bounded)
+          bound_tests(i0, rows, s.want.data(), s.label_sq.data());
+        else
+          std::fill(s.want.begin(), s.want.begin() + rows, all_groups);
+        // The rows to compute (m), and those that need every group, in order;
+        // appended without a branch (in a block of both kinds it mispredicted).
+        s.full.resize(rows);
+        index_t m = 0, n_all = 0;
         for (index_t r = 0; r < rows; ++r) {
-          if (!bounded) s.want[r] = all_groups;
           s.got[r] = 0;
-          if (s.want[r] == all_groups) s.full.push_back(r);
+          s.computed[m] = r;
           m += s.want[r] != 0;
+          s.full[n_all] = r;
+          n_all += s.want[r] == all_groups;
         }
+        s.full.resize(n_all);
         if (bounded) promote_to_full(s, rows);
         if (!grouped) {
           E.min2_rows(X + i0 * d, rows, s.mins.data(), s);
@@ -455,21 +469,24 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
           }
         }
         s.n_computed += m;
-        // The row pass of stats_rows, in row order.
+        // The computed rows' labels, distances (into di, which holds the
+        // skipped rows' exact ones), margins and bounds; then the row pass of
+        // stats_rows in row order, without a branch on the kind of row.
         ChunkStats& chunk = chunks[c];
         double Wc = chunk.W, J = chunk.J, mm = chunk.mm;
-        for (index_t r = 0; r < rows; ++r) {
+        double* di = s.label_sq.data();
+        for (index_t p = 0; p < (grouped ? m : rows); ++p) {
+          const index_t r = grouped ? s.computed[p] : p;
           const index_t i = i0 + r;
           const double wi = w[i];
           const T* x = X + i * d;
-          double Di;
           if (!grouped) {
             const RowMin<T>& mn = s.mins[r];
             labels[i] = mn.a;
             if (wi > 0.0) mm = std::min(mm, static_cast<double>(mn.m2 - mn.m1));
-            Di = static_cast<double>(mn.m1);
+            di[r] = static_cast<double>(mn.m1);
             for (index_t g = 0; g < t; ++g) lower[i * t + g] = -inf;
-          } else if (s.got[r]) {
+          } else {
             // The two smallest over the computed groups, ties to the smallest
             // centroid: the plain pass's argmin (the other groups' are larger).
             T m1 = std::numeric_limits<T>::infinity(), m2 = m1;
@@ -486,7 +503,7 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
               }
             }
             labels[i] = a;
-            Di = static_cast<double>(m1);
+            di[r] = static_cast<double>(m1);
             // The computed groups' new bounds: an upper bound on ||x - s||, then
             // the exact distance to the group's nearest other than c_a bounded below.
             const double ax = std::sqrt(direct_sq_distance(x, E.shift.data(), d) * up);
@@ -520,12 +537,14 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
               const double other = static_cast<double>(group[a] == g ? pg.m2 : pg.m1);
               lower[i * t + g] = std::sqrt(std::max(other - slack.sq(ax), 0.0)) - slack.lin(ax);
             }
-          } else {
-            Di = s.skipped_sq[r];
           }
+        }
+        for (index_t r = 0; r < rows; ++r) {
+          const index_t i = i0 + r;
+          const double wi = w[i];
           Wc += wi;
-          J += rounded_product(wi, Di);
-          acc.one_hot(s.tile, x, wi, static_cast<index_t>(labels[i]));
+          J += rounded_product(wi, di[r]);
+          acc.one_hot(s.tile, X + i * d, wi, static_cast<index_t>(labels[i]));
         }
         chunk.W = Wc;
         chunk.J = chunk.obj = J;

@@ -230,9 +230,9 @@ struct BoundedScratch : Workspace<T> {
   std::vector<std::uint32_t> got;   // (mb,) the groups computed for it
   std::vector<index_t> full;        // the rows (positions in the block) that need every group
   std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
-  std::vector<index_t> computed;    // the rows (positions in the block) that need any group
   std::vector<index_t> part;        // the other rows that need the current group
   std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
+  std::vector<index_t> computed;    // the rows (positions in the block) that need any group
   Workspace<T> part_ws;
   std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
   std::vector<double> label_sq;      // (mb,) each row's squared distance to its label: exact for

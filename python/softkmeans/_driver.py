@@ -516,6 +516,9 @@ class _BoundedHardPass:
     # blobs, bounded / plain (`python bench/bounded_steps.py N D K 20 DTYPE`): float32 1.28
     # at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128, 16 x 256, 64 x 64, 16 x 1024, 0.39 at
     # 64 x 256, 0.48 at 256 x 1024 (8 steps); float64 0.98 at 8 x 128 (8 KiB), 0.84 at 16 x 64.
+    # Since the bound tests take a vector of rows at a time (an AVX-512 machine, n = 1e6):
+    # float32 1.00 at 16 x 64 (4 KiB: still no gain below the threshold), float64 0.80 at
+    # 8 x 128, 0.64 at 16 x 64.
     MIN_CENTROID_BYTES = 8192
 
     @classmethod

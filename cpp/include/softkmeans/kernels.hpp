@@ -1,4 +1,5 @@
 // The softkmeans core: plain C++17 kernels over raw row-major arrays.
+// The math contract cited as SPEC.md throughout cpp/ is python/softkmeans/SPEC.md.
 //
 // Conventions: T is float or double; X [in] (n, d), C [in] (k, d) row-major
 // and contiguous; outputs are allocated by the caller. n_threads <= 0 means

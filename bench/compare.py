@@ -32,7 +32,6 @@ import csv
 import dataclasses
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -79,23 +78,10 @@ def _data(n, d, k, dtype, seed=0):
     return np.ascontiguousarray(X), np.ascontiguousarray(C)
 
 
-def _time(f):
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
-
-
-def interleaved(fns, repeats):
-    """Median wall time of each callable, run alternately `repeats` times (after a warm-up),
-    each after `peers.SETTLE_SECONDS` of rest (see there); a callable shorter than
-    `peers.BURST_SECONDS` is timed as the mean of a burst of back-to-back calls."""
-    counts = [P.burst_count(_time(f)) for f in fns]
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for i, f in enumerate(fns):
-            time.sleep(P.SETTLE_SECONDS)
-            times[i].append(P.timed_burst(f, counts[i])[0])
-    return [statistics.median(t) for t in times]
+def _medians(cases, repeats):
+    """The median seconds of each case of `peers.interleaved` (one warm-up; rests, bursts
+    and round-robin order as there), in the order of `cases`."""
+    return [t.median for t in P.interleaved(cases, repeats=repeats, warmup=1).values()]
 
 
 def _our_step(X, C, kind, sigma, threads):
@@ -171,7 +157,7 @@ def compare_soft_vs_hard(shapes, dtypes, args):
             hard = _our_step(X, C, "hard", 1.0, args.threads)
             soft = _our_step(X, C, "softmax", sig_soft, args.threads)
             ent = _our_step(X, C, "entmax15", sig_ent, args.threads)
-            th, ts, te = interleaved([hard, soft, ent], args.repeats)
+            th, ts, te = _medians({"hard": hard, "softmax": soft, "entmax15": ent}, args.repeats)
             dt = np.dtype(dtype).name
             # The target is for d >= 16 (issue 10); at d = 2 the row is information.
             tgt = "<= 2.5x" if d >= 16 else "info"
@@ -192,7 +178,7 @@ def compare_numpy_softmax(shapes, args):
         sigma = float(softkmeans.critical_sigma(X)) / np.sqrt(10.0)
         npy_step = P.NumpySoftmaxStep(X, k, sigma, n_threads=args.threads)
         ours_f = _our_step(X, C, "softmax", sigma, args.threads)
-        to, tn = interleaved([ours_f, lambda C=C, f=npy_step: f(C)], args.repeats)
+        to, tn = _medians({"ours": ours_f, "numpy": lambda C=C, f=npy_step: f(C)}, args.repeats)
         rows.append(Row("softmax vs numpy in-place f32", (n, d, k), "float32", to, tn, "s",
                         ">= 10x", tn / to, tn / to >= 10.0,
                         f"numpy buffer {npy_step.buffer_bytes / 1e9:.2f} GB"))  # fmt: skip
@@ -244,7 +230,7 @@ def compare_entmax(ks, entries, args):
         peer = P.entmax_rows(Z, n_threads=args.threads)
         softmax = P.torch_softmax_rows(Z, n_threads=args.threads)
         ours_f = lambda Z=Z: softkmeans.entmax15(Z, n_threads=args.threads)  # noqa: E731
-        to, tp, ts = interleaved([ours_f, peer, softmax], args.repeats)
+        to, tp, ts = _medians({"ours": ours_f, "entmax": peer, "softmax": softmax}, args.repeats)
         rows.append(Row("entmax15 rows/s vs entmax+torch", (n, 0, k), "float32", n / to, n / tp,
                         "rows/s", ">= 10x", tp / to, tp / to >= 10.0,
                         f"torch.softmax {n / ts:.3g} rows/s"))  # fmt: skip
@@ -267,7 +253,7 @@ def compare_gemm(shapes, args):
                 np.matmul(X, C.T, out=out)
 
         ours_f = lambda X=X, C=C: _native.assign(X, C, args.threads)  # noqa: E731
-        to, tg = interleaved([ours_f, gemm], args.repeats)
+        to, tg = _medians({"ours": ours_f, "sgemm": gemm}, args.repeats)
         flops = 2.0 * n * k * d
         ceiling = getattr(args, "ceilings", {}).get("gemm_f32_gflops")
         note = f"{flops / to / 1e9 / ceiling:.0%} of the square sgemm ceiling" if ceiling else ""
@@ -314,7 +300,7 @@ def compare_torch_free_energy(shapes, args):
             D = (x * x).sum(1, keepdim=True) + (c * c).sum(1) - 2.0 * (x @ c.T)
             (-T * torch.logsumexp(-D / T, dim=1)).sum().backward()
 
-        to, tp, te = interleaved([ours, peer, expansion], args.repeats)
+        to, tp, te = _medians({"ours": ours, "cdist": peer, "expansion": expansion}, args.repeats)
         note = f"matmul-expansion torch term {te * 1e3:.0f} ms ({te / to:.2f}x)"
         rows.append(Row("torch F_sigma fwd+bwd vs cdist+lse", (n, d, k), "float32", to, tp,
                         "s", ">= 3x", tp / to, tp / to >= 3.0, note))  # fmt: skip
@@ -451,7 +437,8 @@ def compare_sparse_fit(args, n=40_000, d=3_000, density=0.004, k=20, max_iter=30
     )
     peer = KMeans(k, init=C, n_init=1, max_iter=max_iter, algorithm="lloyd")
     with threadpool_limits(limits=args.threads):
-        t_ours, t_peer = interleaved([lambda: ours.fit(X), lambda: peer.fit(X)], args.repeats)
+        cases = {"ours": lambda: ours.fit(X), "sklearn": lambda: peer.fit(X)}
+        t_ours, t_peer = _medians(cases, args.repeats)
     note = (
         f"density {density:g}, iterations ours {ours.n_iter_} / sklearn {peer.n_iter_}, "
         f"inertia ratio {ours.inertia_ / peer.inertia_:.6f}"
@@ -489,7 +476,8 @@ def compare_kernel_sgemm(shapes, args):
     for (n, d, k), tgt in shapes:
         X = P.make_blobs(n, d, k, np.float32)
         C = P.initial_centroids(X, k)
-        to, tg = interleaved([_our_step(X, C, "hard", 1.0, args.threads), gemm], args.repeats)
+        ours_f = _our_step(X, C, "hard", 1.0, args.threads)
+        to, tg = _medians({"ours": ours_f, "sgemm": gemm}, args.repeats)
         ours, peer = 2.0 * n * k * d / to / 1e9, 2.0 * size**3 / tg / 1e9
         rows.append(Row("hard step vs same-run sgemm", (n, d, k), "float32", ours, peer,
                         "GFLOP/s", f">= {tgt:.0%}", ours / peer, ours / peer >= tgt,
@@ -523,7 +511,10 @@ def compare_small_calls(args):
 
     def per_fit(fit_once, fits):
         def run():
-            return P.Timed(_time(lambda: [fit_once() for _ in range(fits)]) / fits)
+            t0 = time.perf_counter()
+            for _ in range(fits):
+                fit_once()
+            return P.Timed((time.perf_counter() - t0) / fits)
 
         return run
 

@@ -163,8 +163,8 @@ def _call_timed(fn: Callable[[], object]) -> tuple[float, dict]:
 # Seconds of rest before each timed call: a BLAS call's worker threads keep spinning for
 # a while after it returns (OpenBLAS: ~0.1 s), and a case timed right after one ran with a
 # core taken (the hard step at (1e6, 16, 64) after a 4096^3 sgemm, quiet machine, two runs
-# of `python bench/bounded_steps.py --settle`: 62 / 44 GFLOP/s without the rest, 74 / 69 with
-# 0.3 s). Not timed.
+# of `python bench/studies/bounded_steps.py --settle`: 62 / 44 GFLOP/s without the rest,
+# 74 / 69 with 0.3 s). Not timed.
 SETTLE_SECONDS = 0.3
 
 
@@ -172,7 +172,7 @@ SETTLE_SECONDS = 0.3
 # back ceil(BURST_SECONDS / its warm-up time) times and the mean counts. After the rest
 # above, the first milliseconds of work run slow on these machines (KVM guests: an idle
 # vCPU is halted and wakes on demand; caches and predictors are cold): `python
-# bench/burst.py` prints the first call after the rest against the calls right after it.
+# bench/studies/burst.py` prints the first call after the rest against the calls right after it.
 # A single short call would charge that to whichever peer is shorter (a 25 ms pass against
 # a 0.8 s sgemm or a 0.4 s NumPy step); a fit runs its passes back to back. Not timed: the
 # rest before the burst.

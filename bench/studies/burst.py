@@ -2,7 +2,7 @@
 hard step (`_native.block_stats`) after `peers.SETTLE_SECONDS` of rest, the first call
 against the calls right after it, at one and two threads. Medians over rounds.
 
-    python bench/burst.py [ROUNDS]
+    python bench/studies/burst.py [ROUNDS]
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 import peers as P  # noqa: E402
 
 from softkmeans import _native  # noqa: E402

@@ -8,7 +8,7 @@ With --baseline DIR, the same parts of another build run beside this one: DIR ho
 of that build's package under the name softkmeans_baseline, e.g.
 
     mkdir -p /tmp/base && cp -r /work/main/python/softkmeans /tmp/base/softkmeans_baseline
-    python bench/sparse_fit.py --baseline /tmp/base
+    python bench/studies/sparse_fit.py --baseline /tmp/base
 
 --threads 1 (the default) reports CPU time (time.process_time), which a loaded machine
 disturbs least; other thread counts report wall time.
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 
@@ -27,7 +28,7 @@ import softkmeans
 from softkmeans import _native, _sparse
 from softkmeans import _validation as v
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 from compare import _sparse_text_like  # noqa: E402
 from peers import SETTLE_SECONDS  # noqa: E402
 

@@ -2,7 +2,7 @@
 critical_sigma_ and the tolerance of every fit) against NumPy's float64 covariance
 (centre, weight, one BLAS dgemm) as the named peer, interleaved in one process, medians.
 
-    python bench/covariance_speed.py [--threads 2] [--repeats 5]
+    python bench/studies/covariance_speed.py [--threads 2] [--repeats 5]
 
 Rates count the n d^2 multiply-adds of the whole product (2 n d^2 flops) for both
 contenders, whatever part of it each computes.
@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 import peers as P  # noqa: E402
 
 from softkmeans import _native  # noqa: E402

@@ -5,8 +5,8 @@ the CPU time of each, one thread, best of 3; then the ratio of the totals. The f
 behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/_driver.py) and
 bench/README.md's "Whole hard fit" paragraph.
 
-    python bench/bounded_steps.py N D K STEPS [float32|float64]
-    python bench/bounded_steps.py 1e5 256 1024 8
+    python bench/studies/bounded_steps.py N D K STEPS [float32|float64]
+    python bench/studies/bounded_steps.py 1e5 256 1024 8
 
 Also `--fit N D K ITERS`: the whole `SoftKMeans(assignment="hard", init=C0, tol=0).fit` at
 one thread, the CPU time of each native pass it makes (the covariance, the bounded steps,
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 import peers as P  # noqa: E402
 
 from softkmeans import _native  # noqa: E402

@@ -8,7 +8,7 @@ does inside its fit; the copy is timed), and scikit-learn's KMeans on the Fortra
 its ratio to the Fortran-ordered row-block fit, then the peak NumPy memory of each fit
 (tracemalloc) as a fraction of X.
 
-    python bench/layouts.py [--n 400000] [--d 64] [--k 16] [--max-iter 20] [--rounds 5]
+    python bench/studies/layouts.py [--n 400000] [--d 64] [--k 16] [--max-iter 20] [--rounds 5]
         [--threads N]
 """
 

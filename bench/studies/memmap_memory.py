@@ -1,6 +1,6 @@
 """Anonymous memory a fit adds on a memory-mapped file (file-backed pages are not counted).
 
-    python bench/memmap_memory.py [hard|softmax|entmax15]
+    python bench/studies/memmap_memory.py [hard|softmax|entmax15]
 
 Writes a 2e6 x 32 float32 file (256 MB) to /tmp once, fits SoftKMeans(16, max_iter=10) on
 np.memmap of it, and prints the peak growth of RssAnon (sampled every 5 ms) as a fraction

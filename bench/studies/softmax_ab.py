@@ -6,8 +6,8 @@ thread needs no second time slice). Prints ns a row, softmax / hard for both bui
 old, and whether the two builds' outputs are bitwise equal (else their largest relative
 difference). The before/after figures of bench/README.md's softmax paragraph.
 
-    python bench/softmax_ab.py OLD_CORE_SO [N,D,K ...] [--repeats R]
-    python bench/softmax_ab.py /tmp/main/_core.cpython-311-x86_64-linux-gnu.so 2e5,16,64
+    python bench/studies/softmax_ab.py OLD_CORE_SO [N,D,K ...] [--repeats R]
+    python bench/studies/softmax_ab.py /tmp/main/_core.cpython-311-x86_64-linux-gnu.so 2e5,16,64
 
 OLD_CORE_SO: a `_core*.so` built from another commit (e.g. copied from main's
 python/softkmeans before building this branch).
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 from compare import _data  # noqa: E402  (the data of compare.py's softmax rows)
 
 import softkmeans  # noqa: E402

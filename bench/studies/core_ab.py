@@ -6,16 +6,17 @@ builds' outputs are bitwise equal. The before/after figures of bench/README.md's
 paragraphs of this round. Data: standard normal times 3; hard at sigma 1, softmax at
 sigma^2 = lambda_max / 10.
 
-    python bench/core_ab.py OLD_CORE_SO N,D,K [N,D,K ...] [--threads T] [--kinds hard,softmax]
-        [--levels avx2,avx512] [--repeats R] [--labels]
+    python bench/studies/core_ab.py OLD_CORE_SO N,D,K [N,D,K ...] [--threads T]
+        [--kinds hard,softmax] [--levels avx2,avx512] [--repeats R] [--labels]
 
 OLD_CORE_SO: a `_core*.so` built from another commit (e.g. copied from main's
 python/softkmeans before building a branch).
 
 Two more modes, on compare.py's blob data (`peers.make_blobs`, `peers.initial_centroids`):
 
-    python bench/core_ab.py OLD_CORE_SO N,D,K ... --bounded [--steps 0,1,3,6,15] [--threads T]
-    python bench/core_ab.py OLD_CORE_SO N,D,K ... --fit [--threads T]
+    python bench/studies/core_ab.py OLD_CORE_SO N,D,K ... --bounded [--steps 0,1,3,6,15]
+        [--threads T]
+    python bench/studies/core_ab.py OLD_CORE_SO N,D,K ... --fit [--threads T]
 
 `--bounded`: the hard step with group bounds (`_native.hard_stats_bounded`, the fit's
 groups) along this build's Lloyd trajectory from that init: at each chosen step both builds
@@ -34,7 +35,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 import peers as P  # noqa: E402
 from softmax_ab import load_core  # noqa: E402
 

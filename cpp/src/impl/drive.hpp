@@ -86,7 +86,8 @@ void drive(const Engine<T>& E, const T* X, index_t n, index_t n_chunks,
 template <typename T, typename BlockFn>
 void drive_rows(const Engine<T>& E, const T* X, index_t n, std::vector<Workspace<T>>& wss,
                 BlockFn block_fn, bool need_dbuf = true) {
-  drive(E, X, n, n_tiles_of(n), wss, block_fn, [](index_t, Workspace<T>&) {}, need_dbuf);
+  drive(
+      E, X, n, n_tiles_of(n), wss, block_fn, [](index_t, Workspace<T>&) {}, need_dbuf);
 }
 
 }  // namespace SOFTKMEANS_ISA

@@ -34,16 +34,38 @@ def simd_level(request):
     _native.set_simd_level(before)
 
 
-def make_blobs(n, d, k, *, dtype=np.float64, seed=0, offset=0.0, spread=1.0, integer=False):
-    """Points around k random centres, and k initial centroids drawn near them.
+def make_blobs(
+    n,
+    d,
+    k,
+    *,
+    dtype=np.float64,
+    seed=0,
+    offset=0.0,
+    spread=1.0,
+    centre_scale=None,
+    centres=None,
+    balanced=False,
+    integer=False,
+):
+    """Points around k centres, and k initial centroids drawn near them: the one problem
+    generator of the test suite.
 
-    `offset` moves everything far from the origin (a stress test of the
-    ||x||^2 + ||c||^2 - 2 x.c expansion); `integer` rounds to integer values,
-    which makes distances exact in every backend.
+    The centres are normal with scale `centre_scale` (default 4 x `spread`), or the given
+    `centres` array; each point is its centre plus normal noise of scale `spread`. Points
+    pick their centres at random, or `balanced`: n // k points per centre, in centre
+    order. `seed` may be a Generator, whose stream the draws then continue. `offset`
+    moves everything far from the origin (a stress test of the ||x||^2 + ||c||^2 - 2 x.c
+    expansion); `integer` rounds to integer values, which makes distances exact in every
+    backend.
     """
     rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=4.0 * spread, size=(max(k, 1), d))
-    labels = rng.integers(0, max(k, 1), size=n)
+    if centres is None:
+        scale = 4.0 * spread if centre_scale is None else centre_scale
+        centres = rng.normal(scale=scale, size=(max(k, 1), d))
+    centres = np.asarray(centres, dtype=np.float64)
+    m = centres.shape[0]
+    labels = np.arange(n) * m // n if balanced else rng.integers(0, m, size=n)
     X = centres[labels] + rng.normal(scale=spread, size=(n, d)) + offset
     C = centres + rng.normal(scale=spread, size=centres.shape) + offset
     if integer:

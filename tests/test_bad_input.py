@@ -40,7 +40,7 @@ import pytest
 
 import softkmeans
 from conftest import assert_identical
-from softkmeans import _validation, reference
+from softkmeans import SoftKMeans, _validation, reference
 
 BACKENDS = {"native": softkmeans, "reference": reference}
 KINDS = ("hard", "softmax", "entmax15")
@@ -174,24 +174,25 @@ def test_bad_sigma(fname, kind, sigma, exc, match):
     _raises_same(_all_backends(fname, X0, C0, sigma, kind, None), exc, match)
 
 
-@pytest.mark.parametrize("fname", SIGMA_FUNCS)
-@pytest.mark.parametrize("kind", ["softmax", "entmax15"])
-@_backend_params()
-def test_sigma_as_numpy_scalar_or_0d_array_or_int(fname, kind, backend):
-    """Any real scalar works: it equals the Python float."""
-    f, api = XC_FUNCS[fname], BACKENDS[backend]
-    expected = f(api, X0, C0, 2.0, kind, None)
-    for s in (np.float32(2.0), np.float64(2.0), np.array(2.0), 2, np.int16(2)):
-        assert_identical(f(api, X0, C0, s, kind, None), expected, f"{fname} sigma={s!r}")
+# (kind, sigma, sigmas that give the same result): for softmax and entmax15 any real scalar
+# equals the Python float; kind="hard" ignores sigma, whatever it is.
+SIGMA_SAME = [
+    *[
+        (kind, 2.0, (np.float32(2.0), np.float64(2.0), np.array(2.0), 2, np.int16(2)))
+        for kind in ("softmax", "entmax15")
+    ],
+    ("hard", None, (1.0, -1.0, 0.0, np.nan)),
+]
 
 
 @pytest.mark.parametrize("fname", SIGMA_FUNCS)
+@pytest.mark.parametrize(("kind", "sigma", "same"), SIGMA_SAME, ids=[p[0] for p in SIGMA_SAME])
 @_backend_params()
-def test_sigma_ignored_for_hard(fname, backend):
+def test_sigma_forms_that_give_the_same_result(fname, kind, sigma, same, backend):
     f, api = XC_FUNCS[fname], BACKENDS[backend]
-    expected = f(api, X0, C0, None, "hard", None)
-    for s in (1.0, -1.0, 0.0, np.nan):
-        assert_identical(f(api, X0, C0, s, "hard", None), expected, f"{fname} hard sigma={s}")
+    expected = f(api, X0, C0, sigma, kind, None)
+    for s in same:
+        assert_identical(f(api, X0, C0, s, kind, None), expected, f"{fname} {kind} sigma={s!r}")
 
 
 def _weights_with(value):
@@ -326,45 +327,34 @@ def _assert_all_identical(got, expected):
         assert_identical(a, b, name)
 
 
-@_backend_params()
-@pytest.mark.parametrize(
-    "conv",
-    [
-        lambda a: a.astype(np.int32),
-        lambda a: a.astype(np.uint8),
-        lambda a: a.astype(np.uint64),
-        lambda a: a.astype(np.int16),
-        lambda a: a.astype(np.float16),
-        lambda a: a.tolist(),
-        lambda a: a.astype(">f8"),
-        lambda a: a.astype(">i4"),
-    ],
-    ids=["int32", "uint8", "uint64", "int16", "float16", "list", "float64-bigendian", "int32-be"],
-)
-def test_lossless_conversions_equal_float64(backend, conv):
-    api = BACKENDS[backend]
-    expected = _call_all(api, XI.astype(np.float64), CI.astype(np.float64), WI.astype(np.float64))
-    _assert_all_identical(_call_all(api, conv(XI), conv(CI), conv(WI)), expected)
+def _same_conversion(conv):
+    return lambda: (conv(XI), conv(CI), conv(WI))
+
+
+# (X, C, sample_weight) in lossless forms. "each-its-own": X, C and sample_weight of
+# different dtypes each convert to float64 on their own.
+LOSSLESS = {
+    "int32": _same_conversion(lambda a: a.astype(np.int32)),
+    "uint8": _same_conversion(lambda a: a.astype(np.uint8)),
+    "uint64": _same_conversion(lambda a: a.astype(np.uint64)),
+    "int16": _same_conversion(lambda a: a.astype(np.int16)),
+    "float16": _same_conversion(lambda a: a.astype(np.float16)),
+    "list": _same_conversion(lambda a: a.tolist()),
+    "float64-bigendian": _same_conversion(lambda a: a.astype(">f8")),
+    "int32-be": _same_conversion(lambda a: a.astype(">i4")),
+    "each-its-own": lambda: (XI.astype(np.int32), CI.astype(np.int64), WI.astype(np.uint8)),
+    "bool": lambda: (XI > 3, CI > 3, np.array([True, False, True, True, False, True])),
+}
 
 
 @_backend_params()
-def test_arguments_convert_each_on_its_own(backend):
-    """X, C and sample_weight of different lossless dtypes (int32, int64, uint8) each
-    convert to float64: the same result as all-float64 input."""
+@pytest.mark.parametrize("form", list(LOSSLESS))
+def test_lossless_conversions_equal_float64(backend, form):
+    """Every function gives the result of the same values as float64 arrays."""
     api = BACKENDS[backend]
-    expected = _call_all(api, XI.astype(np.float64), CI.astype(np.float64), WI.astype(np.float64))
-    got = _call_all(api, XI.astype(np.int32), CI.astype(np.int64), WI.astype(np.uint8))
-    _assert_all_identical(got, expected)
-
-
-@_backend_params()
-def test_bool_arrays_convert(backend):
-    api = BACKENDS[backend]
-    Xb = XI > 3
-    Cb = CI > 3
-    Wb = np.array([True, False, True, True, False, True])
-    expected = _call_all(api, Xb.astype(np.float64), Cb.astype(np.float64), Wb.astype(np.float64))
-    _assert_all_identical(_call_all(api, Xb, Cb, Wb), expected)
+    X, C, w = LOSSLESS[form]()
+    expected = _call_all(api, *(np.asarray(a).astype(np.float64) for a in (X, C, w)))
+    _assert_all_identical(_call_all(api, X, C, w), expected)
 
 
 @_backend_params()
@@ -629,8 +619,6 @@ def test_entmax15_extreme_finite_scores(backend):
 # The estimator (SoftKMeans): the same classes of bad input
 # ---------------------------------------------------------------------------------------
 
-SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
-needs_estimator = pytest.mark.skipif(SoftKMeans is None, reason="SoftKMeans not there yet")
 XE = np.random.default_rng(3).normal(size=(20, 3))
 ASSIGNMENTS = ("hard", "softmax", "entmax15")
 
@@ -692,10 +680,12 @@ ESTIMATOR_BAD = [
     ("max_iter=0", XE, None, {"max_iter": 0}, ValueError, "max_iter must be >= 1"),
     ("tol<0", XE, None, {"tol": -1.0}, ValueError, "tol must be finite and >= 0"),
     ("n_threads=0", XE, None, {"n_threads": 0}, ValueError, "n_threads"),
+    ("init-str", XE, None, {"init": "kmeans"}, ValueError, "'init' parameter of SoftKMeans"),
+    ("anneal-type", XE, None, {"anneal": "yes"}, TypeError, "anneal must be None, True, a dict"),
+    ("anneal-cooling", XE, None, {"anneal": {"cooling": 1.5}}, ValueError, "cooling must be in"),
 ]
 
 
-@needs_estimator
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 @pytest.mark.parametrize(
     ("Xb", "w", "kw", "exc", "match"),
@@ -709,7 +699,6 @@ def test_estimator_bad_input(assignment, Xb, w, kw, exc, match):
         _fit(Xb, assignment, w, **kw)
 
 
-@needs_estimator
 @pytest.mark.parametrize("dtype", [str, np.longdouble])
 def test_estimator_refuses_what_the_functional_api_refuses(dtype):
     """Regression: validate_data used to parse numeric strings and round long double."""
@@ -722,7 +711,6 @@ def test_estimator_refuses_what_the_functional_api_refuses(dtype):
         fitted.predict(XE.astype(dtype))
 
 
-@needs_estimator
 def test_estimator_object_arrays_follow_scikit_learn():
     """Object arrays of numbers fit like float64 (check_dtype_object); non-numbers fail."""
     expected = _fit(XE, "softmax")
@@ -734,7 +722,6 @@ def test_estimator_object_arrays_follow_scikit_learn():
         _fit(bad, "softmax")
 
 
-@needs_estimator
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_estimator_lossless_conversions_and_layouts(assignment):
     Xi = np.round(XE * 4).astype(np.int64)
@@ -757,7 +744,6 @@ def test_estimator_lossless_conversions_and_layouts(assignment):
     assert got32.cluster_centers_.dtype == np.float32
 
 
-@needs_estimator
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_estimator_all_points_identical(assignment):
     """One distinct point, k = 3: a warning, every centre at the point, inertia 0."""
@@ -770,7 +756,6 @@ def test_estimator_all_points_identical(assignment):
     assert est.min_margin_ == 0.0
 
 
-@needs_estimator
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_estimator_k_equals_n(assignment):
     """k = n with well separated points: each point is its own centre."""
@@ -780,7 +765,6 @@ def test_estimator_k_equals_n(assignment):
     assert sorted(est.labels_) == [0, 1, 2, 3]
 
 
-@needs_estimator
 def test_estimator_predict_checks_features():
     est = _fit(XE, "softmax")
     for method in (est.predict, est.predict_proba, est.transform):

@@ -6,7 +6,9 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
+import threadpoolctl
 from sklearn import datasets
 from sklearn.base import clone
 from sklearn.cluster import KMeans
@@ -17,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import softkmeans
+from conftest import make_blobs
 from softkmeans import SoftKMeans, _native
 from softkmeans._driver import DEFAULT_SIGMA_FRACTION
 
@@ -25,7 +28,7 @@ KINDS = ("hard", "softmax", "entmax15")
 
 def _real_data(name):
     if name == "blobs":
-        return datasets.make_blobs(1500, n_features=5, centers=12, random_state=0)[0]
+        return make_blobs(1500, 5, 12, centre_scale=6.0)[0]
     return getattr(datasets, f"load_{name}")().data
 
 
@@ -35,38 +38,38 @@ def _rel(a, b):
 
 
 def _blobs(n=300, k=4, d=2, seed=0, std=0.5):
-    return datasets.make_blobs(n, n_features=d, centers=k, cluster_std=std, random_state=seed)[0]
+    return make_blobs(n, d, k, seed=seed, spread=std, centre_scale=6.0)[0]
 
 
 # ------------------------------------------------------------------ drop-in for KMeans
 
 
-@pytest.mark.parametrize("name", ["iris", "wine", "digits", "breast_cancer", "blobs"])
-@pytest.mark.parametrize(("k", "seed"), [(3, 0), (8, 1)])
-def test_hard_is_kmeans_lloyd_from_the_same_init(name, k, seed):
+# (data set, k, k-means++ seed, weighted). Weighted fits use tol=0: scikit-learn scales tol
+# by the unweighted variance and we by the weighted one (so that weights equal repeated
+# rows); with tol=0 the rules coincide. Unweighted fits keep the default tol=1e-4.
+LLOYD_CASES = [
+    *[
+        (name, k, seed, False)
+        for name in ("iris", "wine", "digits", "breast_cancer", "blobs")
+        for k, seed in ((3, 0), (8, 1))
+    ],
+    ("breast_cancer", 5, 0, True),
+]
+
+
+@pytest.mark.parametrize(("name", "k", "seed", "weighted"), LLOYD_CASES)
+def test_hard_is_kmeans_lloyd_from_the_same_init(name, k, seed, weighted):
     X = _real_data(name)
-    C0, _ = sk_kmeans_plusplus(X, k, random_state=seed)
-    ref = KMeans(k, init=C0, n_init=1, algorithm="lloyd").fit(X)
-    got = SoftKMeans(k, assignment="hard", init=C0).fit(X)
+    w = np.random.default_rng(0).uniform(0.1, 3.0, size=X.shape[0]) if weighted else None
+    tol = 0.0 if weighted else 1e-4
+    C0, _ = sk_kmeans_plusplus(X, k, random_state=seed, sample_weight=w)
+    ref = KMeans(k, init=C0, n_init=1, tol=tol, algorithm="lloyd").fit(X, sample_weight=w)
+    got = SoftKMeans(k, assignment="hard", init=C0, tol=tol).fit(X, sample_weight=w)
     np.testing.assert_array_equal(got.labels_, ref.labels_)
     assert got.n_iter_ == ref.n_iter_
     assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
     assert abs(got.inertia_ - ref.inertia_) <= 1e-9 * ref.inertia_
     np.testing.assert_array_equal(got.predict(X), ref.predict(X))
-
-
-def test_hard_with_sample_weight_is_kmeans_lloyd():
-    # tol=0: scikit-learn scales tol by the unweighted variance and we by the weighted
-    # one (so that weights equal repeated rows); with tol=0 the rules coincide.
-    X = _real_data("breast_cancer")
-    w = np.random.default_rng(0).uniform(0.1, 3.0, size=X.shape[0])
-    C0, _ = sk_kmeans_plusplus(X, 5, random_state=0, sample_weight=w)
-    ref = KMeans(5, init=C0, n_init=1, tol=0.0, algorithm="lloyd").fit(X, sample_weight=w)
-    got = SoftKMeans(5, assignment="hard", init=C0, tol=0.0).fit(X, sample_weight=w)
-    np.testing.assert_array_equal(got.labels_, ref.labels_)
-    assert got.n_iter_ == ref.n_iter_
-    assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
-    assert abs(got.inertia_ - ref.inertia_) <= 1e-9 * ref.inertia_
 
 
 def test_hard_follows_the_tolerance_rule():
@@ -95,30 +98,8 @@ def test_hard_max_iter_reached_relabels_like_kmeans():
     assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
 
 
-def test_hard_relocates_empty_clusters_like_kmeans():
-    X = _blobs(400, k=5, seed=3)
-    C0 = X[[0, 1, 2, 3, 4]].copy()
-    C0[1] = 1e3  # far from everything: empty after the first assignment
-    C0[3] = -1e3
-    for max_iter in (1, 2, 300):  # right after the relocation, and at convergence
-        ref = KMeans(5, init=C0, n_init=1, max_iter=max_iter, algorithm="lloyd").fit(X)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got = SoftKMeans(5, assignment="hard", init=C0, max_iter=max_iter).fit(X)
-        np.testing.assert_array_equal(got.labels_, ref.labels_)
-        assert got.n_iter_ == ref.n_iter_
-        assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
-
-
-@pytest.mark.parametrize("init", ["k-means++", "random"])
-def test_hard_n_init_and_seeding_match_kmeans(init):
-    # Same RandomState draws for seeding and the same best-run rule.
-    X = _real_data("wine")
-    ref = KMeans(4, init=init, n_init=3, random_state=0, algorithm="lloyd").fit(X)
-    got = SoftKMeans(4, assignment="hard", init=init, n_init=3, random_state=0).fit(X)
-    np.testing.assert_array_equal(got.labels_, ref.labels_)
-    assert _rel(got.cluster_centers_, ref.cluster_centers_) <= 1e-9
-    assert got.n_iter_ == ref.n_iter_
+# Empty-cluster relocation and n_init / seeding side by side with KMeans:
+# tests/test_sklearn_dropin.py.
 
 
 # ------------------------------------------------------------------ sample weights
@@ -235,21 +216,29 @@ def test_entmax15_below_the_threshold_is_exactly_lloyd():
     assert not SoftKMeans(4, assignment="softmax", sigma=sigma, init=C0).fit(X).exact_lloyd_
 
 
+@pytest.mark.parametrize("d", [2, 4])
 @pytest.mark.parametrize("kind", KINDS)
-def test_fitted_attributes_and_methods(kind):
-    X = _blobs(200, k=3, seed=7)
+def test_fitted_attributes_and_methods(kind, d):
+    X = _blobs(200, k=3, d=d, seed=7)
     m = SoftKMeans(3, assignment=kind, random_state=0).fit(X)
-    assert m.cluster_centers_.shape == (3, 2)
+    assert m.cluster_centers_.shape == (3, d)
     assert m.labels_.shape == (200,)
+    assert isinstance(m.n_iter_, int) and isinstance(m.inertia_, float)
     np.testing.assert_array_equal(m.labels_, m.predict(X))
     np.testing.assert_array_equal(m.fit_predict(X), m.labels_)
+    # fit_predict and fit_transform of an unfitted estimator: the labels and distances of fit.
+    fresh = SoftKMeans(3, assignment=kind, random_state=0)
+    np.testing.assert_array_equal(fresh.fit_predict(X), m.labels_)
+    np.testing.assert_array_equal(fresh.labels_, m.labels_)
+    fresh = SoftKMeans(3, assignment=kind, random_state=0)
+    np.testing.assert_allclose(fresh.fit_transform(X), m.transform(X))
     assert m.inertia_ == pytest.approx(
         softkmeans.objective(X, m.cluster_centers_, kind="hard"), rel=1e-12
     )
     assert m.min_margin_ == pytest.approx(
         float(softkmeans.margins(X, m.cluster_centers_).min()), rel=1e-12
     )
-    assert m.n_features_in_ == 2
+    assert m.n_features_in_ == d
     P = m.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
     if kind == "hard":
@@ -288,30 +277,39 @@ def test_pipeline_and_grid_search():
     assert search.best_params_ == {"n_clusters": 4}
 
 
+@pytest.mark.parametrize("copy", ["clone", "pickle"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_clone_and_pickle_round_trip(kind):
+def test_clone_and_pickle_round_trip(kind, copy):
+    """A clone refitted on the same data, or an unpickled copy, is the same model."""
     X = _blobs(150, k=3, seed=9)
     m = SoftKMeans(3, assignment=kind, random_state=0).fit(X)
-    c = clone(m).fit(X)
-    p = pickle.loads(pickle.dumps(m))
-    for other in (c, p):
-        np.testing.assert_array_equal(other.predict(X), m.predict(X))
-        np.testing.assert_array_equal(other.predict_proba(X), m.predict_proba(X))
-    assert clone(m).get_params() == m.get_params()
+    other = clone(m).fit(X) if copy == "clone" else pickle.loads(pickle.dumps(m))
+    assert other.get_params() == m.get_params()
+    np.testing.assert_array_equal(other.cluster_centers_, m.cluster_centers_)
+    np.testing.assert_array_equal(other.predict(X), m.predict(X))
+    np.testing.assert_array_equal(other.predict_proba(X), m.predict_proba(X))
 
 
-def test_pandas_input_sets_feature_names():
-    pd = pytest.importorskip("pandas")
-    X = _blobs(100, k=2, seed=10)
-    df = pd.DataFrame(X, columns=["a", "b"])
-    m = SoftKMeans(2, random_state=0).fit(df)
-    assert list(m.feature_names_in_) == ["a", "b"]
-    with pytest.warns(UserWarning, match="feature names"):
-        m.predict(X)
+@pytest.mark.parametrize("transform_output", ["default", "pandas"])
+def test_pandas_input_sets_feature_names(transform_output):
+    X = _blobs(100, k=2, d=4, seed=10)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    m = SoftKMeans(2, assignment="hard", random_state=0).set_output(transform=transform_output)
+    out = m.fit_transform(df)
+    assert list(m.feature_names_in_) == list(df.columns)
+    if transform_output == "pandas":
+        assert isinstance(out, pd.DataFrame)
+        assert list(out.columns) == list(m.get_feature_names_out())
+        out = out.to_numpy()
+    else:
+        assert isinstance(out, np.ndarray)
+    plain = SoftKMeans(2, assignment="hard", random_state=0).fit(df)
+    np.testing.assert_array_equal(out, plain.transform(df))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        m.predict(X)  # scikit-learn's own warning, from its validate_data
 
 
 def test_threadpoolctl_sees_and_limits_the_engine():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
     info = threadpoolctl.threadpool_info()
     assert any(d["user_api"] == "openmp" for d in info)
     with threadpoolctl.threadpool_limits(limits=1, user_api="openmp"):
@@ -334,18 +332,15 @@ def test_warnings_are_issued_once_per_fit():
     assert any("distinct points" in msg for msg in messages)
 
 
-def test_verbose_prints_one_line_per_iteration(capsys):
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_verbose_prints_one_line_per_iteration_and_zero_is_silent(verbose, capsys):
     X = _real_data("iris")
-    m = SoftKMeans(3, assignment="softmax", random_state=0, verbose=1).fit(X)
-    out = capsys.readouterr().out.strip().splitlines()
-    steps = [line for line in out if line.startswith("Iteration ")]
-    assert len(steps) == m.n_iter_
+    m = SoftKMeans(3, assignment="softmax", random_state=0, verbose=verbose).fit(X)
+    out = capsys.readouterr().out
+    steps = [line for line in out.strip().splitlines() if line.startswith("Iteration ")]
+    assert len(steps) == (m.n_iter_ if verbose else 0)
     assert all(", objective " in line and ", sigma " in line for line in steps)
-
-
-def test_verbose_zero_is_silent(capsys):
-    SoftKMeans(3, random_state=0).fit(_real_data("iris"))
-    assert capsys.readouterr().out == ""
+    assert (out == "") == (verbose == 0)
 
 
 def test_init_callable_and_array_validation():
@@ -363,25 +358,8 @@ def test_init_callable_and_array_validation():
         SoftKMeans(3, assignment="hard", init=X[:3], n_init=2).fit(X)
 
 
-@pytest.mark.parametrize(
-    ("params", "exc", "match"),
-    [
-        (dict(n_clusters=0), ValueError, "n_clusters"),
-        (dict(n_clusters=500), ValueError, "n_samples=60 should be >= n_clusters=500"),
-        (dict(assignment="soft"), ValueError, "assignment"),
-        (dict(sigma=-1.0), ValueError, "sigma"),
-        (dict(init="kmeans"), ValueError, "init"),
-        (dict(n_init=0), ValueError, "n_init"),
-        (dict(max_iter=0), ValueError, "max_iter"),
-        (dict(tol=-1.0), ValueError, "tol"),
-        (dict(n_threads=0), ValueError, "n_threads"),
-        (dict(anneal="yes"), TypeError, "anneal"),
-        (dict(anneal={"cooling": 1.5}), ValueError, "cooling"),
-    ],
-)
-def test_bad_parameters(params, exc, match):
-    with pytest.raises(exc, match=match):
-        SoftKMeans(**params).fit(_blobs(60, k=3, seed=13))
+# Bad parameters: tests/test_bad_input.py (test_estimator_bad_input) and, with
+# scikit-learn's messages, tests/test_sklearn_dropin.py.
 
 
 # ------------------------------------------------------------------ check_estimator
@@ -419,7 +397,6 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 
 def test_verbose_on_a_terminal_uses_a_progress_bar_when_tqdm_is_installed():
-    pytest.importorskip("tqdm")
     import io
 
     from softkmeans._driver import _Progress

@@ -13,28 +13,24 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import pickle
 import re
 import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.cluster import KMeans
+from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
+from sklearn.datasets import load_wine
+from sklearn.exceptions import ConvergenceWarning
 
-pytest.importorskip("sklearn")
-from sklearn.base import clone  # noqa: E402
-from sklearn.cluster import KMeans  # noqa: E402
-from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-
-import softkmeans  # noqa: E402
-from softkmeans import SoftKMeans  # noqa: E402
+import softkmeans
+from conftest import make_blobs
+from softkmeans import SoftKMeans
 
 
 def _blobs(n=300, d=4, k=4, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=6.0, size=(k, d))
-    X = centres[rng.integers(0, k, size=n)] + rng.normal(size=(n, d))
-    return X.astype(dtype)
+    return make_blobs(n, d, k, dtype=dtype, seed=seed, centre_scale=6.0)[0]
 
 
 def _pair(**params):
@@ -94,12 +90,14 @@ def test_same_init_array_gives_the_same_fit(dtype, weighted):
 
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("init", ["k-means++", "random"])
-def test_default_n_init_and_seeding_match_kmeans(init, weighted):
-    """n_init="auto": one k-means++ run, ten "random" ones, drawn from the same stream
-    (weighted draws when sample_weight is given)."""
-    X = _blobs(k=5, seed=3)
+@pytest.mark.parametrize(("data", "k", "n_init"), [("blobs", 5, "auto"), ("wine", 4, 3)])
+def test_n_init_and_seeding_match_kmeans(data, k, n_init, init, weighted):
+    """n_init="auto" (one k-means++ run, ten "random" ones) or n_init=3: the seeds drawn
+    from the same stream (weighted draws when sample_weight is given), the same best-run
+    rule."""
+    X = _blobs(k=5, seed=3) if data == "blobs" else load_wine().data
     w = np.random.default_rng(4).uniform(0.2, 3.0, size=X.shape[0]) if weighted else None
-    km, ours = _pair(n_clusters=5, init=init, random_state=0)
+    km, ours = _pair(n_clusters=k, init=init, n_init=n_init, random_state=0)
     _assert_same_fit(km.fit(X, sample_weight=w), ours.fit(X, sample_weight=w), 1e-10)
 
 
@@ -184,72 +182,35 @@ def test_elkan_and_copy_x_change_nothing_and_x_is_never_written():
     _assert_same_fit(ref, base, 1e-10)
 
 
-def test_fit_predict_fit_transform_and_fitted_attributes():
-    X = _blobs(seed=9)
-    m = SoftKMeans(4, assignment="hard", random_state=0)
-    labels = m.fit_predict(X)
-    np.testing.assert_array_equal(labels, m.labels_)
-    np.testing.assert_array_equal(m.predict(X), m.labels_)
-    D = SoftKMeans(4, assignment="hard", random_state=0).fit_transform(X)
-    np.testing.assert_allclose(D, m.transform(X))
-    assert m.n_features_in_ == X.shape[1]
-    assert isinstance(m.n_iter_, int) and isinstance(m.inertia_, float)
-    assert m.cluster_centers_.shape == (4, X.shape[1])
-    assert list(m.get_feature_names_out()) == [f"softkmeans{j}" for j in range(4)]
-
-
-def test_pickle_round_trip_predicts_the_same():
-    X = _blobs(seed=10)
-    m = SoftKMeans(4, assignment="hard", random_state=0).fit(X)
-    back = pickle.loads(pickle.dumps(m))
-    np.testing.assert_array_equal(back.predict(X), m.predict(X))
-    np.testing.assert_array_equal(back.cluster_centers_, m.cluster_centers_)
-    assert back.get_params() == m.get_params()
-
-
-def test_set_output_pandas_and_feature_names():
-    pd = pytest.importorskip("pandas")
-    X = _blobs(seed=11)
-    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    m = SoftKMeans(4, assignment="hard", random_state=0).set_output(transform="pandas")
-    out = m.fit_transform(df)
-    assert isinstance(out, pd.DataFrame)
-    assert list(out.columns) == list(m.get_feature_names_out())
-    assert list(m.feature_names_in_) == list(df.columns)
-    plain = SoftKMeans(4, assignment="hard", random_state=0).fit(df)
-    np.testing.assert_array_equal(out.to_numpy(), plain.transform(df))
-    with pytest.warns(UserWarning, match="X does not have valid feature names"):
-        m.predict(X)  # scikit-learn's own warning, from its validate_data
+# Fitted attributes, fit_predict / fit_transform, pickle and clone, pandas input and
+# set_output: tests/test_estimator.py, for every assignment.
 
 
 # ---------------------------------------------------------------- errors, as scikit-learn
 
 
+# Bad parameters, and scikit-learn's key phrase where ours says the same (None: each
+# estimator words it its own way).
 BAD_PARAMETERS = [
     (dict(algorithm="foo"), "The 'algorithm' parameter of"),
     (dict(n_init="foo"), "The 'n_init' parameter of"),
     (dict(n_init=0), "The 'n_init' parameter of"),
     (dict(init="foo"), "The 'init' parameter of"),
     (dict(copy_x="yes"), "The 'copy_x' parameter of"),
+    (dict(n_clusters=2.5), None),
+    (dict(max_iter=0), None),
+    (dict(tol=-1.0), None),
+    (dict(random_state="x"), None),
 ]
 
 
 @pytest.mark.parametrize(("params", "phrase"), BAD_PARAMETERS)
 def test_bad_parameters_raise_what_kmeans_raises(params, phrase):
     X = _blobs(n=40)
-    for est in _pair(n_clusters=3, **params):
+    for est in (*_pair(**{"n_clusters": 3, **params}), SoftKMeans(**{"n_clusters": 3, **params})):
         with pytest.raises(ValueError, match=phrase) as info:
             est.fit(X)
         assert isinstance(info.value, TypeError)  # scikit-learn's error is both
-
-
-@pytest.mark.parametrize(
-    "bad", [dict(n_clusters=2.5), dict(max_iter=0), dict(tol=-1.0), dict(random_state="x")]
-)
-def test_other_bad_parameters_are_both_value_and_type_errors(bad):
-    with pytest.raises(ValueError) as info:
-        SoftKMeans(**{"n_clusters": 3, **bad}).fit(_blobs(n=40))
-    assert isinstance(info.value, TypeError)
 
 
 def _wrong_init_cases(X):
@@ -342,10 +303,13 @@ def test_the_same_conditions_warn_as_kmeans(case):
             est.fit(X)
 
 
-def test_relocating_an_empty_cluster_is_silent_as_in_kmeans():
-    X = _blobs(n=200, k=3, seed=13)
-    C0 = np.concatenate([X[:3], [[1e3] * X.shape[1]]])  # the far centre gets no point
-    km, ours = _pair(n_clusters=4, init=C0)
+@pytest.mark.parametrize("max_iter", [1, 2, 300])  # right after the relocation, at convergence
+@pytest.mark.parametrize("far", [(3,), (1, 3)])
+def test_relocating_empty_clusters_is_silent_as_in_kmeans(far, max_iter):
+    X = _blobs(n=400, k=5, seed=13)
+    C0 = X[:5].copy()
+    C0[list(far)] = 1e3 * np.array([1.0, -1.0])[: len(far), None]  # far: no point after step 1
+    km, ours = _pair(n_clusters=5, init=C0, max_iter=max_iter)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ref, got = km.fit(X), ours.fit(X)

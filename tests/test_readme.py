@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 
@@ -17,9 +18,46 @@ def test_readme_has_examples():
     assert PYTHON_BLOCKS, "README lost its Python example"
 
 
+# Optional packages a README block may import -> the extra that installs them. A block that
+# imports one that is missing is skipped with the reason (the README's test command,
+# `pip install ".[test]"`, leaves out torch; .ci/run installs it, so CI runs the block).
+OPTIONAL = {"torch": "torch"}
+
+
+def _imported_modules(block):
+    """Top-level names of the modules a block imports (softkmeans.torch counts as torch)."""
+    names = set()
+    for node in ast.walk(ast.parse(block)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+            if node.module == "softkmeans":
+                names.update(alias.name for alias in node.names)
+    return names
+
+
+def _skip_unless_installed(block):
+    for module in sorted(_imported_modules(block) & set(OPTIONAL)):
+        extra = OPTIONAL[module]
+        reason = f"this README block needs {module}: pip install 'softkmeans[{extra}]'"
+        pytest.importorskip(module, reason=reason)
+
+
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=lambda b: b.splitlines()[0][:40])
 def test_readme_python_block_runs(block):
+    _skip_unless_installed(block)
     exec(compile(block, "README.md", "exec"), {"__name__": "__readme__"})
+
+
+def test_a_block_that_needs_a_missing_package_is_skipped(monkeypatch):
+    """The bug this guards: `pip install ".[test]" && python -m pytest -q` failed on the
+    PyTorch block, torch not being in the test extra."""
+    torch_blocks = [b for b in PYTHON_BLOCKS if "torch" in _imported_modules(b)]
+    assert torch_blocks, "README lost its PyTorch example"
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # import torch now fails
+    with pytest.raises(pytest.skip.Exception, match="pip install 'softkmeans\\[torch\\]'"):
+        _skip_unless_installed(torch_blocks[0])
 
 
 def test_readme_opens_with_the_two_commands():

@@ -1,0 +1,195 @@
+// The ingredients of hard_stats_bounded's bound tests (impl/bounded.hpp): the
+// kernel's rounding slack, Hamerly's half separations, the groups' drifts and
+// their slots in the engine's lane panels, and the exact distance of a row to
+// its label.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "impl/engine.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// How far the kernel's squared distance of a row to a centroid can be from the
+// exact one, as two slacks: e_lin on the distance (the rounding of x - s and
+// c - s into T), e_sq on the squared distance (the expansion
+// ||x - s||^2 + ||c - s||^2 - 2 (x - s).(c - s) summed in T over d terms).
+// Each is twice or more the standard bound (gamma_{d+2} (||x - s||^2 +
+// ||c - s||^2 + 2 |(x - s).(c - s)|) for the sums; u ||x - s|| + u ||c - s||
+// for the roundings), so that a skipped row is never a close call.
+template <typename T>
+struct KernelSlack {
+  double u, b, b2;  // unit roundoff of T; max_j ||c_j - s||, and squared
+  index_t d;
+  explicit KernelSlack(const Engine<T>& E) : d(E.d) {
+    u = std::numeric_limits<T>::epsilon() / 2.0;
+    b2 = 0.0;
+    if (!E.small)  // cn: the micro-kernel path's ||c_j - s||^2
+      for (index_t j = 0; j < E.k; ++j) b2 = std::max(b2, static_cast<double>(E.cn[j]));
+    b2 *= 1.0 + 8.0 * u;  // cn is rounded to T
+    b = std::sqrt(b2);
+  }
+  // a: an upper bound on ||x - s|| (one row's, or a vector of rows').
+  template <typename D>
+  D lin(D a) const {
+    return 2.0 * u * (a + b);
+  }
+  template <typename D>
+  D sq(D a) const {
+    return 4.0 * static_cast<double>(d + 8) * u * (a * a + b2);
+  }
+
+  // Whether the kernel's argmin of a row is its label a, given da2 >= its
+  // exact squared distance to c_a and lo <= its exact distance to every other
+  // centroid. The kernel's D_ia is below (da + e_lin)^2 + e_sq, its D_ij
+  // (j != a) above (lo - e_lin)^2 - e_sq. The slacks are taken at
+  // ||x - s|| <= ||x - c_a|| + ||c_a - s|| <= lo + b, which holds whenever
+  // da <= lo; when da > lo the test fails anyway (its left side exceeds
+  // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
+  bool keeps_label(double da2, double lo) const {
+    if (lo == std::numeric_limits<double>::infinity()) return true;  // no other centroid
+    double others_lo, rhs;
+    label_test(lo, others_lo, rhs);
+    return others_lo > 0.0 && da2 < rhs;
+  }
+  // keeps_label of a vector of rows: bit q for row q.
+  template <typename VD>
+  unsigned keeps_labels(VD da2, VD lo) const {
+    VD others_lo, rhs;
+    label_test(lo, others_lo, rhs);
+    const VD inf = vset(std::numeric_limits<double>::infinity());
+    return lane_bits<Cmp::le>(inf, lo) |
+           (lane_bits<Cmp::lt>(VD{}, others_lo) & lane_bits<Cmp::lt>(da2, rhs));
+  }
+
+ private:
+  // keeps_label's test: others_lo > 0 and da2 < rhs (lo finite).
+  template <typename D>
+  void label_test(D lo, D& others_lo, D& rhs) const {
+    const D ax = lo + b, e_lin = lin(ax), e_sq = sq(ax);
+    others_lo = lo - e_lin;
+    rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+  }
+};
+
+// Half the distance from each centroid to its nearest other centroid, bounded
+// below: a row x labelled a is at least 2 h_a - ||x - c_a|| from every other
+// centroid (triangle inequality), whatever the centroids' drift, which
+// decides most rows of well separated clusters at once. The distances are the
+// kernel's own (Engine::min2_rows on the rows of C; the row's own centroid is
+// one of its two smallest), turned into exact bounds by the slack.
+template <typename T>
+std::vector<double> half_separations(const Engine<T>& E, const T* C, const KernelSlack<T>& slack) {
+  const index_t k = E.k, d = E.d;
+  Workspace<T> ws;
+  E.init(ws);
+  std::vector<double> half(k);
+  for (index_t j0 = 0; j0 < k; j0 += E.mb) {
+    const index_t rows = std::min(E.mb, k - j0);
+    E.min2_rows(C + j0 * d, rows, ws.mins.data(), ws);
+    for (index_t r = 0; r < rows; ++r) {
+      const RowMin<T>& m = ws.mins[r];
+      // The smallest over the other centroids: m2 when the argmin is c itself.
+      const double other = static_cast<double>(m.a == j0 + r ? m.m2 : m.m1);
+      const double lo = std::sqrt(std::max(other - slack.sq(slack.b), 0.0)) - slack.lin(slack.b);
+      half[j0 + r] = std::max(lo, 0.0) / 2.0;
+    }
+  }
+  return half;
+}
+
+// The two largest drifts of a group of centroids and where the largest is: a
+// row labelled j_first moves away from the group's others by at most the second.
+struct Drifts {
+  double first = 0.0, second = 0.0;
+  index_t j_first = -1;
+  // Per lane (a vector of rows' labels), the drift that bounds the row's move
+  // away from the group's others.
+  template <typename VI>
+  typename VT<double>::v other_than(VI a) const {
+    return a == j_first ? vset(second) : vset(first);
+  }
+  void add(index_t j, double drift) {
+    if (drift > first) {
+      second = first;
+      first = drift;
+      j_first = j;
+    } else {
+      second = std::max(second, drift);
+    }
+  }
+};
+
+// (t,) the drifts of each group's centroids (group[j] in [0, t)).
+template <typename T>
+std::vector<Drifts> group_drifts(const T* C, const T* C_prev, index_t k, index_t d,
+                                 const std::int64_t* group, index_t t) {
+  std::vector<Drifts> dr(t);
+  for (index_t j = 0; j < k; ++j) {
+    double s = 0.0;
+    for (index_t l = 0; l < d; ++l) {
+      const double v = static_cast<double>(C[j * d + l]) - static_cast<double>(C_prev[j * d + l]);
+      s += v * v;
+    }
+    // Rounded up: the sum of d squares in double is within (d + 2) 2^-53.
+    dr[group[j]].add(j, std::sqrt(s) * (1.0 + 1e-12));
+  }
+  return dr;
+}
+
+// The groups in the engine's lane panels: group g in slots [begin_g, end_g)
+// (multiples of Engine::LC; its centroids in increasing order, then padding),
+// so that lanes_min2 over a group's slots finds its first argmin (ties to the
+// smallest centroid, as the plain pass's).
+struct GroupSlots {
+  index_t t;
+  std::vector<index_t> begin, end, count;  // (t,) slot ranges; real members
+  std::vector<index_t> centroid_of_slot;   // (slots,) -1 in the padding
+  std::uint32_t all_groups = 0;            // bit g: group g is not empty
+  index_t n_groups = 0;                    // the non-empty groups
+  GroupSlots(const std::int64_t* group, index_t k, index_t t_, index_t lc)
+      : t(t_), begin(t_), end(t_), count(t_, 0) {
+    for (index_t j = 0; j < k; ++j) ++count[group[j]];
+    for (index_t g = 0; g < t; ++g)
+      if (count[g] > 0) all_groups |= std::uint32_t{1} << g;
+    for (index_t g = 0; g < t; ++g) n_groups += count[g] > 0;
+    for (index_t g = 0; g < t; ++g) {
+      begin[g] = static_cast<index_t>(centroid_of_slot.size());
+      for (index_t j = 0; j < k; ++j)
+        if (group[j] == g) centroid_of_slot.push_back(j);
+      centroid_of_slot.resize(round_up(static_cast<index_t>(centroid_of_slot.size()), lc), -1);
+      end[g] = static_cast<index_t>(centroid_of_slot.size());
+    }
+  }
+};
+
+// Squared distance of x to y by direct differences in double (within
+// (d + 2) 2^-53 of the exact value, relative). Eight interleaved partial sums,
+// added pairwise at the end: vectorized, and no chain of d dependent adds
+// (a skipped row costs this and little else).
+template <typename T>
+[[gnu::always_inline]] inline double direct_sq_distance(const T* x, const T* y, index_t d) {
+  constexpr index_t P = 8;
+  double part[P] = {};
+  index_t l = 0;
+  for (; l + P <= d; l += P)
+#pragma GCC unroll 8
+    for (index_t q = 0; q < P; ++q) {
+      const double v = static_cast<double>(x[l + q]) - static_cast<double>(y[l + q]);
+      part[q] += v * v;
+    }
+  for (index_t q = 0; l < d; ++l, ++q) {
+    const double v = static_cast<double>(x[l]) - static_cast<double>(y[l]);
+    part[q] += v * v;
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import softkmeans
+from conftest import make_blobs
 from softkmeans import AnnealingSchedule, SoftKMeans
 from softkmeans.annealing import check_schedule
 
@@ -55,9 +56,9 @@ def test_annealing_ends_at_a_lloyd_fixed_point(kind):
 
 
 def _blobs():
-    rng = np.random.default_rng(5)
-    centres = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [6.0, 6.0]])
-    return (centres[:, None, :] + 0.7 * rng.normal(size=(4, 50, 2))).reshape(-1, 2)
+    """50 points around each corner of a square of side 6, noise 0.7."""
+    corners = [[0.0, 0.0], [6.0, 0.0], [0.0, 6.0], [6.0, 6.0]]
+    return make_blobs(200, 2, 4, seed=5, spread=0.7, centres=corners, balanced=True)[0]
 
 
 def test_transitions_are_recorded_in_cooling_order():

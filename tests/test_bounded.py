@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import make_blobs
 from softkmeans import SoftKMeans, _driver, _native
 from softkmeans._driver import _BoundedHardPass
 
@@ -101,12 +102,6 @@ def _lloyd(stats, C):
     return out
 
 
-def _blobs(n, d, k, dtype, rng, spread=4.0, offset=0.0):
-    centres = rng.normal(scale=spread, size=(k, d))
-    X = centres[rng.integers(k, size=n)] + rng.normal(size=(n, d)) + offset
-    return np.ascontiguousarray(X, dtype=dtype)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("grouping", GROUPINGS)
@@ -114,7 +109,7 @@ def _blobs(n, d, k, dtype, rng, spread=4.0, offset=0.0):
 def test_every_lloyd_step_equals_the_plain_step(simd_level, dtype, threads, grouping, d, k):
     rng = np.random.default_rng(d * 100 + k)
     n = 1500
-    X = _blobs(n, d, max(k // 2, 1), dtype, rng)
+    X, _ = make_blobs(n, d, max(k // 2, 1), dtype=dtype, seed=rng)
     w = rng.random(n)
     w[::11] = 0.0
     C = X[rng.choice(n, size=k, replace=False)].copy()
@@ -182,7 +177,7 @@ def test_exact_ties_on_integer_data_go_to_the_smallest_label(simd_level, threads
 
 def test_labels_and_lower_do_not_depend_on_the_thread_count():
     rng = np.random.default_rng(5)
-    X = _blobs(5000, 20, 12, np.float32, rng)
+    X, _ = make_blobs(5000, 20, 12, dtype=np.float32, seed=rng)
     w = np.ones(len(X))
     runs = []
     for threads in (1, 2, 3):
@@ -230,7 +225,7 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(
     monkeypatch, bounds_everywhere, dtype, d, k
 ):
     rng = np.random.default_rng(d + k)
-    X = _blobs(4000, d, k, dtype, rng)
+    X, _ = make_blobs(4000, d, k, dtype=dtype, seed=rng)
     init = X[rng.choice(len(X), size=k, replace=False)].copy()
 
     def fit():
@@ -257,7 +252,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     """Empty clusters: the relocation takes the labels of the step (no assign pass) and
     the fit equals the plain one."""
     rng = np.random.default_rng(0)
-    X = _blobs(3000, 6, 3, np.float64, rng)
+    X, _ = make_blobs(3000, 6, 3, seed=rng)
     init = np.vstack([X[:3], X[:3].mean(axis=0) + 1e6 * np.ones((2, 6))])  # 2 far, empty
     calls = _count_calls(monkeypatch, "assign")
     bounded = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)

@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 
 import softkmeans
 from conftest import assert_identical, make_blobs
+from softkmeans import SoftKMeans
 
 N_WORKERS = 4
 
@@ -82,9 +83,6 @@ def test_python_threads_calling_concurrently_get_sequential_results():
 
 
 def test_estimators_fitted_in_concurrent_python_threads_equal_sequential_fits():
-    SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
-    if SoftKMeans is None:
-        pytest.skip("softkmeans.SoftKMeans does not exist yet")
     X, _ = make_blobs(2000, 5, 6, seed=8)
     configs = [
         dict(n_clusters=6, assignment="hard", random_state=0, n_threads=2),
@@ -113,9 +111,6 @@ def test_estimators_fitted_in_concurrent_python_threads_equal_sequential_fits():
 
 
 def test_python_threads_predicting_with_one_shared_estimator_get_sequential_results():
-    SoftKMeans = getattr(softkmeans, "SoftKMeans", None)
-    if SoftKMeans is None:
-        pytest.skip("softkmeans.SoftKMeans does not exist yet")
     X, _ = make_blobs(5000, 6, 7, seed=9)
     est = SoftKMeans(n_clusters=7, assignment="entmax15", random_state=0, max_iter=20).fit(X)
     methods = [est.predict, est.predict_proba, est.transform, est.score]

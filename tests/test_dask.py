@@ -9,20 +9,17 @@ import os
 import pickle
 import signal
 
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import distributed
 import numpy as np
+import pandas as pd
 import pytest
 
+import softkmeans
 from conftest import KINDS, make_blobs, rel_close
-
-da = pytest.importorskip("dask.array")
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
-pd = pytest.importorskip("pandas")
-
-import dask  # noqa: E402
-
-import softkmeans  # noqa: E402
-from softkmeans import dask as skd  # noqa: E402
+from softkmeans import dask as skd
 
 RTOL = 1e-10
 CHUNKS = (700, 1100, 300, 899, 1)  # uneven, and a one-row block

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import softkmeans
 from conftest import DTYPES, KINDS, make_blobs
@@ -68,7 +69,6 @@ def test_objective_and_gradients_bitwise_equal_across_threads(shape, kind, dtype
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 def test_default_threads_follow_threadpoolctl(dtype):
     """n_threads=None resolves at the call: threadpool_limits(1) takes effect, same bits."""
-    threadpoolctl = pytest.importorskip("threadpoolctl")
     X, C, w, sigma = _problem(SHAPES[0], dtype)
     ref = softkmeans.centroid_step(X, C, sigma, kind="softmax", sample_weight=w, n_threads=1)
     with threadpoolctl.threadpool_limits(1):

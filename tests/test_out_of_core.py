@@ -8,14 +8,11 @@ import time
 
 import numpy as np
 import pytest
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.datasets import make_blobs
 
 import softkmeans
-
-pytest.importorskip("sklearn")
-from sklearn.cluster import MiniBatchKMeans  # noqa: E402
-from sklearn.datasets import make_blobs  # noqa: E402
-
-from softkmeans import SoftKMeans  # noqa: E402
+from softkmeans import SoftKMeans
 
 
 def _rss_anon():

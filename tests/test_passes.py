@@ -17,14 +17,10 @@ import collections
 
 import numpy as np
 import pytest
+from sklearn.datasets import make_blobs
 
-from softkmeans import _native
+from softkmeans import SoftKMeans, _native
 from softkmeans import _validation as v
-
-pytest.importorskip("sklearn")
-from sklearn.datasets import make_blobs  # noqa: E402
-
-from softkmeans import SoftKMeans  # noqa: E402
 
 PASSES_OVER_X = (
     "sq_distances",

@@ -12,12 +12,9 @@ import numpy as np
 import pytest
 
 import softkmeans as sk
-from softkmeans import cli
-
-pytest.importorskip("sklearn")  # --quick uses scikit-learn's bundled data sets
-
-from softkmeans import experiments  # noqa: E402
-from softkmeans.experiments import (  # noqa: E402
+from conftest import make_blobs
+from softkmeans import cli, experiments
+from softkmeans.experiments import (
     _common,
     claim1_bounds,
     claim2_gamma,
@@ -43,10 +40,9 @@ def _ds(X, name="toy"):
     )
 
 
-def _blobs(seed=0, n_per=60, d=3, k=3, spread=8.0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=spread, size=(k, d))
-    return np.concatenate([c + rng.normal(size=(n_per, d)) for c in centres])
+def _blobs():
+    """60 points around each of 3 centres in 3-D, centres 8 noise widths apart."""
+    return make_blobs(180, 3, 3, centre_scale=8.0, balanced=True)[0]
 
 
 # --------------------------------------------------------------------------- the quick run

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import softkmeans as sk
-
-common = pytest.importorskip("softkmeans.experiments._common")
-from softkmeans.experiments import (  # noqa: E402
+from conftest import make_blobs
+from softkmeans.experiments import _common as common
+from softkmeans.experiments import (
     claim5_rate,
     claim6_threshold,
     claim7_trajectories,
@@ -46,9 +46,7 @@ def _dataset(X, name="toy"):
 
 
 def _blobs(seed=0, n=300, d=6, k=3):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=6.0, size=(k, d))
-    return np.ascontiguousarray(centres[rng.integers(0, k, n)] + rng.normal(size=(n, d)))
+    return make_blobs(n, d, k, seed=seed, centre_scale=6.0)[0]
 
 
 # --------------------------------------------------------------------------- claim 5

@@ -304,7 +304,7 @@ def test_the_same_conditions_warn_as_kmeans(case):
 
 
 @pytest.mark.parametrize("max_iter", [1, 2, 300])  # right after the relocation, at convergence
-@pytest.mark.parametrize("far", [(3,), (1, 3)])
+@pytest.mark.parametrize("far", [(3,), (1, 3)], ids=["one-far", "two-far"])
 def test_relocating_empty_clusters_is_silent_as_in_kmeans(far, max_iter):
     X = _blobs(n=400, k=5, seed=13)
     C0 = X[:5].copy()

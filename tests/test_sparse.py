@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import sklearn.cluster
 
 import softkmeans
 import softkmeans.reference as ref
@@ -395,7 +396,6 @@ def test_annealing_and_partial_fit_on_sparse():
 def test_hard_fit_on_sparse_equals_sklearn_kmeans_on_sparse():
     """The drop-in on text-like data: unit rows of few terms, centroids that are means of
     random groups (no exact distance ties), scikit-learn's sparse Lloyd from the same init."""
-    sklearn_cluster = pytest.importorskip("sklearn.cluster")
     rng = np.random.default_rng(11)
     X = sp.random(600, 80, density=0.06, random_state=11, format="csr")
     X = sp.csr_matrix(
@@ -404,7 +404,7 @@ def test_hard_fit_on_sparse_equals_sklearn_kmeans_on_sparse():
     groups = rng.integers(0, 6, size=X.shape[0])
     C = np.stack([np.asarray(X[groups == j].mean(axis=0)).ravel() for j in range(6)])
     ours = softkmeans.SoftKMeans(6, assignment="hard", init=C, n_init=1).fit(X)
-    peer = sklearn_cluster.KMeans(6, init=C, n_init=1, algorithm="lloyd").fit(X)
+    peer = sklearn.cluster.KMeans(6, init=C, n_init=1, algorithm="lloyd").fit(X)
     np.testing.assert_array_equal(ours.labels_, peer.labels_)
     assert ours.n_iter_ == peer.n_iter_
     assert_rel_close(ours.cluster_centers_, peer.cluster_centers_, np.float64, "centres")

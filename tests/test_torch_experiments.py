@@ -6,20 +6,19 @@ from __future__ import annotations
 import csv
 import importlib.util
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
 
+from conftest import make_blobs  # noqa: E402
 from softkmeans import cli  # noqa: E402
 from softkmeans.experiments import _common  # noqa: E402
 from softkmeans.experiments import torch_experiments as te  # noqa: E402
 
 
-def _blobs(seed=0, n_per=250, d=6, k=4):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=6.0, size=(k, d))
-    X = np.concatenate([c + rng.normal(size=(n_per, d)) for c in centres])
+def _blobs():
+    """250 points around each of 4 centres in 6-D."""
+    X, _ = make_blobs(1000, 6, 4, centre_scale=6.0, balanced=True)
     return _common.Dataset(
         name="blobs", X=X, source="test", licence="CC0", standardized=False, real=False
     )
@@ -72,7 +71,6 @@ def test_gradient_table_spans_six_decades_and_tends_to_the_kmeans_gradient(resul
 
 
 def test_reproduce_torch_quick_through_the_command_line(tmp_path, capsys):
-    pytest.importorskip("sklearn")  # digits is scikit-learn's
     code = cli.main(
         [
             "reproduce",

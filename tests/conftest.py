@@ -25,6 +25,23 @@ DTYPES = (np.float32, np.float64)
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+# Every function of the functional API, called alike: f(api, X, C, sigma, kind, sample_weight)
+# with api softkmeans or softkmeans.reference (entmax15 takes X as its scores).
+API_CALLS = {
+    "sq_distances": lambda api, X, C, s, kind, w: api.sq_distances(X, C),
+    "assign": lambda api, X, C, s, kind, w: api.assign(X, C),
+    "margins": lambda api, X, C, s, kind, w: api.margins(X, C),
+    "entmax15": lambda api, X, C, s, kind, w: api.entmax15(X),
+    "responsibilities": lambda api, X, C, s, kind, w: api.responsibilities(X, C, s, kind=kind),
+    "objective": lambda api, X, C, s, kind, w: api.objective(X, C, s, kind=kind, sample_weight=w),
+    "centroid_step": lambda api, X, C, s, kind, w: api.centroid_step(
+        X, C, s, kind=kind, sample_weight=w
+    ),
+    "gradients": lambda api, X, C, s, kind, w: api.gradients(X, C, s, kind=kind, sample_weight=w),
+    "critical_sigma": lambda api, X, C, s, kind, w: api.critical_sigma(X, sample_weight=w),
+}
+
+
 @pytest.fixture(params=SIMD_LEVELS)
 def simd_level(request):
     """Runs the test under each SIMD level this machine has, then restores the default."""

@@ -39,24 +39,14 @@ import numpy as np
 import pytest
 
 import softkmeans
-from conftest import assert_identical
+from conftest import API_CALLS, assert_identical
 from softkmeans import SoftKMeans, _validation, reference
 
 BACKENDS = {"native": softkmeans, "reference": reference}
 KINDS = ("hard", "softmax", "entmax15")
 
-# Functions of (X, C); "sigma"/"kind"/"weights" say which extra arguments each takes.
-XC_FUNCS = {
-    "sq_distances": lambda api, X, C, s, kind, w: api.sq_distances(X, C),
-    "assign": lambda api, X, C, s, kind, w: api.assign(X, C),
-    "margins": lambda api, X, C, s, kind, w: api.margins(X, C),
-    "responsibilities": lambda api, X, C, s, kind, w: api.responsibilities(X, C, s, kind=kind),
-    "objective": lambda api, X, C, s, kind, w: api.objective(X, C, s, kind=kind, sample_weight=w),
-    "centroid_step": lambda api, X, C, s, kind, w: api.centroid_step(
-        X, C, s, kind=kind, sample_weight=w
-    ),
-    "gradients": lambda api, X, C, s, kind, w: api.gradients(X, C, s, kind=kind, sample_weight=w),
-}
+# Functions of (X, C); SIGMA_FUNCS and WEIGHT_FUNCS take sigma and kind, and weights too.
+XC_FUNCS = {name: f for name, f in API_CALLS.items() if name not in ("entmax15", "critical_sigma")}
 SIGMA_FUNCS = ("responsibilities", "objective", "centroid_step", "gradients")
 WEIGHT_FUNCS = ("objective", "centroid_step", "gradients")
 

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import softkmeans
-from conftest import TOLERANCE, hard_label_mismatch_is_rounding, rel_close
+from conftest import API_CALLS, TOLERANCE, hard_label_mismatch_is_rounding, rel_close
 from softkmeans import reference
 
 EXAMPLES = int(os.environ.get("SOFTKMEANS_FUZZ_EXAMPLES", "60"))
@@ -302,19 +302,7 @@ def odd_arrays(draw, ndim):
     return a
 
 
-_CALLS = {
-    "sq_distances": lambda api, X, C, s, kind, w: api.sq_distances(X, C),
-    "assign": lambda api, X, C, s, kind, w: api.assign(X, C),
-    "margins": lambda api, X, C, s, kind, w: api.margins(X, C),
-    "entmax15": lambda api, X, C, s, kind, w: api.entmax15(X),
-    "responsibilities": lambda api, X, C, s, kind, w: api.responsibilities(X, C, s, kind=kind),
-    "objective": lambda api, X, C, s, kind, w: api.objective(X, C, s, kind=kind, sample_weight=w),
-    "centroid_step": lambda api, X, C, s, kind, w: api.centroid_step(
-        X, C, s, kind=kind, sample_weight=w
-    ),
-    "gradients": lambda api, X, C, s, kind, w: api.gradients(X, C, s, kind=kind, sample_weight=w),
-    "critical_sigma": lambda api, X, C, s, kind, w: api.critical_sigma(X, sample_weight=w),
-}
+_CALLS = API_CALLS
 
 
 def _outcome(call):

@@ -9,6 +9,11 @@
 //   distance block; or, when the caller only needs each row's two smallest and
 //   argmin (hard, entmax15, assign, margins), the same distances with rows in
 //   the lanes and centroids broadcast (cl, cnl), reduced in registers (min2_rows).
+//
+// This header holds the engine's shape, its per-thread workspace and the
+// dispatch between the paths; each path is in its own header, included at the
+// end: impl/engine_direct.hpp (direct), impl/engine_blocks.hpp (micro-kernel
+// distance blocks), impl/engine_lanes.hpp (micro-kernel, rows in the lanes).
 #pragma once
 
 #include <algorithm>
@@ -56,33 +61,6 @@ struct alignas(64) Workspace {
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
   std::vector<double> cval;        // (kp,) their values, then their responsibilities
 };
-
-// The shift of the micro-kernel path: the mean of C rounded to a multiple of a
-// power of two no larger than the centroids' spread. Distances are invariant
-// under it; it removes the cancellation of the norm expansion far from the
-// origin (points at 100 with spread 0.1), and on integer data with spread >= 1
-// it is an integer, so integer-valued distances stay exact.
-template <typename T>
-std::vector<T> centroid_shift(const T* C, index_t k, index_t d) {
-  std::vector<double> mu(d, 0.0);
-  for (index_t j = 0; j < k; ++j)
-    for (index_t l = 0; l < d; ++l) mu[l] += static_cast<double>(C[j * d + l]);
-  for (index_t l = 0; l < d; ++l) mu[l] /= static_cast<double>(k);
-  double spread = 0.0;
-  for (index_t j = 0; j < k; ++j)
-    for (index_t l = 0; l < d; ++l)
-      spread = std::max(spread, std::fabs(static_cast<double>(C[j * d + l]) - mu[l]));
-  std::vector<T> shift(d, T(0));
-  for (index_t l = 0; l < d; ++l) {
-    if (spread > 0.0) {
-      const double q = std::ldexp(1.0, std::ilogb(spread));
-      shift[l] = static_cast<T>(std::nearbyint(mu[l] / q) * q);
-    } else {
-      shift[l] = C[l];  // all centroids equal: shift by them exactly
-    }
-  }
-  return shift;
-}
 
 template <typename T>
 struct Engine {
@@ -139,55 +117,15 @@ struct Engine {
     if (in_registers) mb = round_up(kRowTile, MR);
     dbuf_rows = in_registers ? MR : mb_pad();  // distances() writes MR rows
     if (small) {
-      ct.assign(d * kp, T(0));
-      for (index_t j = 0; j < k; ++j)
-        for (index_t l = 0; l < d; ++l) ct[l * kp + j] = C[j * d + l];
-      cpad.assign(kp, T(0));
-      for (index_t j = k; j < kp; ++j) cpad[j] = std::numeric_limits<T>::infinity();
-      craw.assign(C, C + k * d);
+      prepare_direct(C);
       return;
     }
-    shift = centroid_shift(C, k, d);
-    cp.assign((kp / NR) * d * NR, T(0));
-    cn.assign(kp, std::numeric_limits<T>::infinity());
-    for (index_t j = 0; j < k; ++j) {
-      const index_t p = j / NR, jj = j % NR;
-      double nrm = 0.0;
-      for (index_t l = 0; l < d; ++l) {
-        const T c = C[j * d + l] - shift[l];
-        cp[(p * d + l) * NR + jj] = c;
-        nrm += static_cast<double>(c) * static_cast<double>(c);
-      }
-      cn[j] = static_cast<T>(nrm);
-    }
+    prepare_blocks(C);
     if (dbuf_rows < mb_pad()) {
       std::vector<index_t> identity(round_up(k, LC), -1);
       for (index_t j = 0; j < k; ++j) identity[j] = j;
       order_lanes(identity);
     }
-  }
-
-  // The lane panels cl, cnl with centroid centroid_of_slot[j] in slot j (-1:
-  // padding, never an argmin), the slots a multiple of LC: lanes_min2 over a
-  // slot range then takes any set of centroids (hard_stats_bounded's groups)
-  // with each distance's bits unchanged; its argmins are slots.
-  void order_lanes(const std::vector<index_t>& centroid_of_slot) {
-    kl = static_cast<index_t>(centroid_of_slot.size());
-    cl.assign(kl * d, T(0));
-    cnl.assign(kl, std::numeric_limits<T>::infinity());
-    T cn_max = T(0);
-    for (index_t j = 0; j < kl; ++j) {
-      const index_t c = centroid_of_slot[j];
-      if (c < 0) continue;
-      for (index_t l = 0; l < d; ++l)
-        cl[(j / LC * d + l) * LC + j % LC] = cp[(c / NR * d + l) * NR + c % NR];
-      cnl[j] = cn[c];
-      cn_max = std::max(cn_max, cn[c]);
-    }
-    // ||x - s||^2 + ||c - s||^2 < max / 4 bounds |x.c| and every sum of the
-    // distance well below the largest T: no inf, so no NaN (inf - inf).
-    // An inf cn_max makes it -inf: every row clamped.
-    xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
   }
 
   // The shape alone (kp = k rounded up to W, mb rows per distance block of
@@ -233,405 +171,11 @@ struct Engine {
   // dbuf [out] (rows, kp) with row stride ld: D of rows X[0..rows), +inf in
   // the padding columns k..kp.
   void distances(const T* X, index_t rows, Workspace<T>& ws) const {
-    T* out = ws.dbuf.data();
     if (small) {
-      with_small_dim(d, [&](auto D) { direct<D>(X, rows, out); });
+      with_small_dim(d, [&](auto D) { direct<D>(X, rows, ws.dbuf.data()); });
       return;
     }
-    T* xb = ws.xb.data();
-    T* xn = ws.xn.data();
-    const index_t rows_pad = round_up(rows, MR);
-    shift_rows(X, rows, xb, xn);
-    for (index_t r = rows; r < rows_pad; ++r) {
-      for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
-      xn[r] = T(0);
-    }
-    for (index_t p = 0; p < kp / NR; ++p)
-      for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
-        micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
-              out + r0 * ld + p * NR);
-  }
-
-  // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2, summed in
-  // coordinate order by the lanes' multiply-add (pack_group's bits: both
-  // reductions of the micro-kernel path see the same distances).
-  T shifted_row(const T* x, T* out, index_t stride) const {
-    T nrm = 0;
-    for (index_t l = 0; l < d; ++l) {
-      const T v = x[l] - shift[l];
-      out[l * stride] = v;
-      nrm = lane_mul_add(v, v, nrm);
-    }
-    return nrm;
-  }
-
-  // xb [out] (rows, d): rows X[0..rows) minus the shift; xn [out] (rows,)
-  // their squared norms with shifted_row's bits. Where a vector holds a
-  // multiple of 8 lanes, 8 rows at a time: each 8 x 8 block is transposed in
-  // registers and the norms summed in the lanes, as pack_group does (row by
-  // row, shifted_row's multiply-adds are a chain of d dependent operations;
-  // this costs what the unfused vectorized loop it replaced did).
-  void shift_rows(const T* X, index_t rows, T* xb, T* xn) const {
-    index_t r = 0;
-    if constexpr (W % 8 == 0) {
-      using O = typename Oct<T>::v;
-      using OU = typename Oct<T>::u;
-      for (; r + 8 <= rows; r += 8) {
-        O nrm{};
-        index_t l0 = 0;
-        for (; l0 + 8 <= d; l0 += 8) {
-          const O s = *reinterpret_cast<const OU*>(shift.data() + l0);
-          O v[8];
-#pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q) {
-            v[q] = *reinterpret_cast<const OU*>(X + (r + q) * d + l0) - s;
-            *reinterpret_cast<OU*>(xb + (r + q) * d + l0) = v[q];
-          }
-          transpose8(v);
-#pragma GCC unroll 8
-          for (index_t c = 0; c < 8; ++c) nrm += v[c] * v[c];
-        }
-        for (index_t l = l0; l < d; ++l)
-          for (index_t q = 0; q < 8; ++q) {
-            const T v = X[(r + q) * d + l] - shift[l];
-            xb[(r + q) * d + l] = v;
-            nrm[q] = lane_mul_add(v, v, nrm[q]);
-          }
-        *reinterpret_cast<OU*>(xn + r) = nrm;
-      }
-    }
-    for (; r < rows; ++r) xn[r] = shifted_row(X + r * d, xb + r * d, 1);
-  }
-
-  // Micro-kernel path, rows reduced in the lanes: the distances of the LR W
-  // rows of xg (d, LR W) (shifted rows, transposed; xnv their norms) to
-  // centroids [j_begin, j_end) (multiples of LC), LC centroids broadcast from
-  // the panels cl at a time, each D the micro-kernel's bits (same products in
-  // the same order, same clamp), folded per lane into the running two smallest
-  // v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
-  // Clamp false: the distances unclamped, for the caller that checks (see
-  // reduce_group) that they were all positive, when clamping changes nothing.
-  template <bool Clamp = true>
-  void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
-                  VI* i1p) const {
-    // The running state in locals: through the pointers (which may alias the
-    // float panels) it would be stored and reloaded at every centroid.
-    V v1[LR], v2[LR], xn[LR];
-    VI i1[LR];
-#pragma GCC unroll 16
-    for (index_t q = 0; q < LR; ++q) {
-      v1[q] = v1p[q];
-      v2[q] = v2p[q];
-      xn[q] = xnv[q];
-      i1[q] = i1p[q];
-    }
-    for (index_t j0 = j_begin; j0 < j_end; j0 += LC) {
-      const T* cb = cl.data() + j0 * d;
-      V a[LR][LC];
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q)
-#pragma GCC unroll 16
-        for (index_t c = 0; c < LC; ++c) a[q][c] = V{};
-      for (index_t l = 0; l < d; ++l) {
-        V xv[LR];
-#pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q) xv[q] = vload(xg + (l * LR + q) * W);
-#pragma GCC unroll 16
-        for (index_t c = 0; c < LC; ++c) {
-          const V cv = vset<T>(cb[l * LC + c]);
-#pragma GCC unroll 16
-          for (index_t q = 0; q < LR; ++q) a[q][c] += xv[q] * cv;
-        }
-      }
-      VI jv = VI{} + static_cast<Int>(j0);
-#pragma GCC unroll 16
-      for (index_t c = 0; c < LC; ++c, jv += 1) {
-        const V cnv = vset<T>(cnl[j0 + c]);
-#pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q) {
-          // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
-          // micro-kernel's (xn + cn) - (a + a) bit for bit.
-          const V u = (xn[q] + cnv) - a[q][c] * T(2);
-          const V dist = Clamp ? vmax(u, V{}) : u;
-          const VI lt = dist < v1[q];
-          v2[q] = vmin(v2[q], vmax(v1[q], dist));
-          i1[q] = lt ? jv : i1[q];
-          v1[q] = vmin(v1[q], dist);
-        }
-      }
-    }
-#pragma GCC unroll 16
-    for (index_t q = 0; q < LR; ++q) {
-      v1p[q] = v1[q];
-      v2p[q] = v2[q];
-      i1p[q] = i1[q];
-    }
-  }
-
-  // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
-  // (coordinate l of the group's row q at xg[l LR W + q]); lanes past rn
-  // repeat the last row. Each x - s is the same subtraction either way.
-  // xn [out] (LR,): the rows' squared norms, summed in the lanes in
-  // shifted_row's order (the same bits), as each coordinate is packed.
-  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const {
-    constexpr index_t G = LR * W;
-    const T* xr[G];
-    for (index_t q = 0; q < G; ++q) xr[q] = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
-    if constexpr (W % 8 == 0) {
-      // Row q of a full group at X + (r0 + q) d: GCC computed the table xr
-      // in vector registers and moved each pointer out lane by lane (a
-      // tenth of AVX-512's packing); a partial group reads the table.
-      const T* x0 = X + r0 * d;
-      const bool full = rn == G;
-      const auto row = [&](index_t q) { return full ? x0 + q * d : xr[q]; };
-      // 8 rows x 8 coordinates per transpose (float AVX2 and AVX-512, double
-      // AVX-512): a load and six shuffles per row of 8 where the element-wise
-      // stores took 8 extracts. The norms are summed in the same 8-lane
-      // pieces (a W-lane load of two 8-lane stores just made would wait for
-      // both to retire: no store forwarding; AVX-512's packing took twice
-      // AVX2's time that way), then joined.
-      using O = typename Oct<T>::v;
-      using OU = typename Oct<T>::u;
-      constexpr index_t P = G / 8;
-      O nrm[P];
-#pragma GCC unroll 16
-      for (index_t b = 0; b < P; ++b) nrm[b] = O{};
-      index_t l0 = 0;
-      for (; l0 + 8 <= d; l0 += 8) {
-        const O s = *reinterpret_cast<const OU*>(shift.data() + l0);
-#pragma GCC unroll 16
-        for (index_t b = 0; b < P; ++b) {
-          O r[8];
-#pragma GCC unroll 8
-          for (index_t q = 0; q < 8; ++q)
-            r[q] = *reinterpret_cast<const OU*>(row(b * 8 + q) + l0) - s;
-          transpose8(r);
-#pragma GCC unroll 8
-          for (index_t c = 0; c < 8; ++c) {
-            *reinterpret_cast<OU*>(xg + (l0 + c) * G + b * 8) = r[c];
-            nrm[b] += r[c] * r[c];
-          }
-        }
-      }
-      if (l0 < d) {
-        for (index_t q = 0; q < G; ++q)
-          for (index_t l = l0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
-        for (index_t l = l0; l < d; ++l)
-#pragma GCC unroll 16
-          for (index_t b = 0; b < P; ++b) {
-            const O v = *reinterpret_cast<const OU*>(xg + l * G + b * 8);
-            nrm[b] += v * v;
-          }
-      }
-#pragma GCC unroll 16
-      for (index_t b = 0; b < LR; ++b) {
-        if constexpr (W == 8)
-          xn[b] = nrm[b];
-        else
-          xn[b] = __builtin_shufflevector(nrm[2 * b], nrm[2 * b + 1], 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                          10, 11, 12, 13, 14, 15);
-      }
-    } else {
-      for (index_t q = 0; q < G; ++q)
-        for (index_t l = 0; l < d; ++l) xg[l * G + q] = xr[q][l] - shift[l];
-      V nrm[LR];
-#pragma GCC unroll 16
-      for (index_t b = 0; b < LR; ++b) nrm[b] = V{};
-      for (index_t l = 0; l < d; ++l)
-#pragma GCC unroll 16
-        for (index_t b = 0; b < LR; ++b) {
-          const V v = vload(xg + l * G + b * W);
-          nrm[b] += v * v;
-        }
-#pragma GCC unroll 16
-      for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];
-    }
-  }
-
-  // Packs rows X[0..rows) (rows <= mb) in groups of LR W for lanes_min2: ws.xt
-  // (groups, d, LR W) and their norms in ws.lanes, summed in the lanes in
-  // shifted_row's order (the same bits). Returns the number of groups.
-  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const {
-    constexpr index_t G = LR * W;
-    const index_t groups = (rows + G - 1) / G;
-    for (index_t g = 0; g < groups; ++g)
-      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), ws.xt.data() + g * d * G,
-                 ws.lanes.data() + (3 * g + 2) * LR);
-    return groups;
-  }
-
-  // The running minima of packed group g back to none (v1 = v2 = +inf).
-  void reset_lanes(index_t g, Workspace<T>& ws) const {
-    const T inf = std::numeric_limits<T>::infinity();
-    for (index_t q = 0; q < LR; ++q) {
-      ws.lanes[(3 * g) * LR + q] = ws.lanes[(3 * g + 1) * LR + q] = vset<T>(inf);
-      ws.lane_idx[g * LR + q] = VI{};
-    }
-  }
-
-  // Centroids per block of lanes_min2 calls (about kLaneBlockBytes, kept in L1/L2).
-  index_t lane_block() const {
-    return std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
-  }
-
-  // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
-  // (each (d, LR W), contiguous: a group's loads stay in L1) with their norms;
-  // then centroid blocks of about kLaneBlockBytes (kept in L1/L2) are taken
-  // against every group, the running minima of a group kept in ws between
-  // blocks. With one block (k d of at most kLaneBlockBytes) each group is
-  // reduced and written out as soon as it is packed.
-  void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const {
-    constexpr index_t G = LR * W;
-    const index_t groups = (rows + G - 1) / G;
-    T* xt = ws.xt.data();
-    V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
-    VI* si = ws.lane_idx.data();  // (groups, LR): i1
-    const index_t kc = lane_block();
-    const bool one_block = kl <= kc;
-    const auto emit = [&](index_t g) {
-      const V* sg = st + 3 * g * LR;
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q) {
-        const index_t r0 = g * G + q * W, rn = std::min<index_t>(W, rows - r0);
-        for (index_t ln = 0; ln < rn; ++ln)
-          out[r0 + ln] = {sg[q][ln], sg[LR + q][ln], static_cast<index_t>(si[g * LR + q][ln])};
-      }
-    };
-    const char* x_end = reinterpret_cast<const char*>(X + rows * d);
-    for (index_t g = 0; g < groups; ++g) {
-      // The next group's rows, requested while this one is reduced: X streams
-      // from memory, and the packing's loads would otherwise wait for it.
-      const char* next = reinterpret_cast<const char*>(X + (g + 1) * G * d);
-      const char* next_end = std::min(x_end, next + G * d * static_cast<index_t>(sizeof(T)));
-      for (const char* c = next; c < next_end; c += 64) __builtin_prefetch(c);
-      T* xg = xt + g * d * G;
-      V* sg = st + 3 * g * LR;
-      pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);
-      reset_lanes(g, ws);
-      if (one_block) {
-        reduce_group(xg, sg, si + g * LR);
-        emit(g);
-      }
-    }
-    if (one_block) return;
-    for (index_t j0 = 0; j0 < kl; j0 += kc) {
-      const index_t j1 = std::min(kl, j0 + kc);
-      for (index_t g = 0; g < groups; ++g)
-        lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
-                   st + (3 * g + 1) * LR, si + g * LR);
-    }
-    for (index_t g = 0; g < groups; ++g) emit(g);
-  }
-
-  // lanes_min2 of a packed group (xg, norms s[2 LR ..)) against all kl
-  // centroids into s[0 .. 2 LR) (v1, v2, +inf on entry) and i1 (0 on entry).
-  // The clamp at 0 is one of the eight operations a distance costs in the
-  // reduction; when the norms rule out inf and NaN (xn_unclamped) the group
-  // is reduced without it, and if every lane's smallest distance then came
-  // out positive, every distance was (the running minimum is the minimum of
-  // all of them), so clamping would have changed none: the bits of the
-  // clamped reduction. Otherwise (a row on a centroid, within rounding) the
-  // group is reduced again, clamped.
-  void reduce_group(const T* xg, V* s, VI* i1) const {
-    bool unclamped = true;
-#pragma GCC unroll 16
-    for (index_t q = 0; q < LR; ++q) unclamped &= all_less(s[2 * LR + q], vset<T>(xn_unclamped));
-    if (unclamped) {
-      lanes_min2<false>(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q) unclamped &= all_less(V{}, s[q]);
-      if (unclamped) return;
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q) {
-        s[q] = s[LR + q] = vset<T>(std::numeric_limits<T>::infinity());
-        i1[q] = VI{};
-      }
-    }
-    lanes_min2(xg, s + 2 * LR, 0, kl, s, s + LR, i1);
-  }
-
-  // Direct differences, vectorized over centroids with broadcasts of x.
-  template <int D>
-  void direct(const T* X, index_t rows, T* out) const {
-    for (index_t r = 0; r < rows; ++r) {
-      V xs[D];
-      for (int l = 0; l < D; ++l) xs[l] = vset<T>(X[r * D + l]);
-      T* o = out + r * ld;
-      for (index_t j = 0; j < kp; j += W) {
-        V s = V{};
-        for (int l = 0; l < D; ++l) {
-          const V df = xs[l] - vload(ct.data() + l * kp + j);
-          s += df * df;
-        }
-        vstore(o + j, s + vload(cpad.data() + j));
-      }
-    }
-  }
-
-  // Direct path fused with the reduction: the two smallest distances of row x
-  // and the first argmin, in registers (no distance row is stored).
-  template <int D>
-  RowMin<T> direct_min2(const T* x) const {
-    V xs[D];
-    for (int l = 0; l < D; ++l) xs[l] = vset<T>(x[l]);
-    Min2<T> m;
-    for (index_t j = 0; j < kp; j += W) {
-      V s = vload(cpad.data() + j);
-      for (int l = 0; l < D; ++l) {
-        const V df = xs[l] - vload(ct.data() + l * kp + j);
-        s += df * df;
-      }
-      m.push(s);
-    }
-    return m.finish();
-  }
-
-  // xv [out] (D,): rows X[r0 .. r0 + rn) in the lanes, coordinate by
-  // coordinate; lanes past rn repeat the last row.
-  template <int D>
-  static void load_row_lanes(const T* X, index_t r0, index_t rn, V* xv) {
-    alignas(64) T xt[D][W];
-    for (index_t q = 0; q < W; ++q) {
-      const index_t r = r0 + std::min<index_t>(q, rn - 1);
-      for (int l = 0; l < D; ++l) xt[l][q] = X[r * D + l];
-    }
-    for (int l = 0; l < D; ++l) xv[l] = vload(&xt[l][0]);
-  }
-
-  // Rows in the lanes (xv (D,), from load_row_lanes), centroids broadcast: per
-  // lane the running min v1, second min v2 and first argmin i1 (strict <: ties
-  // keep the smallest j).
-  template <int D>
-  void lane_min2(const V* xv, V& v1, V& v2, VI& i1) const {
-    const T inf = std::numeric_limits<T>::infinity();
-    v1 = vset<T>(inf);
-    v2 = vset<T>(inf);
-    i1 = VI{};
-    const T* c = craw.data();
-    for (index_t j = 0; j < k; ++j) {
-      V sv = V{};
-      for (int l = 0; l < D; ++l) {
-        const V df = xv[l] - c[j * D + l];
-        sv += df * df;
-      }
-      const VI lt = sv < v1;
-      v2 = vmin(v2, vmax(v1, sv));
-      i1 = lt ? (VI{} + static_cast<Int>(j)) : i1;
-      v1 = vmin(v1, sv);
-    }
-  }
-
-  // Small k: W rows at a time in the lanes. out [out] (rows,).
-  template <int D>
-  void direct_min2_rows(const T* X, index_t rows, RowMin<T>* out) const {
-    for (index_t r0 = 0; r0 < rows; r0 += W) {
-      const index_t rn = std::min<index_t>(W, rows - r0);
-      V xv[D], v1, v2;
-      VI i1;
-      load_row_lanes<D>(X, r0, rn, xv);
-      lane_min2<D>(xv, v1, v2, i1);
-      for (index_t q = 0; q < rn; ++q) out[r0 + q] = {v1[q], v2[q], static_cast<index_t>(i1[q])};
-    }
+    block_distances(X, rows, ws);
   }
 
   // Reduces rows X[0..rows) (rows <= mb) to RowMin, out [out] (rows,), with
@@ -649,36 +193,42 @@ struct Engine {
       out[r] = with_small_dim(d, [&](auto D) { return direct_min2<D>(X + r * d); });
   }
 
-  // The register-blocked micro-kernel: MR rows x NR centroids of x.c
-  // accumulated over d in MR x 2 vector registers, then
-  // D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0, stored with row stride kp.
-  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const {
-    V a0[MR], a1[MR];
-#pragma GCC unroll 16
-    for (index_t r = 0; r < MR; ++r) a0[r] = a1[r] = V{};
-    for (index_t l = 0; l < d; ++l) {
-      const V c0 = vload(cpan + l * NR);
-      const V c1 = vload(cpan + l * NR + W);
-#pragma GCC unroll 16
-      for (index_t r = 0; r < MR; ++r) {
-        const V xv = vset<T>(xb[r * d + l]);
-        a0[r] += xv * c0;
-        a1[r] += xv * c1;
-      }
-    }
-    const V cn0 = vload(cnp), cn1 = vload(cnp + W);
-#pragma GCC unroll 16
-    for (index_t r = 0; r < MR; ++r) {
-      const V x = vset<T>(xn[r]);
-      V d0 = (x + cn0) - (a0[r] + a0[r]);
-      V d1 = (x + cn1) - (a1[r] + a1[r]);
-      d0 = vmax(d0, V{});
-      d1 = vmax(d1, V{});
-      vstore(out + r * ld, d0);
-      vstore(out + r * ld + W, d1);
-    }
-  }
+  // ---- the direct path (impl/engine_direct.hpp) ----
+  void prepare_direct(const T* C);
+  template <int D>
+  void direct(const T* X, index_t rows, T* out) const;
+  template <int D>
+  RowMin<T> direct_min2(const T* x) const;
+  template <int D>
+  static void load_row_lanes(const T* X, index_t r0, index_t rn, V* xv);
+  template <int D>
+  void lane_min2(const V* xv, V& v1, V& v2, VI& i1) const;
+  template <int D>
+  void direct_min2_rows(const T* X, index_t rows, RowMin<T>* out) const;
+
+  // ---- the micro-kernel path's distance blocks (impl/engine_blocks.hpp) ----
+  void prepare_blocks(const T* C);
+  void block_distances(const T* X, index_t rows, Workspace<T>& ws) const;
+  T shifted_row(const T* x, T* out, index_t stride) const;
+  void shift_rows(const T* X, index_t rows, T* xb, T* xn) const;
+  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const;
+
+  // ---- the micro-kernel path, rows in the lanes (impl/engine_lanes.hpp) ----
+  void order_lanes(const std::vector<index_t>& centroid_of_slot);
+  template <bool Clamp = true>
+  void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
+                  VI* i1p) const;
+  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const;
+  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const;
+  void reset_lanes(index_t g, Workspace<T>& ws) const;
+  index_t lane_block() const;
+  void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;
+  void reduce_group(const T* xg, V* s, VI* i1) const;
 };
 
 }  // namespace SOFTKMEANS_ISA
 }  // namespace softkmeans
+
+#include "impl/engine_blocks.hpp"
+#include "impl/engine_direct.hpp"
+#include "impl/engine_lanes.hpp"

@@ -23,9 +23,9 @@ from ._api import (
     sq_distances,
 )
 from ._build_info import build_info
-from ._seeding import kmeans_plusplus
 from ._types import StepResult
 from .annealing import AnnealingSchedule
+from .fit.seeding import kmeans_plusplus
 
 __version__ = "0.1.0"
 

@@ -18,7 +18,7 @@ covariance operator by scipy, never forming it for large d).
 
 from __future__ import annotations
 
-from . import _native, _stats
+from . import _native, _stats, sources
 from . import _validation as v
 
 _NATIVE = (
@@ -39,37 +39,44 @@ def native_functions() -> tuple[str, ...]:
     return _NATIVE
 
 
+def _source(X, sample_weight=None, n_threads=0):
+    """The source of X, read whole: a dense X that is not C-contiguous is copied, so that
+    every function returns the kernels' own bits (a fit reads such an X in row blocks)."""
+    return sources.source_of(X, sample_weight, n_threads=n_threads, row_blocks=False)
+
+
 def _check_all(X, C, sigma, kind, sample_weight, n_threads):
-    X = v.check_data(X)
-    C = v.check_centroids(C, X)
+    """The arguments checked in the reference's order: X, C, kind, sigma, weights."""
+    source = _source(X, None, v.check_n_threads(n_threads))
+    C = v.check_centroids(C, source)
     kind = v.check_kind(kind)
     sigma = v.check_sigma(sigma, kind)
-    w = v.check_sample_weight(sample_weight, X.shape[0])
-    return X, C, sigma, kind, w, v.check_n_threads(n_threads)
+    if sample_weight is not None:
+        source.set_weights(sample_weight)
+    return source, C, sigma, kind
 
 
 def sq_distances(X, C, *, n_threads=None):
     """Squared Euclidean distances D_ij = ||x_i - c_j||^2, shape (n, k), dtype of X."""
-    X = v.check_data(X)
-    C = v.check_centroids(C, X)
-    return _native.sq_distances(X, C, v.check_n_threads(n_threads))
+    source = _source(X, None, v.check_n_threads(n_threads))
+    C = v.check_centroids(C, source)
+    return source.map_rows(lambda rows: _native.sq_distances(rows, C, source.n_threads))
 
 
 def assign(X, C, *, n_threads=None):
     """Hard assignment: `(labels, min_sq_dist)`, labels_i = argmin_j D_ij (ties to smallest j)."""
-    X = v.check_data(X)
-    C = v.check_centroids(C, X)
-    return _native.assign(X, C, v.check_n_threads(n_threads))
+    source = _source(X, None, v.check_n_threads(n_threads))
+    C = v.check_centroids(C, source)
+    return source.map_rows(lambda rows: _native.assign(rows, C, source.n_threads))
 
 
 def margins(X, C, *, n_threads=None):
     """Margins Delta_i = D_i(2) - D_i(1), shape (n,), dtype of X (k >= 2)."""
-    X = v.check_data(X)
-    C = v.check_centroids(C, X)
-    n_threads = v.check_n_threads(n_threads)
+    source = _source(X, None, v.check_n_threads(n_threads))
+    C = v.check_centroids(C, source)
     if C.shape[0] < 2:
         raise ValueError(f"margins need at least 2 centroids; got k={C.shape[0]}")
-    return _native.margins(X, C, n_threads)
+    return source.map_rows(lambda rows: _native.margins(rows, C, source.n_threads))
 
 
 def entmax15(Z, *, n_threads=None):
@@ -80,34 +87,34 @@ def entmax15(Z, *, n_threads=None):
 
 def responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
     """Responsibilities r (n, k) of each point for each centroid, dtype of X."""
-    X, C, sigma, kind, _, n_threads = _check_all(X, C, sigma, kind, None, n_threads)
-    return _native.responsibilities(X, C, kind, sigma, n_threads)
+    source, C, sigma, kind = _check_all(X, C, sigma, kind, None, n_threads)
+    return source.map_rows(
+        lambda rows: _native.responsibilities(rows, C, kind, sigma, source.n_threads)
+    )
 
 
 def objective(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """The kind's objective at C (J, F_sigma or G_sigma), as a Python float."""
-    X, C, sigma, kind, w, n_threads = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _, _ = _native.block_stats(X, C, kind, sigma, w, n_threads, sums=False)
+    source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
+    stats, _ = source.stats(C, kind, sigma, sums=False)
     return float(stats.objective)
 
 
 def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """One fused alternating-minimization step from C (one pass over X): a StepResult."""
-    X, C, sigma, kind, w, n_threads = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _, _ = _native.block_stats(X, C, kind, sigma, w, n_threads)
+    source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
+    stats, _ = source.stats(C, kind, sigma)
     return _stats.step_result(stats, C)
 
 
 def gradients(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """`(grad_X (n, d), grad_C (k, d))` of the kind's objective, r held at its optimum."""
-    X, C, sigma, kind, w, n_threads = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _, grad_X = _native.block_stats(X, C, kind, sigma, w, n_threads, grad_x=True)
+    source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
+    stats, grad_X = source.gradients(C, kind, sigma)
     return grad_X, _stats.centroid_gradient(stats, C)
 
 
 def critical_sigma(X, *, sample_weight=None):
     """sqrt(lambda_max) of the weighted population covariance (a Python float)."""
-    X = v.check_data(X)
-    w = v.check_sample_weight(sample_weight, X.shape[0])
-    _, cov = _native.weighted_covariance(X, w, 0)
+    _, cov = _source(X, sample_weight).moments()
     return _stats.critical_sigma_of(cov)

@@ -17,7 +17,7 @@ test can count the passes a fit makes over X by wrapping them.
 
 from __future__ import annotations
 
-from . import _core, _sparse
+from . import _core
 from ._stats import BlockStats
 
 __all__ = [
@@ -114,13 +114,8 @@ def hard_stats_bounded(X, C, C_prev, w, labels, lower, group, n_threads, *, exac
 
 
 def weighted_covariance(X, w, n_threads):
-    """(mean (d,), weighted population covariance (d, d)), both float64.
-
-    For a CSR X the covariance is a `softkmeans._sparse.SparseCovariance` operator (its
-    ``diagonal()`` and ``lambda_max()`` from the stored entries), not a (d, d) array.
-    """
-    if _csr(X) is not None:
-        return _sparse.covariance(X, w, n_threads)
+    """(mean (d,), weighted population covariance (d, d)), both float64, of a dense X
+    (a CSR X's covariance is an operator: `softkmeans.sources.csr.SparseCovariance`)."""
     return _core.weighted_covariance(X, w, n_threads)
 
 

@@ -22,8 +22,6 @@ import numpy as np
 
 __all__ = [
     "check_csr",
-    "covariance",
-    "dense_rows",
     "is_sparse",
     "n_distinct_rows",
     "with_zero_column",
@@ -108,13 +106,6 @@ def _checked_indices(X, name):
     return indices, indptr
 
 
-def dense_rows(X, idx):
-    """Rows X[idx] as a dense (len(idx), d) array, dtype of X (X dense or CSR)."""
-    if is_sparse(X):
-        return X[np.asarray(idx)].toarray()
-    return X[idx]
-
-
 def n_distinct_rows(X) -> int:
     """The number of distinct rows of a canonical CSR X (each row's sorted stored
     columns and values, explicit zeros dropped, hashed; nothing densified)."""
@@ -125,66 +116,6 @@ def n_distinct_rows(X) -> int:
         a, b = X.indptr[i], X.indptr[i + 1]
         seen.add((X.indices[a:b].tobytes(), X.data[a:b].tobytes()))
     return len(seen)
-
-
-class SparseCovariance:
-    """The weighted population covariance of a CSR X as an operator (d, d), never formed
-    for large d: v -> (X^T diag(w) X v) / W - mu (mu . v), from the stored entries.
-
-    diagonal(): the weighted variances; lambda_max(): its largest eigenvalue (dense
-    eigvalsh for small d, Lanczos (scipy's eigsh, to machine precision) otherwise).
-
-    NOTE: the second moment minus mu mu^T, not centred rows (centring would densify X):
-    where the mean is large against the spread this cancels, and lambda_max loses the
-    digits the ratio costs (sparse data, mostly zeros, has a mean near 0).
-    """
-
-    # Up to this d the covariance is formed (d x d) and eigvalsh'd, as for dense X.
-    DENSE_D = 512
-
-    def __init__(self, X, w, n_threads=0):
-        self.X, self.w, self.n_threads = X, w, n_threads
-        self.W = float(w.sum())
-        self.mean = np.asarray(X.T @ w, dtype=np.float64) / self.W
-        sq = X.multiply(X).T @ w
-        self._diag = np.maximum(np.asarray(sq, dtype=np.float64) / self.W - self.mean**2, 0.0)
-
-    def diagonal(self):
-        return self._diag
-
-    def dense(self):
-        Xw = self.X.multiply(self.w[:, None]).tocsr()
-        second = np.asarray((self.X.T @ Xw).toarray(), dtype=np.float64) / self.W
-        return second - np.outer(self.mean, self.mean)
-
-    def matvec(self, vec):
-        from . import _native  # (it imports this module)
-
-        vec = np.ascontiguousarray(vec, dtype=np.float64)
-        out = _native.csr_second_moment_matvec(self.X, self.w, vec, self.n_threads)
-        out /= self.W
-        out -= self.mean * (self.mean @ vec)
-        return out
-
-    def lambda_max(self) -> float:
-        d = self.X.shape[1]
-        if d <= self.DENSE_D:
-            return max(float(np.linalg.eigvalsh(self.dense())[-1]), 0.0)
-        from scipy.sparse.linalg import LinearOperator, eigsh
-
-        op = LinearOperator((d, d), matvec=self.matvec, dtype=np.float64)
-        v0 = np.full(d, 1.0 / np.sqrt(d))  # fixed: the same value on every call
-        top = eigsh(
-            op, k=1, which="LA", tol=0, v0=v0, ncv=min(d - 1, 40), return_eigenvectors=False
-        )
-        return max(float(top[-1]), 0.0)
-
-
-def covariance(X, w, n_threads=0):
-    """(weighted mean (d,), SparseCovariance) of a canonical CSR X; n_threads: its
-    matvec's (the core's second-moment product)."""
-    cov = SparseCovariance(X, w, n_threads)
-    return cov.mean, cov
 
 
 def with_zero_column(X):

@@ -10,8 +10,6 @@ import numbers
 
 import numpy as np
 
-from . import _sparse
-
 KINDS = ("hard", "softmax", "entmax15")
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -28,7 +26,14 @@ def _magnitude_limit(dtype, d: int) -> float:
 
 
 def as_float_array(
-    a, name: str, *, ndim: int, dtype=None, allow_empty: bool = False, magnitude: bool = False
+    a,
+    name: str,
+    *,
+    ndim: int,
+    dtype=None,
+    allow_empty: bool = False,
+    magnitude: bool = False,
+    check_values: bool = True,
 ):
     """Return `a` as a C-contiguous float32/float64 array, copying only if needed.
 
@@ -41,6 +46,7 @@ def as_float_array(
 
     Finiteness and magnitude come from one min and one max reduction (NaN propagates
     through both): two passes without temporaries, cheaper than np.isfinite(arr).all().
+    check_values=False: neither (the caller checks the values, e.g. in row blocks).
     """
     if isinstance(a, np.ndarray):
         arr = a
@@ -57,7 +63,7 @@ def as_float_array(
     if not allow_empty and arr.size == 0:
         raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=dtype)
-    if arr.size == 0:
+    if arr.size == 0 or not check_values:
         return arr
     lo, hi = float(arr.min()), float(arr.max())
     if not (np.isfinite(lo) and np.isfinite(hi)):
@@ -99,13 +105,8 @@ def _check_magnitude(arr, name: str, big: float, d: int | None = None):
 
 
 def check_data(X, name: str = "X"):
-    """X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64.
-
-    A scipy.sparse matrix or array of any format becomes a canonical CSR matrix
-    (`softkmeans._sparse.check_csr`), with the same checks and errors.
-    """
-    if _sparse.is_sparse(X):
-        return _sparse.check_csr(X, name)
+    """A dense X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64 (any data
+    is checked by the source that reads it: `softkmeans.sources.source_of`)."""
     return as_float_array(X, name, ndim=2, magnitude=True)
 
 
@@ -202,54 +203,3 @@ def check_n_threads(n_threads) -> int:
 def check_scores(Z, name: str = "Z"):
     """Z: (n, k) finite scores, float32 or float64."""
     return as_float_array(Z, name, ndim=2)
-
-
-# Rows per block when an array-like that is not in memory is spooled to a memmap.
-SPOOL_ROWS = 1 << 16
-
-
-def is_row_sliceable(X) -> bool:
-    """True for a 2-D array-like that is read by row slices and is not an in-memory array:
-    an h5py or zarr dataset, say (not a NumPy array, a DataFrame, a sparse matrix or a
-    dask array, which have their own paths)."""
-    shape = getattr(X, "shape", None)
-    return (
-        not isinstance(X, np.ndarray)
-        and shape is not None
-        and len(shape) == 2
-        and hasattr(X, "dtype")
-        and hasattr(X, "__getitem__")
-        and not hasattr(X, "iloc")  # pandas
-        and not hasattr(X, "tocsr")  # scipy.sparse
-        and not hasattr(X, "compute")  # dask
-    )
-
-
-def spool_to_memmap(X, directory=None):
-    """Copy a row-sliceable array-like into a temporary file-backed np.memmap, SPOOL_ROWS
-    rows at a time, validating each block (dtype, finiteness, magnitude) as `check_data`
-    would the whole. Returns (memmap, path); the caller deletes the file.
-
-    Out-of-core data then takes the in-memory path unchanged (same results): the fit reads
-    the memmap through the page cache, and the process's anonymous memory holds one block.
-    """
-    import os
-    import tempfile
-
-    n, d = (int(s) for s in X.shape)
-    if n == 0 or d == 0:
-        raise ValueError(f"X must not be empty; got shape {(n, d)}")
-    dtype = np.dtype(X.dtype)
-    out_dtype = dtype if dtype in _FLOATS else np.dtype(np.float64)
-    fd, path = tempfile.mkstemp(suffix=".softkmeans", dir=directory)
-    os.close(fd)
-    try:
-        out = np.memmap(path, dtype=out_dtype, mode="w+", shape=(n, d))
-        for start in range(0, n, SPOOL_ROWS):
-            block = as_float_array(X[start : start + SPOOL_ROWS], "X", ndim=2, magnitude=True)
-            out[start : start + block.shape[0]] = block
-        out.flush()
-    except BaseException:
-        os.unlink(path)
-        raise
-    return out, path

@@ -191,9 +191,9 @@ def _n_init_arg(text):
 
 
 def cmd_cluster(args):
-    # The driver behind SoftKMeans, without scikit-learn's import time (see _driver).
-    from ._driver import Fitter
-    from ._params import FitParams
+    # The driver behind SoftKMeans, without scikit-learn's import time (see fit.driver).
+    from .fit.driver import Fitter
+    from .fit.params import FitParams
 
     X, description = load_data(args.data)
     kinds = KINDS if args.assignment == "all" else (args.assignment,)
@@ -343,7 +343,7 @@ def _reproduce_rows(args, names, claims):
 
 
 def build_parser():
-    from ._params import DEFAULTS
+    from .fit.params import DEFAULTS
 
     parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
     sub = parser.add_subparsers(dest="command", metavar="{cluster,info,reproduce}")

@@ -17,10 +17,11 @@ sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a tem
 1 % of the critical one, where the data's first split happens: well inside the clustered
 phase, soft only near cluster boundaries, and scale-equivariant (scaling X scales sigma).
 
-The fitting loop (`softkmeans._driver`) is a thin policy layer over the trusted native
-layer: each iteration is one fused ``block_stats`` pass over X, which returns the cluster
-weights, the weighted sums (the new centroids are their ratio), the objective, J and the
-minimum margin at once; one more pass at the final centroids gives the labels, inertia,
+The fitting loop (`softkmeans.fit`) is a thin policy layer over a data source
+(`softkmeans.sources`, chosen once for the kind of X) and the trusted native layer: each
+iteration is one fused ``block_stats`` pass over X, which returns the cluster weights,
+the weighted sums (the new centroids are their ratio), the objective, J and the minimum
+margin at once; one more pass at the final centroids gives the labels, inertia,
 objective and minimum margin that the estimator reports.
 
 ``assignment="hard"`` follows ``sklearn.cluster.KMeans(algorithm="lloyd")`` step for step:
@@ -35,6 +36,8 @@ inertia is lower and its clustering differs.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from sklearn.base import (
     BaseEstimator,
@@ -47,11 +50,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _native
-from . import _validation as v
-from ._driver import Fitter, _threads_for
-from ._params import DEFAULTS, FitParams, InvalidParameterError
-from ._rowblocks import RowBlockFitter, check_in_row_blocks, needs_row_blocks, row_blocks
+from . import sources
+from ._stats import critical_sigma_of
+from .fit.driver import Fitter, threads_for
+from .fit.params import DEFAULTS, FitParams, InvalidParameterError
 
 __all__ = ["SoftKMeans"]
 
@@ -186,39 +188,84 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         tags.input_tags.sparse = True
         return tags
 
+    def _validate(self, X, *, reset):
+        """scikit-learn's checks of X against the fitted features (reset: a fit sets them).
+
+        A Dask collection or an array-like read by row slices (h5py, zarr) is not read
+        here: its dtype and columns are checked, and the source reads it.
+        """
+        if sources.is_deferred(X):
+            self._check_features(X.shape[1], sources.check_deferred(X), reset)
+            return X
+        _refuse_lossy_dtypes(X)
+        # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
+        return validate_data(
+            self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=reset
+        )
+
+    def _check_features(self, n_features, names, reset):
+        """validate_data's feature checks for an X it must not read (its messages); names:
+        a Dask DataFrame's string column names (scikit-learn reads only pandas')."""
+        if reset:
+            self.n_features_in_ = int(n_features)
+            if names is not None:
+                self.feature_names_in_ = names
+            else:
+                self.__dict__.pop("feature_names_in_", None)
+            return
+        if n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is not None and list(names) != list(fitted):
+            raise ValueError(
+                "The feature names should match those that were passed during fit; "
+                f"got {list(names)}, expected {list(fitted)}"
+            )
+
     def fit(self, X, y=None, sample_weight=None):
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional.
 
-        X may also be an array-like read by row slices that is not in memory (an h5py or
-        zarr dataset): it is copied block by block into a temporary memory-mapped file
-        (in ``TMPDIR``), fitted there and the file removed; memory stays bounded.
+        X may be a NumPy array of any layout, a DataFrame, a scipy.sparse matrix, an
+        np.memmap, an array-like read by row slices that is not in memory (an h5py or zarr
+        dataset: copied block by block into a temporary memory-mapped file in ``TMPDIR``,
+        fitted there and the file removed), or a Dask array or DataFrame (`softkmeans.dask`).
         """
-        if v.is_row_sliceable(X):
-            import os
-
-            X, path = v.spool_to_memmap(X)
-            try:
-                return self.fit(X, sample_weight=sample_weight)
-            finally:
-                del X
-                os.unlink(path)
-        _refuse_lossy_dtypes(X)
-        # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
-        X = validate_data(self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=True)
-        fitter_class = RowBlockFitter if needs_row_blocks(X) else Fitter
-        return self._fit_with(fitter_class, X, sample_weight)
-
-    def _fit_with(self, fitter_class, X, sample_weight):
-        """Fit with `fitter_class` (a `Fitter`; softkmeans.dask passes its own)."""
-        fitter = fitter_class(self._fit_params(), ConvergenceWarning)
+        X_given = X
+        X = self._validate(X, reset=True)
+        fitter = Fitter(self._fit_params(), ConvergenceWarning)
         fitter.fit(X, sample_weight=sample_weight)
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
         self.__dict__.pop("n_steps_", None)
         self.__dict__.pop("cluster_weights_", None)
         for name, value in fitter.results().items():
             setattr(self, name, value)
+        self._critical = _CriticalSigma(fitter.critical_sigma_known, X_given, fitter.source)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
+
+    @property
+    def critical_sigma_(self):
+        """sqrt(lambda_max) of the weighted covariance of the training data (of the first
+        batch of a stream), computed when a fit needs it (a soft kind with sigma=None,
+        annealing) or else on first read, from the training data if it is still
+        referenced (AttributeError otherwise: use `softkmeans.critical_sigma`)."""
+        critical = self.__dict__.get("_critical")
+        if critical is None:
+            raise AttributeError("critical_sigma_ is set by fit or partial_fit")
+        return critical.value()
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "_critical" in state:  # the weak reference to the training data does not pickle
+            try:
+                value = state["_critical"].value()
+            except AttributeError:
+                value = None
+            state["_critical"] = _CriticalSigma(value, None, None)
+        return state
 
     def _fit_params(self):
         params = FitParams.of(self)
@@ -246,21 +293,10 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         ``n_steps_`` (batches seen), and of this batch at the centroids before its update:
         ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
         """
-        _refuse_lossy_dtypes(X)
-        reset = self.__dict__.get("_stream") is None
-        X = validate_data(
-            self,
-            X,
-            dtype=[np.float64, np.float32],
-            order="C",
-            accept_sparse="csr",
-            reset=reset,
-        )
-        return self._partial_fit_with(Fitter, X, sample_weight)
-
-    def _partial_fit_with(self, fitter_class, X, sample_weight):
-        """One streaming step with `fitter_class` (softkmeans.dask passes its own)."""
-        fitter = fitter_class(self._fit_params(), ConvergenceWarning)
+        first = self.__dict__.get("_stream") is None
+        X_given = X
+        X = self._validate(X, reset=first)
+        fitter = Fitter(self._fit_params(), ConvergenceWarning)
         stream, stats, labels = fitter.partial_fit(X, sample_weight, self.__dict__.get("_stream"))
         self._stream = stream
         self.cluster_centers_ = stream.centroids
@@ -271,38 +307,25 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         self.objective_ = float(stats.objective)
         self.min_margin_ = float(stats.min_margin)
         self.sigma_ = float(stream.sigma)
-        self.critical_sigma_ = float(stream.critical_sigma)
+        if first:
+            self._critical = _CriticalSigma(stream.critical_sigma, X_given, fitter.source)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
-    def _check_X(self, X):
-        """Validated X; a Fortran-ordered or strided float X is checked block by block and
-        returned as it is (the methods below read it in row blocks), anything else is
-        returned C-contiguous."""
+    def _source(self, X, sample_weight=None):
+        """The source of X (checked against the fit), its threads set, and the
+        centroids in its dtype."""
         check_is_fitted(self)
-        _refuse_lossy_dtypes(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=False)
-        return check_in_row_blocks(X) if needs_row_blocks(X) else v.check_data(X)
-
-    def _centers_for(self, X):
-        """(centroids in the dtype of X, threads for this X)."""
+        X = self._validate(X, reset=False)
+        source = sources.source_of(X, sample_weight)
         k, d = self.cluster_centers_.shape
-        threads = _threads_for(self.n_threads, X.shape[0], k, d)
-        return self.cluster_centers_.astype(X.dtype, copy=False), threads
-
-    @staticmethod
-    def _map_rows(X, fn):
-        """fn(rows) -> (rows, ...) applied to checked X: at once when X is C-contiguous,
-        else to its row blocks (no whole copy of X), concatenated."""
-        if not needs_row_blocks(X):
-            return fn(X)
-        return np.concatenate([fn(block) for _, _, block in row_blocks(X)])
+        source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
+        return source, self.cluster_centers_.astype(source.dtype, copy=False)
 
     def predict(self, X):
         """Index of the nearest centroid of each row of X (hard labels, int64)."""
-        X = self._check_X(X)
-        C, threads = self._centers_for(X)
-        return self._map_rows(X, lambda rows: _native.assign(rows, C, threads)[0])
+        source, C = self._source(X)
+        return source.labels(C)
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -313,18 +336,13 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
         One-hot for "hard"; rows sum to 1.
         """
-        X = self._check_X(X)
-        C, threads = self._centers_for(X)
-        return self._map_rows(
-            X, lambda rows: _native.responsibilities(rows, C, self.assignment, self.sigma_, threads)
-        )
+        source, C = self._source(X)
+        return source.responsibilities(C, self.assignment, self.sigma_)
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform)."""
-        X = self._check_X(X)
-        C, threads = self._centers_for(X)
-        D = self._map_rows(X, lambda rows: _native.sq_distances(rows, C, threads))
-        return np.sqrt(D, out=D)
+        source, C = self._source(X)
+        return source.distances(C)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return the distances of X to the centroids."""
@@ -333,11 +351,40 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
     def score(self, X, y=None, sample_weight=None):
         """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``):
         for "hard", minus the inertia of X, as ``KMeans.score``."""
-        X = self._check_X(X)
-        w = v.check_sample_weight(sample_weight, X.shape[0])
-        C, threads = self._centers_for(X)
-        # One pass of the fit's own (the row-block one checks each block as it goes).
-        fitter = (RowBlockFitter if needs_row_blocks(X) else Fitter)(FitParams.of(self))
-        fitter._n_threads = threads
-        stats, _ = fitter._pass(X, w, C, self.assignment, self.sigma_, sums=False)
+        source, C = self._source(X, sample_weight)
+        stats, _ = source.stats(C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)
+
+
+class _CriticalSigma:
+    """critical_sigma_, computed on first read from the training data when the fit did
+    not need it: the data held by a weak reference (the fitted model does not keep the
+    training data alive), the weights as validated."""
+
+    def __init__(self, value, X, source):
+        self._value = value
+        self._X = None
+        self._weights = None
+        if value is None and X is not None:
+            try:
+                self._X = weakref.ref(X)
+            except TypeError:  # a list, say: no weak reference; computed now
+                self._value = _critical_sigma_of(source)
+                return
+            self._weights = None if source.unit_weights else source.weights
+
+    def value(self):
+        if self._value is None:
+            X = self._X() if self._X is not None else None
+            if X is None:
+                raise AttributeError(
+                    "critical_sigma_ is computed on first read from the training data, which "
+                    "is no longer referenced; use softkmeans.critical_sigma(X, sample_weight=...)"
+                )
+            self._value = _critical_sigma_of(sources.source_of(X, self._weights))
+            self._X = self._weights = None
+        return self._value
+
+
+def _critical_sigma_of(source):
+    return critical_sigma_of(source.moments()[1])

@@ -53,9 +53,11 @@ __all__ = [
 
 
 def _check_x(X):
-    """`check_data`, then a sparse X densified (its dtype kept)."""
-    X = check_data(X)
-    return X.toarray() if _sparse.is_sparse(X) else X
+    """`check_data`; a sparse X checked as CSR (`_sparse.check_csr`) and densified (its
+    dtype kept): the oracle reads no source."""
+    if _sparse.is_sparse(X):
+        return _sparse.check_csr(X).toarray()
+    return check_data(X)
 
 
 # Upper bound on the number of float64 elements of the (rows, k, d) temporary built by

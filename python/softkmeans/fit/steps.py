@@ -1,8 +1,8 @@
 """The alternating-minimization loop, written once: step, relocate empty clusters,
 measure the shift, record, stop at the tolerance.
 
-Used by the plain fit (`softkmeans._driver`) and by every phase of deterministic
-annealing (`softkmeans.annealing`); what differs between them (the kind, sigma, the
+Used by the plain fit (`softkmeans.fit.driver`) and by every phase of deterministic
+annealing (`softkmeans.fit.annealing`); what differs between them (the kind, sigma, the
 prior coordinate of annealing, the empty-cluster policy) lives in the `step` and
 `relocate` functions they pass in.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._types import StepResult
+from .._types import StepResult
 
 __all__ = ["History", "run_steps"]
 

@@ -11,11 +11,8 @@ same points except where rounding separates two candidates.
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
 ``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
-(`InMemoryPasses` keeps the candidates' distances, as scikit-learn does, and the chosen
-one's row of them updates the closest distances; where they would take more than half of X's
-memory, for a memory-mapped X, and for a Fortran-ordered or strided X read in row blocks by
-`softkmeans._rowblocks`, ``kmeanspp_update_closest`` makes a second pass per centre, which
-gives every distance the same bits).
+where the source keeps the candidates' distances (`softkmeans.sources.seeding`), two
+otherwise; every distance has the same bits either way.
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -24,18 +21,17 @@ zero increment is never hit).
 
 from __future__ import annotations
 
-import mmap
 import numbers
 
 import numpy as np
 
-from . import _native, _sparse
-from . import _validation as v
+from .. import _validation as v
+from .. import sources
 
-__all__ = ["kmeans_plusplus"]
+__all__ = ["check_random_state", "greedy_kmeans_plusplus", "kmeans_plusplus"]
 
 
-def _check_random_state(seed):
+def check_random_state(seed):
     """None, int or RandomState -> RandomState (scikit-learn's convention, without sklearn)."""
     if seed is None or seed is np.random:
         return np.random.mtrand._rand
@@ -118,113 +114,38 @@ def kmeans_plusplus(
     centers : (n_clusters, d) array, dtype of X (rows of X).
     indices : (n_clusters,) int64 array, ``X[indices] == centers``.
     """
-    from ._rowblocks import BlockSeedingPasses, check_in_row_blocks, needs_row_blocks
-
-    blocked = needs_row_blocks(X)  # Fortran-ordered or strided: read in row blocks
-    X = check_in_row_blocks(X) if blocked else v.check_data(X)
-    n_clusters = _check_n_clusters(n_clusters, X.shape[0])
-    w = v.check_sample_weight(sample_weight, X.shape[0])
+    source = sources.source_of(X, sample_weight)
+    n_clusters = _check_n_clusters(n_clusters, source.shape[0])
     if x_squared_norms is not None:
         norms = v.as_float_array(x_squared_norms, "x_squared_norms", ndim=1, allow_empty=True)
-        if norms.shape[0] != X.shape[0]:
+        if norms.shape[0] != source.shape[0]:
             raise ValueError(
                 f"The length of x_squared_norms {norms.shape[0]} should be equal to the "
-                f"length of n_samples {X.shape[0]}."
+                f"length of n_samples {source.shape[0]}."
             )
-    rng = _check_random_state(random_state)
+    rng = check_random_state(random_state)
     if n_local_trials is not None:
         n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)
-    passes = None
-    if blocked:
-        trials = 2 + int(np.log(n_clusters)) if n_local_trials is None else n_local_trials
-        passes = BlockSeedingPasses(X, w, 0, trials)
-    return greedy_kmeans_plusplus(
-        X,
-        n_clusters,
-        w,
-        rng,
-        n_local_trials=n_local_trials,
-        unit_weights=sample_weight is None,
-        passes=passes,
-    )
+    return greedy_kmeans_plusplus(source, n_clusters, rng, n_local_trials=n_local_trials)
 
 
-def _file_backed(a):
-    """True when array a views a memory-mapped file (an np.memmap, or a view of one)."""
-    while a is not None:
-        if isinstance(a, (np.memmap, mmap.mmap)):
-            return True
-        a = getattr(a, "base", None)
-    return False
-
-
-class InMemoryPasses:
-    """The passes over X that k-means++ makes per centre, on a C-contiguous X.
-
-    The candidates' distances are kept (an (L, n) array of X's dtype, at most half of X's
-    size, for a dense X in memory: scikit-learn keeps them too), and an update with one of
-    the last candidates takes its row of them: one pass over X per centre instead of two.
-    The closest distances are the values the chosen candidate's potential summed, kept or
-    recomputed by `kmeanspp_update_closest` (the same bits).
-
-    `softkmeans._rowblocks` gives the same two methods over a Fortran-ordered or strided X,
-    read in bounded row blocks.
-    """
-
-    def __init__(self, X, w, n_threads):
-        self.X, self.w, self.n_threads = X, w, n_threads
-        self._cand = None  # the last candidates whose distances are in self._dist
-        self._dist = None
-
-    def update_closest(self, closest, index):
-        """In place: closest_i = min(closest_i, ||x_i - X[index]||^2)."""
-        if self._cand is not None and index in self._cand:
-            np.minimum(closest, self._dist[self._cand.index(index)], out=closest)
-            return
-        _native.kmeanspp_update_closest(self.X, closest, index, self.n_threads)
-
-    def candidate_potentials(self, closest, cand):
-        """(L,): sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
-        n, d = self.X.shape
-        L = len(cand)
-        self._cand = None
-        # Dense X in memory only (a CSR X's memory is its non-zeros; a memory-mapped X is
-        # not in the process's memory: the distances would be), and only where they take at
-        # most half of X's memory. Both ways give the closest distances the same bits.
-        if _sparse.is_sparse(self.X) or _file_backed(self.X) or 2 * L > d:
-            return _native.kmeanspp_candidate_potentials(
-                self.X, self.w, closest, cand, self.n_threads
-            )
-        if self._dist is None or self._dist.shape[0] != L:
-            self._dist = np.empty((L, n), dtype=self.X.dtype)
-        pots = _native.kmeanspp_candidate_potentials(
-            self.X, self.w, closest, cand, self.n_threads, self._dist
-        )
-        self._cand = [int(c) for c in cand]
-        return pots
-
-
-def greedy_kmeans_plusplus(
-    X, n_clusters, w, rng, *, n_local_trials=None, n_threads=0, unit_weights=False, passes=None
-):
-    """`kmeans_plusplus` on validated input: X (n, d) float32/float64, 1 <= n_clusters <= n,
-    w (n,) float64 weights, rng a RandomState, n_threads an int (0: the OpenMP default).
-    unit_weights: w is all ones (the draws then skip the product w * closest).
-    passes: the distance passes over X (None: `InMemoryPasses`, X C-contiguous).
-    """
-    n, d = X.shape
-    if passes is None:
-        passes = InMemoryPasses(X, w, n_threads)
+def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
+    """`kmeans_plusplus` over a `softkmeans.sources.Source` (1 <= n_clusters <= n), rng a
+    RandomState; returns (centers, indices). Unit weights skip the product w * closest."""
+    n, d = source.shape
+    w = source.weights
+    unit_weights = source.unit_weights
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    centers = np.empty((n_clusters, d), dtype=X.dtype)
+    passes = source.seeding_passes(n_local_trials)
+    centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
     # scikit-learn draws the first centre with rng.choice(n, p=w / w.sum()): one uniform
     # draw, searched in the cumulative weights. The same draw, searched without the three
     # n-sized temporaries of choice (p, its cumulative sum, a sign check).
     first = int(_draw(w, np.array([rng.random_sample() * float(w.sum())]))[0])
-    centers[0] = _sparse.dense_rows(X, [first])[0]
+    centers[0] = source.rows([first])[0]
     indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
@@ -249,6 +170,6 @@ def greedy_kmeans_plusplus(
         best = int(np.argmin(pots))
         passes.update_closest(closest, int(cand[best]))
         current_pot = float(pots[best])
-        centers[c] = _sparse.dense_rows(X, [cand[best]])[0]
+        centers[c] = source.rows([cand[best]])[0]
         indices[c] = cand[best]
     return centers, indices

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _validation as v
-from .annealing import AnnealingSchedule, check_schedule
+from .. import _validation as v
+from ..annealing import AnnealingSchedule, check_schedule
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
 

@@ -1,0 +1,177 @@
+"""Deterministic annealing (the schedule: `softkmeans.annealing`), over a data source.
+
+Each step is one `stats` pass over [X, 0] at centroids with their prior coordinate; each
+width's split test one `responsibility_moments` pass; the exact finish one hard pass per
+step (SPEC.md, "Margins and temperatures").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .. import _native, _stats
+from ..annealing import AnnealingSchedule
+from .steps import run_steps
+
+__all__ = ["finish_exact", "run_annealing"]
+
+
+def _with_priors(C, p, sigma, dtype):
+    """(m, d + 1) centroids whose last coordinate b_j^2 = 2 sigma^2 log(p_max / p_j)."""
+    logp = np.log(np.maximum(p, 1e-300))
+    b = np.sqrt(2.0 * sigma * sigma * (logp.max() - logp))
+    return np.hstack([C, b[:, None]]).astype(dtype)
+
+
+def _split_candidates(source, C, p, sigma, kind):
+    """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
+    Ca = _with_priors(C, p, sigma, source.dtype)
+    moments = source.responsibility_moments(Ca, kind, sigma)
+    n_threads = source.n_threads
+    m = C.shape[0]
+    if m > 1:
+        C64 = np.ascontiguousarray(C, dtype=np.float64)
+        G = _native.sq_distances(C64, C64, n_threads)
+        G[np.arange(m), np.arange(m)] = np.inf
+        nearest = G.min(axis=1)
+    else:
+        nearest = np.full(1, np.inf)
+    out = []
+    for j, (U, _, cov) in enumerate(moments):
+        if not U > 0:
+            continue
+        lam = _stats.lambda_max(cov)
+        # A fresh twin pair is still one cluster: neither half may split again until
+        # they are resolved, i.e. apart by half the cluster's width or more.
+        if sigma * sigma < lam and nearest[j] >= 0.25 * lam:
+            out.append((lam, j))
+    out.sort(reverse=True)
+    return out
+
+
+def run_annealing(
+    source,
+    n_clusters,
+    schedule: AnnealingSchedule,
+    *,
+    critical_sigma: float,
+    tol: float,
+    max_iter: int,
+    rng,
+    history,
+    relocate,
+    report=None,
+):
+    """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
+
+    source: the fit's `softkmeans.sources.Source`.
+    history: a `softkmeans._steps.History` that records each step and transition.
+    relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
+    report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
+    max_iter bounds the finishing Lloyd phase.
+    """
+    start, stop = schedule.resolve(critical_sigma)
+    d = source.shape[1]
+    augmented = source.augmented()
+    mean, _ = source.moments()
+    C = np.array(mean, dtype=np.float64)[None, :]
+    p = np.ones(1)
+    sigma = start
+    t0 = time.perf_counter()
+
+    def anneal_step(C):
+        nonlocal p
+        Ca = _with_priors(C, p, sigma, source.dtype)
+        stats, _ = augmented.stats(Ca, schedule.kind, sigma)
+        result = _stats.step_result(stats, Ca)
+        C_new = result.centroids[:, :d].astype(np.float64)
+        # A centroid that lost all its mass keeps its place (and its tiny mass).
+        C_new[result.empty] = C[result.empty]
+        p = np.maximum(stats.cluster_weights / stats.weight, 1e-300)
+        # The step's margin is that of the augmented space, not the data's: the history
+        # shows nan while annealing.
+        return result._replace(centroids=C_new, min_margin=float("nan")), sigma, schedule.kind
+
+    while True:
+        if C.shape[0] < n_clusters:
+            cands = _split_candidates(source, C, p, sigma, schedule.kind)
+            room = min(n_clusters - C.shape[0], schedule.splits)
+            if cands[:room]:
+                before = C.shape[0]
+                newC, newp = [], []
+                for lam, j in cands[:room]:
+                    u = rng.normal(size=d)
+                    u *= schedule.perturbation * math.sqrt(lam) / np.linalg.norm(u)
+                    newC.append(C[j] - u)
+                    C[j] = C[j] + u
+                    p[j] /= 2.0
+                    newp.append(p[j])
+                C = np.vstack([C, np.array(newC)])
+                p = np.concatenate([p, newp])
+                history.transition(sigma, history.n_iter, before, C.shape[0])
+        C, step, shift = run_steps(
+            C, anneal_step, max_steps=schedule.steps, tol=tol, history=history, min_steps=2
+        )
+        if report is not None:
+            report(sigma, step, shift, C.shape[0], time.perf_counter() - t0)
+        if sigma <= stop:
+            break
+        sigma = max(sigma * schedule.cooling, stop)
+
+    C = C.astype(source.dtype)
+    if C.shape[0] < n_clusters:
+        C = source.add_farthest(C, n_clusters)
+    exact = False
+    if schedule.finish:
+        C, sigma, exact = finish_exact(
+            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate
+        )
+        if report is not None and history.n_iter:
+            report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
+    return C, sigma, exact
+
+
+def finish_exact(source, C, sigma, *, max_iter, history, relocate):
+    """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
+
+    Returns (centroids, last sigma, exact_lloyd of the last step). Each step is one pass:
+    the step from C_t runs at sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), and below
+    the threshold sqrt(Delta_min) / 2 the native entmax15 step returns exactly the bits of
+    the hard step (SPEC.md, "Margins and temperatures"). So one hard pass at C_t gives
+    both Delta_min(C_t), which fixes sigma_t, and the entmax15 step at sigma_t.
+    """
+    k = C.shape[0]
+    if k < 2:
+        stats, _ = source.stats(C, "hard", 0.0)
+        step = _stats.step_result(stats, C)
+        history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
+        return step.centroids, sigma, True
+    exact = False
+
+    def exact_step(C):
+        nonlocal sigma, exact
+        stats, _ = source.stats(C, "hard", 0.0)
+        step = _stats.step_result(stats, C)
+        m = step.min_margin  # over the rows of positive weight
+        if m > 0.0:
+            sigma = min(sigma, math.sqrt(m) / 4.0)
+            kind = "entmax15"
+        else:
+            # A point exactly equidistant from two centroids: no sigma > 0 makes entmax15
+            # one-hot there, so this step is Lloyd's own (ties to the smallest index).
+            kind = "hard"
+        exact = kind == "entmax15"
+        return step, sigma, kind
+
+    C, _, _ = run_steps(
+        C,
+        exact_step,
+        max_steps=max(int(max_iter), 1),
+        tol=0.0,
+        history=history,
+        relocate=relocate,
+    )
+    return C, sigma, exact

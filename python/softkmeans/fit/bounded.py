@@ -1,0 +1,140 @@
+"""The policy of the bounded hard step: when a fit takes it, how its centroids are
+grouped, and the per-row state it carries from one pass to the next (the kernel:
+`cpp/src/impl/bounded.hpp`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _native
+
+__all__ = ["BoundedHardPass"]
+
+
+class BoundedHardPass:
+    """The hard step of an in-memory fit with group distance bounds (Yinyang's; see
+    `cpp/src/impl/bounded.hpp`): each call at centroids C returns the BlockStats of
+    `block_stats(X, C, "hard")` (the same labels, N and S bit for bit), computing only the
+    distances that may change a row's label since the previous call. The centroids are
+    split once, at the first call, into t groups (`centroid_groups`); each row carries its
+    label and, per group, a lower bound on its distance to the group's other centroids
+    (8 + 8 t bytes a row, t <= MAX_GROUPS: at most 136) from one step to the next.
+
+    History: J of a step that skipped distances sums the skipped rows' exact distances
+    (within rounding of the kernel's); its min_margin is nan (not every margin is known).
+    """
+
+    # 16 groups: 136 bytes a row. Distances computed per step of the (1e5, 256, 1024) fit
+    # with 16 and 32 groups: see bench/README.md ("Issue 10").
+    MAX_GROUPS = 16
+    # At least this many centroids a group, and this many multiply-adds (group size x d) a
+    # row's group: each group computed costs a row a fixed part (its minima, its bound)
+    # that only a large group outweighs. Single-thread CPU time of the bounded steps over
+    # the plain ones (`python bench/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
+    # at (2e5, 64, 256), 8 steps, 0.60 / 0.64 / 0.66 / 0.93; at (1e5, 256, 1024) 16 groups
+    # 0.43 (Hamerly's single bound 0.47).
+    MIN_GROUP_SIZE = 8
+    MIN_GROUP_WORK = 16384
+
+    def __init__(self, X, w, n_threads):
+        self.X, self.w, self.n_threads = X, w, n_threads
+        self.labels = np.zeros(X.shape[0], dtype=np.int64)
+        self.lower = None
+        self.group = None
+        self.C_prev = None
+
+    # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
+    # its bound test about d: below this size of the centroids (k d itemsize bytes) the test
+    # and the gathering cost about what they save. Single-thread CPU time of 20 Lloyd steps on
+    # blobs, bounded / plain (`python bench/bounded_steps.py N D K 20 DTYPE`): float32 1.28
+    # at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128, 16 x 256, 64 x 64, 16 x 1024, 0.39 at
+    # 64 x 256, 0.48 at 256 x 1024 (8 steps); float64 0.98 at 8 x 128 (8 KiB), 0.84 at 16 x 64.
+    # Since the bound tests take a vector of rows at a time (an AVX-512 machine, n = 1e6):
+    # float32 1.00 at 16 x 64 (4 KiB: still no gain below the threshold), float64 0.80 at
+    # 8 x 128, 0.64 at 16 x 64.
+    MIN_CENTROID_BYTES = 8192
+
+    @classmethod
+    def for_fit(cls, source, kind, k):
+        """The bounded pass of a fit with k centroids over `source`, or None where the
+        plain pass runs: kinds other than hard, a source without one in-memory dense array
+        (CSR, row blocks, Dask), d <= 4 (the direct-difference path), centroids smaller
+        than MIN_CENTROID_BYTES."""
+        X = source.dense_array()
+        if kind != "hard" or X is None:
+            return None
+        d = X.shape[1]
+        if d <= _native.SMALL_DIM or k * d * X.itemsize < cls.MIN_CENTROID_BYTES:
+            return None
+        return cls(X, source.weights, source.n_threads)
+
+    @classmethod
+    def centroid_groups(cls, C):
+        """(k,) int64: the group of each centroid of C, t groups of about equal size (t the
+        largest power of two <= MAX_GROUPS, k / MIN_GROUP_SIZE and k d / MIN_GROUP_WORK; 1:
+        Hamerly's single bound), near centroids
+        together: halve every group at the median of its projection on its principal axis,
+        log2 t times. A group's bound falls by its own largest drift, so groups of
+        neighbours keep far groups' bounds high."""
+        k, d = C.shape
+        t = 1
+        while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE, k * d // cls.MIN_GROUP_WORK):
+            t *= 2
+        group = np.zeros(k, dtype=np.int64)
+        members = [np.arange(k)]
+        while len(members) < t:
+            halves = []
+            for idx in members:
+                P = np.asarray(C[idx], dtype=np.float64)
+                P = P - P.mean(axis=0)
+                # About the principal axis: a few power iterations from the farthest point
+                # (an SVD of the (k, d) centroids would cost a good part of a step).
+                axis = P[np.argmax(np.einsum("ij,ij->i", P, P))]
+                for _ in range(8):
+                    axis = P.T @ (P @ axis)
+                    axis /= np.linalg.norm(axis) or 1.0
+                order = idx[np.argsort(P @ axis, kind="stable")]
+                halves += [np.sort(order[: len(idx) // 2]), np.sort(order[len(idx) // 2 :])]
+            members = halves
+        for g, idx in enumerate(members):
+            group[idx] = g
+        return group
+
+    def __call__(self, C):
+        stats, n_distances = self._step(C, exact=False)
+        if n_distances < self.X.shape[0] * C.shape[0]:
+            stats = stats._replace(min_margin=float("nan"))
+        return stats
+
+    def final(self, C):
+        """The fit's final pass at C: (BlockStats, labels (n,)), the distortion and
+        min_margin those of `block_stats` bit for bit (`exact`: every row's distance to its
+        label's group is computed, and every row whose margin the bounds leave open below
+        the least one found); None with one group (every distance: the plain pass)."""
+        if self.group is not None and self.group.max() == 0:
+            return None
+        stats, _ = self._step(C, exact=True)
+        return stats, self.labels
+
+    def _step(self, C, exact):
+        if self.group is None:
+            self.group = self.centroid_groups(C)
+            t = int(self.group.max()) + 1
+            self.lower = np.zeros((self.X.shape[0], t), dtype=np.float64)
+        stats, _, n_distances = _native.hard_stats_bounded(
+            self.X,
+            C,
+            self.C_prev,
+            self.w,
+            self.labels,
+            self.lower,
+            self.group,
+            self.n_threads,
+            exact=exact,
+        )
+        self.C_prev = C
+        return stats, n_distances
+
+    def labels_at(self, C):
+        """The labels at C when C is the input of the last step (else None)."""
+        return self.labels if C is self.C_prev else None

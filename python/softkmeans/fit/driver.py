@@ -1,0 +1,340 @@
+"""The fitting driver behind `SoftKMeans` and the ``softkmeans cluster`` command.
+
+scikit-learn's layering (estimator -> driver -> kernel): `Fitter` runs one fit, with the
+parameters of a `FitParams`, over a data source (`softkmeans.sources`, chosen once in
+`Fitter.fit`); `SoftKMeans` adds the scikit-learn conventions on top; the command line
+uses `Fitter` directly, so that it does not import scikit-learn (about a second at
+start-up). See `softkmeans.estimator` for the semantics (the KMeans drop-in rules,
+weights, the sigma default, annealing).
+
+The passes a fit makes over X: one validation, which also gives the features' variances
+(the tolerance); the seeding's (k-means++: one per centre, two where the candidates'
+distances are not kept); one fused `block_stats` pass per iteration (a hard fit of an
+in-memory array with d > 4 and centroids of at least 8 KiB: one `hard_stats_bounded`
+pass, which computes only the distances that may change a row's label, see
+`softkmeans.fit.bounded`); and one final pass at the final centroids, which yields the
+labels, inertia, objective and minimum margin at once. The weighted covariance and its
+largest eigenvalue (`critical_sigma_`) are computed only where the fit needs them (a
+soft kind with sigma=None, annealing), or on first read of `critical_sigma_`. Relocating
+an empty cluster adds one `assign` pass (scikit-learn's policy needs the labels at the
+step's input), except after a bounded step, which has them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+
+from .. import _stats, sources
+from .. import _validation as v
+from .annealing import run_annealing
+from .bounded import BoundedHardPass
+from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
+from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
+from .relocation import relocator, warn_about_empty_clusters
+from .seeding import check_random_state, greedy_kmeans_plusplus
+from .steps import History, run_steps
+
+__all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState", "threads_for"]
+
+RESULTS = (
+    "cluster_centers_",
+    "labels_",
+    "inertia_",
+    "objective_",
+    "sigma_",
+    "n_iter_",
+    "history_",
+    "min_margin_",
+    "exact_lloyd_",
+    "_n_threads",
+)
+
+
+# Below this many multiply-adds per pass (n x k x d, about a millisecond of one core) the
+# native core runs on one thread: waking an OpenMP team costs about as much as the work,
+# and far more on a busy machine (results do not depend on the thread count).
+# n_threads=None otherwise leaves the choice to OpenMP / threadpoolctl.
+_SERIAL_WORK = 1 << 20
+
+
+def threads_for(n_threads, n, k, d):
+    """The core's thread count for a pass of n x k x d (an int; 0: the OpenMP default)."""
+    if n_threads is None and n * k * d < _SERIAL_WORK:
+        return 1
+    return v.check_n_threads(n_threads)
+
+
+@dataclasses.dataclass
+class StreamState:
+    """What a streaming fit carries from one batch to the next (SPEC.md, "Streaming")."""
+
+    centroids: np.ndarray  # (k, d), the dtype of the first batch
+    totals: np.ndarray  # (k,) float64, the running N_j(t)
+    sigma: float  # fixed at the first batch (0.0 for "hard")
+    critical_sigma: float  # of the first batch
+    n_steps: int  # batches seen
+
+
+class Fitter:
+    """One fit: `params` (a FitParams), the fitted attributes after `fit`.
+
+    warning_category: the class of the convergence warnings (scikit-learn's
+    ConvergenceWarning from the estimator, UserWarning otherwise).
+    """
+
+    def __init__(self, params: FitParams, warning_category=UserWarning):
+        self.params = params
+        self.warning_category = warning_category
+        self.source = None
+        self._critical_sigma = None
+
+    def results(self):
+        """The fitted attributes, by name."""
+        return {name: getattr(self, name) for name in RESULTS}
+
+    @property
+    def critical_sigma_(self):
+        """sqrt(lambda_max) of the data's weighted covariance, computed on first use."""
+        if self._critical_sigma is None:
+            _, cov = self.source.moments()
+            self._critical_sigma = _stats.critical_sigma_of(cov)
+        return self._critical_sigma
+
+    @property
+    def critical_sigma_known(self):
+        """critical_sigma_ when the fit has computed it, else None."""
+        return self._critical_sigma
+
+    def _open(self, X, sample_weight, fit=True):
+        """The fit's source (chosen once, here) and its checked parameters."""
+        source = sources.source_of(X, sample_weight, fit=fit)
+        try:
+            resolved = self.params.check(source)
+            source.n_threads = threads_for(
+                self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
+            )
+        except BaseException:
+            source.close()
+            raise
+        self.source, self._n_threads = source, source.n_threads
+        return source, resolved
+
+    def _init_centroids(self, k, init, rng):
+        source = self.source
+        if isinstance(init, str):
+            seeds = source.seeding_source(k, rng)
+            if init == "k-means++":
+                centers, _ = greedy_kmeans_plusplus(seeds, k, rng)
+            else:  # "random"
+                w = seeds.weights
+                idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())
+                centers = seeds.rows(idx)
+        elif callable(init):
+            centers = check_init_centers(init(source.data, k, random_state=rng), source, k)
+        else:
+            centers = init
+        return np.array(centers, dtype=source.dtype, order="C", copy=True)
+
+    def _run_iterative(self, C, kind, sigma, tol, notes, progress):
+        source = self.source
+        bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
+        labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
+
+        def step(C):
+            stats = bounded(C) if bounded is not None else source.stats(C, kind, sigma)[0]
+            return _stats.step_result(stats, C), sigma, kind
+
+        def line(i, sigma, result, shift):
+            progress.line(iteration_line(i, kind, sigma, result))
+            if shift <= tol:  # run_steps stops here
+                progress.line(converged_line(i, shift, tol), tick=False)
+
+        history = History()
+        C, _, _ = run_steps(
+            C,
+            step,
+            max_steps=self.params.max_iter,
+            tol=tol,
+            history=history,
+            relocate=relocator(source, kind, notes, labels_at),
+            on_step=line,
+        )
+        # The final pass: labels, inertia, objective and margin at the final C (the
+        # bounded pass gives block_stats's values with its bounds).
+        final = bounded.final(C) if bounded is not None else None
+        if final is None:
+            final = source.stats(C, kind, sigma, sums=False, labels=True)
+        return C, sigma, history, final
+
+    def _run_annealing(self, k, schedule, tol, rng, relocate, progress):
+        history = History()
+
+        def report(s, step, shift, n_distinct, elapsed):
+            prefix = f"width {len(history.sigma):6d} steps  distinct {n_distinct:4d}"
+            progress.line(
+                width_line(prefix, s, history.objective[-1], history.J[-1], shift, elapsed)
+            )
+
+        C, sig, _ = run_annealing(
+            self.source,
+            k,
+            schedule,
+            critical_sigma=self.critical_sigma_,
+            tol=tol,
+            max_iter=self.params.max_iter,
+            rng=rng,
+            history=history,
+            relocate=relocate,
+            report=report if self.params.verbose else None,
+        )
+        final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
+        return C, sig, history, final
+
+    def fit(self, X, sample_weight=None):
+        """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
+        source, (k, kind, schedule, init, n_init) = self._open(X, sample_weight)
+        try:
+            self._fit(source, k, kind, schedule, init, n_init)
+        finally:
+            source.close()
+        return self
+
+    def _fit(self, source, k, kind, schedule, init, n_init):
+        params = self.params
+        rng = check_random_state(params.random_state)
+        notes = OncePerFit(self.warning_category)
+        tol = _tolerance(source.feature_variances(), params.tol)
+        needs_width = kind != "hard" and params.sigma is None
+        sigma = _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+        if not isinstance(init, str) and not callable(init) and n_init != 1:
+            warnings.warn(
+                "Explicit initial center position passed: performing only one init "
+                f"in SoftKMeans instead of n_init={n_init}.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            n_init = 1
+
+        best = None
+        progress = Progress(
+            params.verbose, total=None if schedule is not None else params.max_iter * n_init
+        )
+        try:
+            for _ in range(n_init):
+                if schedule is not None:
+                    relocate = relocator(source, kind, notes)
+                    run = self._run_annealing(k, schedule, tol, rng, relocate, progress)
+                else:
+                    C0 = self._init_centroids(k, init, rng)
+                    progress.line("Initialization complete", tick=False)
+                    run = self._run_iterative(C0, kind, sigma, tol, notes, progress)
+                C, sig, history, (final, labels) = run
+                if best is None or (
+                    final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
+                ):
+                    best = (final, C, labels, sig, history)
+        finally:
+            progress.close()
+        self._set_results(kind, schedule, k, *best)
+        warn_about_empty_clusters(source, self.labels_, k, notes)
+        notes.flush()
+
+    def _set_results(self, kind, schedule, k, final, C, labels, sig, history):
+        self.cluster_centers_ = C
+        self.labels_ = labels
+        self.inertia_ = float(final.distortion)
+        self.objective_ = float(final.objective)
+        self.sigma_ = float(sig) if kind != "hard" else 0.0
+        self.n_iter_ = history.n_iter
+        self.history_ = history.as_dict()
+        self.min_margin_ = float(final.min_margin)
+        if kind == "hard":
+            self.exact_lloyd_ = True
+        elif kind == "softmax" and schedule is None:
+            self.exact_lloyd_ = k == 1  # softmax is never one-hot with two centroids
+        else:
+            # The last step was Lloyd's: a hard step, or entmax15 at or below
+            # sqrt(Delta_min) / 2 with Delta_min at that step's own input centroids.
+            last_kind = history.kind[-1]
+            self.exact_lloyd_ = bool(
+                last_kind == "hard"
+                or (
+                    last_kind == "entmax15"
+                    and history.sigma[-1] <= math.sqrt(history.min_margin[-1]) / 2
+                )
+            )
+
+    def partial_fit(self, X, sample_weight=None, state: StreamState | None = None):
+        """One streaming step on the batch X (SPEC.md, "Streaming").
+
+        The first batch (state None) checks the parameters, fixes sigma (from this batch's
+        critical width when sigma is None) and initialises the centroids on this batch;
+        every batch then makes one `block_stats` pass at the current centroids and moves
+        them by the running-mean rule. Returns (the new StreamState, the batch's
+        BlockStats at the centroids before the update, its labels there).
+        """
+        params = self.params
+        if state is None:
+            source, (k, kind, schedule, init, _) = self._open(X, sample_weight, fit=False)
+            try:
+                if schedule is not None:
+                    raise ValueError(
+                        "partial_fit does not anneal: annealing needs all the data at every "
+                        "width; use fit, or anneal=None"
+                    )
+                # A first batch is small: its critical width is computed at once (a stream
+                # of temporary batches would leave nothing to compute it from later).
+                crit = self.critical_sigma_
+                rng = check_random_state(params.random_state)
+                C = self._init_centroids(k, init, rng)
+                sigma = _width(kind, params.sigma, crit)
+                state = StreamState(C, np.zeros(k), sigma, crit, 0)
+                return self._stream_step(source, state)
+            finally:
+                source.close()
+        source = sources.source_of(X, sample_weight)
+        k = state.centroids.shape[0]
+        source.n_threads = threads_for(params.n_threads, source.rows_per_pass, k, source.shape[1])
+        self.source, self._n_threads = source, source.n_threads
+        try:
+            return self._stream_step(source, state)
+        finally:
+            source.close()
+
+    def _stream_step(self, source, state):
+        C = state.centroids.astype(source.dtype, copy=False)
+        stats, labels = source.stats(C, self.params.assignment, state.sigma, labels=True)
+        C_new, totals = _stats.running_update(state.centroids, state.totals, stats)
+        new_state = StreamState(C_new, totals, state.sigma, state.critical_sigma, state.n_steps + 1)
+        return new_state, stats, labels
+
+
+def _width(kind, sigma, critical_sigma):
+    """The sigma a fit runs at: 0 for "hard", the given one, or the default fraction of
+    the critical width (1.0 when every point is the same, where any width will do)."""
+    if kind == "hard":
+        return 0.0
+    if sigma is not None:
+        return float(sigma)
+    sigma = DEFAULT_SIGMA_FRACTION * critical_sigma
+    return sigma if sigma > 0 else 1.0
+
+
+def _tolerance(variances, tol):
+    """tol x the mean (weighted) feature variance (scikit-learn's `_tolerance`).
+
+    NOTE: scikit-learn ignores sample weights here; we weight the variance so that
+    integer weights and duplicated rows give the same tolerance (with unit weights the
+    two agree up to rounding).
+    """
+    return float(np.mean(variances) * tol) if tol else 0.0
+
+
+def _same_clustering(labels1, labels2, k):
+    """True when the two labelings are equal up to a permutation of the labels."""
+    pairs = np.unique(np.asarray(labels1, dtype=np.int64) * k + labels2)
+    return np.unique(pairs // k).size == pairs.size

@@ -1,0 +1,74 @@
+"""The empty-cluster policy of a fit: scikit-learn's `_relocate_empty_clusters`.
+
+An empty cluster is moved to the point farthest from its centroid (the source's
+`farthest`, scikit-learn's choice of rows); for "hard" that point leaves its old cluster,
+whose centroid is recomputed from the step's sums, as scikit-learn does. The soft kinds
+move the centroid and warn once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["relocator", "warn_about_empty_clusters"]
+
+
+def relocator(source, kind, notes, labels_at=lambda C: None):
+    """relocate(C_old, step) -> centroids, for `softkmeans.fit.steps.run_steps`.
+
+    labels_at(C): the labels at C when the step already has them (the bounded step), else
+    None (one more pass gives them).
+    """
+
+    def relocate(C_old, step):
+        empty = np.flatnonzero(step.empty)
+        C_new = np.array(step.centroids, copy=True)
+        far = source.farthest(C_old, empty.size, labels_at(C_old))
+        if far.dist.size == 0:  # every point sits on a centroid
+            # NOTE: scikit-learn then puts the empty centroids on the largest cluster's;
+            # we keep them where they were (SPEC.md's step policy).
+            notes.add("dup", "Fewer distinct points than n_clusters: some clusters stay empty.")
+            return C_new
+        if kind == "hard":
+            N = np.array(step.cluster_weights, dtype=np.float64, copy=True)
+            S = C_new.astype(np.float64) * N[:, None]
+            touched = set()
+            for e, x_f, w_f, old in zip(empty, far.rows, far.weights, far.labels):
+                S[old] -= x_f * w_f
+                S[e] = x_f * w_f
+                N[e] = w_f
+                N[old] -= w_f
+                touched.update((int(e), int(old)))
+            for j in touched:
+                if N[j] > 0:
+                    C_new[j] = S[j] / N[j]
+        else:  # scikit-learn relocates silently; so does its drop-in
+            C_new[empty] = far.rows
+            notes.add("empty", "Empty clusters were relocated to the farthest points.")
+        return C_new
+
+    return relocate
+
+
+def warn_about_empty_clusters(source, labels, k, notes):
+    """scikit-learn's ConvergenceWarning when the fit ends with fewer distinct clusters
+    than k, with the number of distinct points behind it when that is the cause."""
+    positive = source.positive()
+    held = labels if positive is None else labels[positive]
+    n_found = int(np.count_nonzero(np.bincount(held, minlength=k)))
+    if n_found < k or notes.has("dup"):
+        # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
+        n_distinct = source.n_distinct_rows()
+        if n_distinct < k:
+            notes.add(
+                "found",
+                f"Number of distinct clusters ({n_found}) found smaller than "
+                f"n_clusters ({k}). Possibly due to duplicate points in X: it has "
+                f"{n_distinct} distinct points.",
+            )
+    if n_found < k:
+        notes.add(
+            "found",
+            f"Number of distinct clusters ({n_found}) found smaller than n_clusters ({k}). "
+            "Possibly due to duplicate points in X.",
+        )

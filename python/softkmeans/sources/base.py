@@ -1,0 +1,312 @@
+"""The data-source protocol (`Source`) and what every in-process source shares (`LocalSource`).
+
+A source binds X (n, d) and its weights w (n,) after validation, and answers every read a
+fit or a prediction makes, each as one pass over X (or a few, named below). The callers
+(`softkmeans.fit`, the estimators, the functional API) hold the policy; a source only
+reads. Its methods, by who needs them:
+
+- every pass of the fit loop: `stats` (SPEC.md, "Block statistics");
+- predict / transform / predict_proba: `labels`, `distances`, `responsibilities` (and
+  a `LocalSource`'s `map_rows` for the functional API);
+- the tolerance: `feature_variances`; the critical width (only when asked): `moments`;
+- seeding: `seeding_source`, `seeding_passes`, `rows`;
+- empty clusters: `farthest` (relocation), `positive`, `n_distinct_rows` (the warning);
+- annealing: `augmented`, `responsibility_moments`, `add_farthest`;
+- the bounded hard step, which keeps per-row state between passes: `dense_array`.
+
+``n_threads`` (an int, 0: the OpenMP default) is the thread count of the native calls;
+the fit sets it once it knows k.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import _native, _stats
+from .. import _validation as v
+
+
+class Farthest(NamedTuple):
+    """The m rows farthest from their nearest centroid (relocation of empty clusters)."""
+
+    dist: np.ndarray  # (m,) squared distances, X's dtype
+    rows: np.ndarray  # (m, d) dense, X's dtype
+    weights: np.ndarray  # (m,) float64
+    labels: np.ndarray  # (m,) int64, their labels at the centroids
+
+
+def check_weights(sample_weight, n, fit=False):
+    """Validated (n,) float64 weights (None: all ones); for a fit, all zeros get their
+    own message (the functional API's is `softkmeans._validation`'s)."""
+    try:
+        return v.check_sample_weight(sample_weight, n)
+    except ValueError:
+        if fit and sample_weight is not None:
+            arr = np.asarray(sample_weight)
+            if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "biuf" and not arr.any():
+                raise ValueError(
+                    "sample_weight is all zero: at least one weight must be positive"
+                ) from None
+        raise
+
+
+class Source(abc.ABC):
+    """What reads X. Attributes: ``shape`` (n, d), ``dtype`` (float32 or float64),
+    ``data`` (X as validated: what a callable ``init`` receives), ``unit_weights`` (no
+    sample_weight was given), ``rows_per_pass`` (the most rows one native call reads: the
+    thread count is chosen by it), ``n_threads``."""
+
+    shape: tuple
+    dtype: np.dtype
+    data: object
+    unit_weights: bool
+    n_threads: int = 0
+
+    @abc.abstractmethod
+    def stats(self, C, kind, sigma, *, sums=True, labels=False):
+        """One fused pass at C: (BlockStats, labels (n,) int64 or None)."""
+
+    @abc.abstractmethod
+    def labels(self, C):
+        """(n,) int64: the nearest centroid of each row (`predict`)."""
+
+    @abc.abstractmethod
+    def distances(self, C):
+        """(n, k) Euclidean distances to the centroids, X's dtype (`transform`)."""
+
+    @abc.abstractmethod
+    def responsibilities(self, C, kind, sigma):
+        """(n, k) responsibilities of `kind` at width sigma, X's dtype (`predict_proba`)."""
+
+    @abc.abstractmethod
+    def feature_variances(self):
+        """(d,) float64: the weighted variance of each feature."""
+
+    @abc.abstractmethod
+    def moments(self):
+        """(weighted mean (d,), weighted population covariance (d, d) or an operator with
+        ``diagonal()`` and ``lambda_max()``)."""
+
+    @abc.abstractmethod
+    def rows(self, idx):
+        """Rows X[idx] as a dense (len(idx), d) array of X's dtype."""
+
+    @abc.abstractmethod
+    def seeding_source(self, n_clusters, rng):
+        """The in-process source k-means++ and "random" draw from (self, or a sample)."""
+
+    @abc.abstractmethod
+    def farthest(self, C, m, labels=None):
+        """`Farthest` for the m rows farthest from their nearest centroid of C, as
+        scikit-learn's relocation picks them; labels: the labels at C when known."""
+
+    @abc.abstractmethod
+    def positive(self):
+        """(n,) bool, w > 0, or None when every weight is positive."""
+
+    @abc.abstractmethod
+    def n_distinct_rows(self):
+        """The number of distinct rows of positive weight."""
+
+    @abc.abstractmethod
+    def augmented(self):
+        """The source of [X, 0] (n, d + 1): annealing's prior coordinate."""
+
+    @abc.abstractmethod
+    def responsibility_moments(self, Ca, kind, sigma):
+        """[(U_j, mean_j (d,), cov_j (d, d))]: the moments of X under the weights
+        w r_j, r the responsibilities of [X, 0] at Ca (mean, cov None where U_j <= 0)."""
+
+    @abc.abstractmethod
+    def add_farthest(self, C, k):
+        """C (m, d) extended to k rows, one at a time, by the positive-weight row farthest
+        from all centroids so far (ties to the first row)."""
+
+    def close(self):  # noqa: B027 - most sources hold nothing to release
+        """Release what the source holds beyond X (a temporary file)."""
+
+    def set_weights(self, sample_weight, fit=False):
+        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
+        self.weights = check_weights(sample_weight, self.shape[0], fit)
+        self.unit_weights = sample_weight is None
+
+    def dense_array(self):
+        """X as one C-contiguous in-memory array, or None (the bounded step needs one)."""
+        return None
+
+
+class LocalSource(Source):
+    """A source in this process: X is read as row blocks (`blocks`), each a C-contiguous
+    array or a CSR matrix the native kernels take; statistics of several blocks merge in
+    block order. With one block every result is the kernels' own, bit for bit."""
+
+    def __init__(self, data, weights, unit_weights, n_threads=0):
+        self.data = data
+        self.shape = tuple(int(s) for s in data.shape)
+        self.rows_per_pass = self.shape[0]
+        self.weights = weights
+        self.unit_weights = unit_weights
+        self.n_threads = n_threads
+
+    @abc.abstractmethod
+    def blocks(self, augmented=False):
+        """(start, stop, rows) over X in order; augmented: rows of [X, 0]. A block may be
+        a reused buffer, valid until the next."""
+
+    # What differs between dense and CSR blocks (the dense way here).
+
+    def block_sq_distances(self, rows, C, labels):
+        """||x_i - c_{labels_i}||^2 of a block, X's dtype."""
+        return ((rows - C[labels]) ** 2).sum(axis=1)
+
+    def block_sq_distances_to(self, rows, row):
+        """||x_i - row||^2 of a block (row dense (d,))."""
+        return ((rows - row) ** 2).sum(axis=1)
+
+    def block_moments(self, rows, w):
+        """(mean, covariance) of a block's rows under weights w."""
+        return _native.weighted_covariance(rows, w, self.n_threads)
+
+    def _pairs(self):
+        """(start, stop, rows of X, rows of [X, 0]) in order."""
+        for (start, stop, rows), (_, _, rows_a) in zip(self.blocks(), self.blocks(True)):
+            yield start, stop, rows, rows_a
+
+    def stats(self, C, kind, sigma, *, sums=True, labels=False):
+        parts, labs = [], []
+        for start, stop, rows in self.blocks():
+            stats, lab, _ = _native.block_stats(
+                rows, C, kind, sigma, self.weights[start:stop], self.n_threads,
+                sums=sums, labels=labels,
+            )  # fmt: skip
+            parts.append(stats)
+            labs.append(lab)
+        merged = parts[0] if len(parts) == 1 else _stats.merge(parts)
+        return merged, (_concat(labs) if labels else None)
+
+    def gradients(self, C, kind, sigma):
+        """(BlockStats, dF/dx_i (n, d) in X's dtype): the functional API's gradients."""
+        parts, grads = [], []
+        for start, stop, rows in self.blocks():
+            stats, _, grad = _native.block_stats(
+                rows, C, kind, sigma, self.weights[start:stop], self.n_threads, grad_x=True
+            )
+            parts.append(stats)
+            grads.append(grad)
+        return (parts[0] if len(parts) == 1 else _stats.merge(parts)), _concat(grads)
+
+    def labels(self, C):
+        return self.map_rows(lambda rows: _native.assign(rows, C, self.n_threads)[0])
+
+    def distances(self, C):
+        def euclidean(rows):
+            D = _native.sq_distances(rows, C, self.n_threads)
+            return np.sqrt(D, out=D)
+
+        return self.map_rows(euclidean)
+
+    def responsibilities(self, C, kind, sigma):
+        return self.map_rows(
+            lambda rows: _native.responsibilities(rows, C, kind, sigma, self.n_threads)
+        )
+
+    def map_rows(self, fn):
+        """fn(rows) over the blocks, concatenated (each part if fn returns a tuple)."""
+        outs = [fn(rows) for _, _, rows in self.blocks()]
+        if len(outs) == 1:
+            return outs[0]
+        if isinstance(outs[0], tuple):
+            return tuple(np.concatenate(part) for part in zip(*outs))
+        return np.concatenate(outs)
+
+    def seeding_source(self, n_clusters, rng):
+        return self
+
+    def augmented(self):
+        return _Augmented(self)
+
+    def positive(self):
+        positive = self.weights > 0
+        return None if positive.all() else positive
+
+    def _labels_and_distances(self, C, labels=None):
+        """(labels (n,), squared distance of each row to its centroid (n,)) in X's dtype
+        as scikit-learn computes them (so that the farthest points agree with its)."""
+        n = self.shape[0]
+        dist = np.empty(n, dtype=self.dtype)
+        out_labels = np.empty(n, dtype=np.int64) if labels is None else labels
+        for start, stop, rows in self.blocks():
+            if labels is None:
+                out_labels[start:stop], _ = _native.assign(rows, C, self.n_threads)
+            dist[start:stop] = self.block_sq_distances(rows, C, out_labels[start:stop])
+        return out_labels, dist
+
+    def farthest(self, C, m, labels=None):
+        labels, dist = self._labels_and_distances(C, labels)
+        if dist.max() == 0:
+            return Farthest(dist[:0], self.rows([]), self.weights[:0], labels[:0])
+        far = np.argpartition(dist, -m)[: -m - 1 : -1]
+        return Farthest(dist[far], self.rows(far), self.weights[far], labels[far])
+
+    def responsibility_moments(self, Ca, kind, sigma):
+        k = Ca.shape[0]
+        parts = [[] for _ in range(k)]
+        for start, stop, rows, rows_a in self._pairs():
+            R = _native.responsibilities(rows_a, Ca, kind, sigma, self.n_threads)
+            w = self.weights[start:stop]
+            for j in range(k):
+                u = w * R[:, j].astype(np.float64)
+                U = float(u.sum())
+                if U > 0:
+                    mean, cov = self.block_moments(rows, u)
+                    parts[j].append((U, mean, cov))
+        out = []
+        for blocks in parts:
+            if not blocks:
+                out.append((0.0, None, None))
+            elif len(blocks) == 1:
+                out.append(blocks[0])
+            else:
+                out.append(_stats.merge_moments(blocks))
+        return out
+
+    def add_farthest(self, C, k):
+        positive = (self.weights > 0).astype(np.float64)
+        C = [np.asarray(c) for c in C]
+        _, dist = self.map_rows(lambda rows: _native.assign(rows, self._as_x(C), self.n_threads))
+        dist = dist.astype(np.float64) * positive
+        while len(C) < k:
+            row = self.rows([int(np.argmax(dist))])[0]
+            C.append(row)
+            to_row = self.map_rows(lambda rows, row=row: self.block_sq_distances_to(rows, row))
+            dist = np.minimum(dist, to_row * positive)
+        return self._as_x(C)
+
+    def _as_x(self, C):
+        return np.ascontiguousarray(np.array(C), dtype=self.dtype)
+
+
+def _concat(parts):
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class _Augmented(LocalSource):
+    """[X, 0] (n, d + 1) of a local source: annealing's steps with the prior coordinate
+    (its blocks are the parent's augmented ones; only `stats` is read of it)."""
+
+    def __init__(self, parent):
+        super().__init__(parent.data, parent.weights, parent.unit_weights, parent.n_threads)
+        self.parent = parent
+        self.shape = (parent.shape[0], parent.shape[1] + 1)
+        self.dtype = parent.dtype
+
+    def blocks(self, augmented=False):
+        return self.parent.blocks(augmented=True)
+
+    def _unused(self, *args, **kwargs):
+        raise NotImplementedError("an augmented source is only read by stats")
+
+    feature_variances = moments = rows = n_distinct_rows = _unused

@@ -1,0 +1,543 @@
+"""`DaskSource`: a Dask array or DataFrame as a data source (`softkmeans.sources`).
+
+Imported only when a Dask collection is given (the ``softkmeans[dask]`` extra). The fit
+(`softkmeans.fit`) is the in-memory one; each read of X is a pass over the blocks:
+
+- **A pass** maps the native block-statistics kernel (`softkmeans._native.block_stats`)
+  over the row blocks, one task per block, on the workers. The centroids are sent once per
+  pass: one ``dask.delayed`` key of the pass's graph that every block task depends on
+  (each worker fetches it once), never embedded in the block tasks.
+- **The merge** of the block statistics (`softkmeans._stats.merge`) is a tree of pairwise
+  merges in block order -- (0, 1), (2, 3), ..., then the same on the results -- whose shape
+  depends only on the number of blocks, so the result does not depend on which worker
+  computed what, or when. Only the merged statistics (k x d numbers) reach the client.
+- **The update** c_j+ = S_j / N_j (`softkmeans._stats.step_result`) and the loop
+  (`softkmeans.fit.steps.run_steps`) run on the client.
+
+A fit from the same initial centroids therefore equals the in-memory fit up to the
+rounding of the block sums (float64: ~1e-15 relative), with the same labels; the chunking
+changes nothing beyond that rounding.
+
+What this means for users (memory, seeding, lazy predictions, annealing, streaming) is
+in `softkmeans.dask`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "softkmeans.dask needs Dask: pip install 'softkmeans[dask]' "
+        "(dask[array,dataframe] and distributed)"
+    ) from exc
+
+from .. import _native, _stats
+from .. import _validation as v
+from .base import Farthest, Source
+from .dense import ArraySource, FeatureMoments
+
+__all__ = ["DaskSource", "check_collection", "is_collection"]
+
+# k-means++ / "random" seeding draws from at most this many rows (or 100 per cluster).
+SAMPLE_ROWS = 10_000
+SAMPLE_ROWS_PER_CLUSTER = 100
+
+
+# ---------------------------------------------------------------------- the cluster
+
+
+def _client():
+    """The current distributed Client, or None (then the local Dask scheduler runs)."""
+    try:
+        from distributed import default_client
+    except ImportError:
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _broadcast(C):
+    """The centroids of one pass as one graph key that every block task depends on: sent
+    to the scheduler once with the pass's graph and from there to each worker once, never
+    embedded in the block tasks.
+
+    NOTE: not ``client.scatter(C, broadcast=True)``: a broadcast waits for every worker,
+    and hangs while one that just died is being restarted; a key in the graph is simply
+    recomputed wherever it is needed (and costs the same here, ~20 ms per pass).
+    """
+    return dask.delayed(C, name="softkmeans-centroids-" + dask.base.tokenize(C))
+
+
+_LOST = (
+    "the Dask fit lost data it cannot recompute: most likely a worker died holding blocks "
+    "of X (or sample_weight) that were scattered from the client rather than computed "
+    "from a graph. Build X from a recomputable source (da.from_array, da.from_zarr, "
+    "dd.read_parquet, ...) and persist it, so that Dask can recompute lost blocks"
+)
+
+
+def _compute(*objs):
+    """dask.compute, with a lost, unrecomputable input reported as what happened."""
+    try:
+        return dask.compute(*objs)
+    except Exception as exc:
+        names = {type(e).__name__ for e in _chain(exc)}
+        if names & {"FutureCancelledError", "CancelledError"}:
+            raise RuntimeError(f"{_LOST} ({type(exc).__name__}: {exc})") from exc
+        raise
+
+
+def _chain(exc):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+# Statistics of up to this many consecutive blocks merge in one task: a tree whose shape
+# depends only on the number of blocks (one level up to 8 blocks, two up to 64, ...).
+MERGE_FAN_IN = 8
+
+
+def _tree(parts, merge, name):
+    """Merges of consecutive groups of MERGE_FAN_IN parts, in block order, level by level.
+
+    merge(list) -> part combines its list in the order given. Each task combines a fixed
+    range of blocks, so the result does not depend on who computed which block, or when.
+    """
+    level = 0
+    while len(parts) > 1:
+        key = f"{name}-{level}-" + dask.base.tokenize(parts)
+        parts = [
+            dask.delayed(merge, pure=True)(
+                parts[i : i + MERGE_FAN_IN], dask_key_name=(key, i // MERGE_FAN_IN)
+            )
+            for i in range(0, len(parts), MERGE_FAN_IN)
+        ]
+        level += 1
+    return parts[0]
+
+
+def _blocks(X, w):
+    """[(X block, w block or None)] of the non-empty row blocks, in order."""
+    xs = X.to_delayed().ravel()
+    ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
+    return [(x, wb) for x, wb, rows in zip(xs, ws, X.chunks[0]) if rows > 0]
+
+
+def _weights(w, n):
+    return np.ones(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------- block tasks
+
+
+def _block_stats(X, w, C, kind, sigma, n_threads, sums, labels):
+    """BlockStats of the block at C; (BlockStats, labels) when `labels`."""
+    X = np.ascontiguousarray(X)
+    stats, lab, _ = _native.block_stats(
+        X, C, kind, sigma, _weights(w, X.shape[0]), n_threads, sums=sums, labels=labels
+    )
+    return (stats, lab) if labels else stats
+
+
+def _block_moments(X, w, n_threads):
+    """Check the block (finite, not too large; weights finite and >= 0) and return
+    (W, weighted mean (d,), W x covariance (d, d)) of its rows."""
+    X = v.check_data(X)
+    if w is not None:
+        w = v.as_float_array(w, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
+        if (w < 0).any():
+            raise ValueError("sample_weight must be non-negative")
+    w = _weights(w, X.shape[0])
+    W = float(w.sum())
+    d = X.shape[1]
+    if not W > 0:
+        return 0.0, np.zeros(d), np.zeros((d, d))
+    mean, cov = _native.weighted_covariance(X, w, n_threads)
+    return W, mean, W * cov
+
+
+def _merge_moments(parts):
+    return functools.reduce(_stats.merge_moment_pair, parts)
+
+
+def _block_farthest(X, w, C, m, n_threads):
+    """The m rows of the block farthest from their nearest centroid: (dist, rows, weights,
+    labels)."""
+    X = np.ascontiguousarray(X)
+    w = _weights(w, X.shape[0])
+    labels, _ = _native.assign(X, C, n_threads)
+    # As the in-memory relocation computes them (in the dtype of X).
+    dist = ((X - C[labels]) ** 2).sum(axis=1)
+    top = np.argsort(-dist, kind="stable")[:m]
+    return dist[top], X[top], w[top], labels[top]
+
+
+def _concat_farthest(parts):
+    return tuple(np.concatenate(column) for column in zip(*parts))
+
+
+def _block_responsibility_moments(X, w, Ca, kind, sigma, n_threads):
+    """Annealing's per-centroid moments of the block, as [(U_j, mean_j, U_j x cov_j)]."""
+    block = ArraySource(np.ascontiguousarray(X), w, n_threads=n_threads, checked=True)
+    d = block.shape[1]
+    out = []
+    for U, mean, cov in block.responsibility_moments(Ca, kind, sigma):
+        out.append((U, mean, U * cov) if U > 0 else (0.0, np.zeros(d), np.zeros((d, d))))
+    return out
+
+
+def _merge_responsibility_moments(parts):
+    return [_merge_moments(list(per_centroid)) for per_centroid in zip(*parts)]
+
+
+def _block_farthest_row(X, w, reference, n_threads):
+    """(squared distance, row) of the block's positive-weight row farthest from the
+    centroids C and the rows `added`, reference = (C, added) (ties to the first row), as
+    annealing's in-memory `_add_farthest` computes them."""
+    C, added = reference
+    X = np.ascontiguousarray(X)
+    positive = (_weights(w, X.shape[0]) > 0).astype(np.float64)
+    dist = _native.assign(X, C, n_threads)[1].astype(np.float64) * positive
+    for row in added:
+        dist = np.minimum(dist, ((X - row) ** 2).sum(axis=1) * positive)
+    i = int(np.argmax(dist))
+    return dist[i], X[i].copy()
+
+
+def _first_farthest(parts):
+    """The part of the largest distance; of equal ones the first in block order."""
+    best = parts[0]
+    for part in parts[1:]:
+        if part[0] > best[0]:
+            best = part
+    return best
+
+
+def _labels_block(X, C, n_threads):
+    if X.shape[0] == 0:
+        return np.empty(0, dtype=np.int64)
+    X = v.check_data(X)
+    return _native.assign(X, C.astype(X.dtype), n_threads)[0]
+
+
+def _distances_block(X, C, n_threads):
+    if X.shape[0] == 0:
+        return np.empty((0, C.shape[0]), dtype=X.dtype)
+    X = v.check_data(X)
+    D = _native.sq_distances(X, C.astype(X.dtype), n_threads)
+    return np.sqrt(D, out=D)
+
+
+def _proba_block(X, C, kind, sigma, n_threads):
+    if X.shape[0] == 0:
+        return np.empty((0, C.shape[0]), dtype=X.dtype)
+    X = v.check_data(X)
+    return _native.responsibilities(X, C.astype(X.dtype), kind, sigma, n_threads)
+
+
+# ---------------------------------------------------------------------- passes
+
+
+def _block_tasks(name, block_fn, X, w, *args):
+    """One task per non-empty row block: block_fn(X block, w block or None, *args), named
+    ``softkmeans-<name>`` in the task stream (the args may hold a `_broadcast` key)."""
+    token = dask.base.tokenize(X, w, *args)
+    return [
+        dask.delayed(block_fn, pure=True)(
+            xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
+        )
+        for i, (xb, wb) in enumerate(_blocks(X, w))
+    ]
+
+
+def _merged(parts, merge, name):
+    """The parts merged by `merge` in the fixed tree (`_tree`), computed."""
+    return _compute(_tree(parts, merge, name))[0]
+
+
+def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
+    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
+    args = (_broadcast(C), kind, sigma, n_threads, sums, labels)
+    parts = _block_tasks("block_stats", _block_stats, X, w, *args)
+    if not labels:
+        return _merged(parts, _stats.merge, "softkmeans-merge"), None
+    root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
+    merged, *labs = _compute(root, *[p[1] for p in parts])
+    return merged, np.concatenate(labs)
+
+
+def _moments(X, w, n_threads):
+    parts = _block_tasks("moments", _block_moments, X, w, n_threads)
+    return _merged(parts, _merge_moments, "softkmeans-moments-merge")
+
+
+# ---------------------------------------------------------------------- input checks
+
+
+def _is_dask(obj):
+    return dask.is_dask_collection(obj)
+
+
+def _is_dataframe(obj):
+    return _is_dask(obj) and hasattr(obj, "dtypes") and hasattr(obj, "to_dask_array")
+
+
+def _as_array(X, *, lengths):
+    """A dask array from a dask array or a dask DataFrame of numeric columns;
+    (array, feature names or None). Nothing is computed, except the partition lengths of
+    a DataFrame when `lengths` (after its columns are checked)."""
+    names = None
+    if _is_dataframe(X):
+        dtypes = X.dtypes
+        if getattr(dtypes, "ndim", 1) == 0:  # a Series
+            raise ValueError("X must be 2-dimensional: a Dask DataFrame, not a Series")
+        bad = [
+            f"{c!r} ({dt})"
+            for c, dt in dtypes.items()
+            if not (isinstance(dt, np.dtype) and dt.kind in "biuf")
+        ]
+        if bad:
+            raise TypeError(
+                "X must have numeric columns only (bool, integer or float); "
+                f"these are not: {', '.join(bad)}"
+            )
+        columns = list(X.columns)
+        if columns and all(isinstance(c, str) for c in columns):
+            names = np.asarray(columns, dtype=object)
+        X = X.to_dask_array(lengths=True if lengths else None)
+    elif not isinstance(X, da.Array):
+        raise TypeError(f"expected a Dask array or DataFrame; got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional; got shape {X.shape}")
+    # The dtype check of the in-memory validation, on an empty array of X's dtype.
+    dtype = v.as_float_array(np.empty((0, 0), dtype=X.dtype), "X", ndim=2, allow_empty=True).dtype
+    if X.dtype != dtype:
+        X = X.astype(dtype)
+    if X.numblocks[1] > 1:
+        X = X.rechunk({1: -1})
+    return X, names
+
+
+def _known_rows(X):
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            "X has unknown chunk sizes (e.g. after boolean indexing); call "
+            "X.compute_chunk_sizes() first, or pass a Dask DataFrame (its partition "
+            "lengths are computed)"
+        )
+
+
+def _sample_weight(sample_weight, X):
+    """sample_weight as a float64 dask array with the row chunks of X, or None."""
+    if sample_weight is None:
+        return None
+    n = X.shape[0]
+    if _is_dataframe(sample_weight) and getattr(sample_weight.dtypes, "ndim", 1) == 0:
+        sample_weight = sample_weight.to_dask_array(lengths=True)
+    if not _is_dask(sample_weight):
+        w = v.check_sample_weight(sample_weight, n)
+        return da.from_array(w, chunks=(X.chunks[0],))
+    if not isinstance(sample_weight, da.Array) or sample_weight.ndim != 1:
+        raise ValueError("sample_weight must be a 1-dimensional Dask array (or NumPy array)")
+    if sample_weight.shape[0] != n:
+        raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries but X has {n} rows")
+    if sample_weight.chunks[0] != X.chunks[0]:
+        raise ValueError(
+            f"sample_weight's chunks {sample_weight.chunks[0]} must equal X's row chunks "
+            f"{X.chunks[0]}; use sample_weight.rechunk((X.chunks[0],))"
+        )
+    if sample_weight.dtype.kind not in "biuf":
+        raise TypeError(f"sample_weight must be real numeric; got dtype {sample_weight.dtype}")
+    return sample_weight.astype(np.float64)
+
+
+def _block_scan(X, w):
+    """Check the block (finite, not too large; weights finite and >= 0) and return its
+    features' (W, mean (d,), M2 (d,)) under the weights (the tolerance)."""
+    X = v.check_data(X)
+    if w is not None:
+        w = v.as_float_array(w, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
+        if (w < 0).any():
+            raise ValueError("sample_weight must be non-negative")
+    moments = FeatureMoments(X.shape[1]).add(X, _weights(w, X.shape[0]))
+    return moments.W, moments.mean, moments.M2
+
+
+def _merge_scans(parts):
+    moments = FeatureMoments(len(parts[0][1]))
+    for part in parts:
+        moments.merge(*part)
+    return moments.W, moments.mean, moments.M2
+
+
+def is_collection(X) -> bool:
+    """True for a Dask array or DataFrame."""
+    return _is_dask(X)
+
+
+def check_collection(X):
+    """The checks of a Dask X made before any task runs (numeric columns, 2-D, dtype):
+    raises TypeError/ValueError; returns the feature names (string columns) or None."""
+    return _as_array(X, lengths=False)[1]
+
+
+class DaskSource(Source):
+    """A Dask array or DataFrame of numeric columns, read by passes over its row blocks.
+
+    With a distributed client, X and the weights are persisted on the workers while the
+    source lives. scan: validate X on the workers in one pass that also yields the
+    features' moments (a fit's first pass); otherwise the values are not checked.
+    """
+
+    def __init__(self, X, sample_weight=None, *, n_threads=0, scan=False):
+        X, _ = _as_array(X, lengths=True)
+        _known_rows(X)
+        if X.size == 0:
+            raise ValueError(f"X must not be empty; got shape {X.shape}")
+        w = _sample_weight(sample_weight, X)
+        client = _client()
+        if client is not None:
+            X = client.persist(X)
+            w = client.persist(w) if w is not None else None
+        self.data, self.weights = X, w
+        self.shape = tuple(int(s) for s in X.shape)
+        self.dtype = X.dtype
+        self.unit_weights = sample_weight is None
+        self.rows_per_pass = int(max(X.chunks[0]))
+        self.n_threads = n_threads
+        self._variances = None
+        if scan:
+            W, _, M2 = _merged(
+                _block_tasks("scan", _block_scan, X, w), _merge_scans, "softkmeans-scan-merge"
+            )
+            _check_total_weight(W)
+            self._variances = M2 / W
+
+    def close(self):
+        """Nothing to release: persisted blocks are freed with the last reference."""
+
+    def stats(self, C, kind, sigma, *, sums=True, labels=False):
+        return _stats_pass(
+            self.data, self.weights, C, kind, sigma, self.n_threads, sums=sums, labels=labels
+        )
+
+    def _blockwise(self, fn, out_index, dtype, meta, **kwargs):
+        C = da.from_array(kwargs.pop("C"), chunks=kwargs["shape"])
+        del kwargs["shape"]
+        return da.blockwise(
+            fn, out_index, self.data, "ij", C, "kj", dtype=dtype, concatenate=True, meta=meta,
+            n_threads=self.n_threads, **kwargs,
+        )  # fmt: skip
+
+    def labels(self, C):
+        empty = np.empty(0, dtype=np.int64)
+        return self._blockwise(_labels_block, "i", np.int64, empty, C=C, shape=C.shape)
+
+    def distances(self, C):
+        meta = np.empty((0, 0), dtype=self.dtype)
+        return self._blockwise(_distances_block, "ik", self.dtype, meta, C=C, shape=C.shape)
+
+    def responsibilities(self, C, kind, sigma):
+        meta = np.empty((0, 0), dtype=self.dtype)
+        return self._blockwise(
+            _proba_block, "ik", self.dtype, meta, C=C, shape=C.shape, kind=kind, sigma=sigma
+        )
+
+    def feature_variances(self):
+        if self._variances is None:
+            self._variances = np.diagonal(self.moments()[1]).copy()
+        return self._variances
+
+    def moments(self):
+        W, mean, M = _moments(self.data, self.weights, self.n_threads)
+        _check_total_weight(W)
+        return mean, M / W
+
+    def rows(self, idx):
+        return np.ascontiguousarray(_compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
+
+    def seeding_source(self, n_clusters, rng):
+        """An in-memory uniform sample of max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER x k)
+        rows (all of X when it has no more), with their weights."""
+        n = self.shape[0]
+        X, w = self.data, self.weights
+        m = max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters)
+        if n > m:
+            idx = np.unique(rng.randint(0, n, size=m))
+            X, w = X[idx], (w[idx] if w is not None else None)
+        rows, ws = _compute(X, w) if w is not None else (_compute(X)[0], None)
+        if ws is not None and int((ws > 0).sum()) < n_clusters:
+            raise ValueError(
+                f"the seeding sample has fewer than n_clusters={n_clusters} rows of positive "
+                "weight; pass init as an array of centroids"
+            )
+        return ArraySource(rows, ws, n_threads=self.n_threads, checked=True)
+
+    def farthest(self, C, m, labels=None):
+        args = (_broadcast(C), m, self.n_threads)
+        parts = _block_tasks("farthest", _block_farthest, self.data, self.weights, *args)
+        dist, rows, ws, labs = _merged(parts, _concat_farthest, "softkmeans-farthest-merge")
+        if dist.max() == 0:
+            return Farthest(dist[:0], rows[:0], ws[:0], labs[:0])
+        # NOTE: the same m rows as the in-memory fit; when several clusters are empty at
+        # once, which empty cluster gets which row may differ (argpartition order).
+        top = np.argsort(-dist, kind="stable")[:m]
+        return Farthest(dist[top], np.ascontiguousarray(rows[top]), ws[top], labs[top])
+
+    def positive(self):
+        return None if self.weights is None else _compute(self.weights > 0)[0]
+
+    def n_distinct_rows(self):
+        positive = self.positive()
+        rows = _compute(self.data if positive is None else self.data[positive])[0]
+        return np.unique(rows, axis=0).shape[0]
+
+    def augmented(self):
+        """[X, 0], lazily: each pass augments its blocks on the workers."""
+        d = self.shape[1] + 1
+        Xa = self.data.map_blocks(_augment, chunks=(self.data.chunks[0], (d,)), dtype=self.dtype)
+        source = object.__new__(DaskSource)
+        source.__dict__.update(self.__dict__, data=Xa, shape=(self.shape[0], d))
+        return source
+
+    def responsibility_moments(self, Ca, kind, sigma):
+        """One pass: the per-centroid moments of each block, merged in block order."""
+        args = (_broadcast(Ca), kind, sigma, self.n_threads)
+        parts = _block_tasks(
+            "anneal-moments", _block_responsibility_moments, self.data, self.weights, *args
+        )
+        merged = _merged(parts, _merge_responsibility_moments, "softkmeans-anneal-moments-merge")
+        return [(U, mean, M / U) if U > 0 else (U, None, None) for U, mean, M in merged]
+
+    def add_farthest(self, C, k):
+        """The in-memory greedy choice, one pass per added centroid."""
+        C = np.ascontiguousarray(C, dtype=self.dtype)
+        added = []
+        while C.shape[0] + len(added) < k:
+            args = (_broadcast((C, list(added))), self.n_threads)
+            parts = _block_tasks("farthest", _block_farthest_row, self.data, self.weights, *args)
+            added.append(_merged(parts, _first_farthest, "softkmeans-farthest-merge")[1])
+        return np.vstack([C, *added]).astype(self.dtype) if added else C
+
+
+def _augment(X):
+    """A block with a zero last column (annealing's prior coordinate)."""
+    Xa = np.zeros((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
+    Xa[:, :-1] = X
+    return Xa
+
+
+def _check_total_weight(W):
+    if not W > 0:
+        raise ValueError("sample_weight must have a positive sum")
+    if not np.isfinite(W):
+        raise ValueError("sample_weight must have a finite sum; rescale the weights")

@@ -1,0 +1,299 @@
+"""Dense sources: a C-contiguous array read in place (`ArraySource`), and anything else
+read by row slices (`RowBlockSource`: Fortran-ordered or strided arrays, DataFrame
+values, h5py / zarr datasets).
+
+Validation is one pass in row blocks: finiteness and magnitude (one min and one max
+reduction a block) and, for a fit, the weighted mean and variance of every feature
+(Chan, Golub & LeVeque's merge of the blocks' moments), which give the tolerance without
+a covariance.
+
+A row-sliceable array-like that is not a NumPy array is, for a fit, copied once block by
+block into a temporary memory-mapped file (in ``TMPDIR``; removed by `close`): the fit's
+many passes then read the page cache, and the process's anonymous memory holds one block.
+Predictions read it by row blocks, once.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+
+import numpy as np
+
+from .. import _native, _stats
+from .. import _validation as v
+from .base import LocalSource, check_weights
+
+__all__ = [
+    "ROW_BLOCK_BYTES",
+    "SCAN_BYTES",
+    "ArraySource",
+    "FeatureMoments",
+    "check_values",
+    "RowBlockSource",
+    "is_row_sliceable",
+    "spool",
+]
+
+# Bytes of X copied at a time: large enough that a block amortises a kernel call (and its
+# thread team) many times over, small next to any X worth not copying.
+ROW_BLOCK_BYTES = 1 << 22
+# The most rows read from a row-sliceable array-like (h5py, zarr) at a time.
+ARRAY_LIKE_ROWS = 1 << 16
+# Bytes of X a validation block reads (in cache for its few reductions).
+SCAN_BYTES = 1 << 20
+
+
+def is_row_sliceable(X) -> bool:
+    """True for a 2-D array-like read by row slices that is not an in-memory array: an
+    h5py or zarr dataset, say (not a NumPy array, a DataFrame, a sparse matrix or a Dask
+    array, which have their own paths)."""
+    shape = getattr(X, "shape", None)
+    return (
+        not isinstance(X, np.ndarray)
+        and shape is not None
+        and len(shape) == 2
+        and hasattr(X, "dtype")
+        and hasattr(X, "__getitem__")
+        and not hasattr(X, "iloc")  # pandas
+        and not hasattr(X, "tocsr")  # scipy.sparse
+        and not hasattr(X, "compute")  # dask
+    )
+
+
+class FeatureMoments:
+    """Running (W, mean, M2) of the features under the weights, merged block by block."""
+
+    def __init__(self, d):
+        self.W, self.mean, self.M2 = 0.0, np.zeros(d), np.zeros(d)
+
+    def add(self, rows, w):
+        """Fold in rows (n_b, d) with weights w (n_b,), SCAN_BYTES of float64 at a time
+        (the float64 copy stays in cache, and small beside a row block)."""
+        step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
+        for s in range(0, rows.shape[0], step):
+            wb = w[s : s + step]
+            Wb = float(wb.sum())
+            if Wb > 0:
+                r = rows[s : s + step].astype(np.float64)
+                mean_b = (wb @ r) / Wb
+                r -= mean_b
+                np.square(r, out=r)
+                self.merge(Wb, mean_b, wb @ r)
+        return self
+
+    def merge(self, Wb, mean_b, M2_b):
+        """Fold in another block's (W, mean, M2) (Chan, Golub & LeVeque)."""
+        if not Wb > 0:
+            return self
+        W = self.W + Wb
+        delta = mean_b - self.mean
+        self.mean = self.mean + delta * (Wb / W)
+        self.M2 = self.M2 + M2_b + delta * delta * (self.W * Wb / W)
+        self.W = W
+        return self
+
+    def variances(self):
+        return self.M2 / self.W
+
+
+def check_values(blocks, name, weights=None):
+    """The validation pass over (start, stop, rows) blocks: finiteness and magnitude
+    (the errors of `softkmeans._validation`); with weights, also the features' weighted
+    variances, returned (else None)."""
+    moments = None
+    for start, stop, rows in blocks:
+        lo, hi = float(rows.min()), float(rows.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        v._check_magnitude(rows, name, max(hi, -lo))
+        if weights is not None:
+            if moments is None:
+                moments = FeatureMoments(rows.shape[1])
+            moments.add(rows, weights[start:stop])
+    return None if moments is None else moments.variances()
+
+
+class _DenseSource(LocalSource):
+    """What the two dense sources share: rows, distinct rows, moments by blocks."""
+
+    _variances = None
+
+    def feature_variances(self):
+        if self._variances is None:
+            moments = FeatureMoments(self.shape[1])
+            for start, stop, rows in self.blocks():
+                moments.add(rows, self.weights[start:stop])
+            self._variances = moments.variances()
+        return self._variances
+
+    def moments(self):
+        parts = []
+        for start, stop, rows in self.blocks():
+            wb = self.weights[start:stop]
+            Wb = float(wb.sum())
+            if Wb > 0:
+                parts.append((Wb, *_native.weighted_covariance(rows, wb, self.n_threads)))
+        if len(parts) == 1:
+            return parts[0][1:]
+        _, mean, cov = _stats.merge_moments(parts)
+        return mean, cov
+
+    def n_distinct_rows(self):
+        positive = self.positive()
+        X = self.map_rows(lambda rows: rows.copy()) if not self._in_memory() else self.data
+        return np.unique(X if positive is None else X[positive], axis=0).shape[0]
+
+    def _in_memory(self):
+        return isinstance(self.data, np.ndarray)
+
+
+class ArraySource(_DenseSource):
+    """A C-contiguous float32/float64 array (or np.memmap), read in place.
+
+    fit: the source of a fit: validated in blocks with the features' moments folded into
+    that pass (the tolerance). owned_path: a temporary file behind X, removed by close.
+    """
+
+    def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
+                 owned_path=None, checked=False):  # fmt: skip
+        X = v.as_float_array(X, name, ndim=2, check_values=False)
+        w = check_weights(sample_weight, X.shape[0], fit)
+        super().__init__(X, w, sample_weight is None, n_threads)
+        self.dtype = X.dtype
+        self._owned_path = owned_path
+        self._augmented_copy = None
+        if checked:  # by `spool`, as it wrote X
+            return
+        n = X.shape[0]
+        # Blocks of SCAN_BYTES, in cache for their few reductions (one without moments).
+        step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else n
+        blocks = ((s, min(s + step, n), X[s : s + step]) for s in range(0, n, step))
+        self._variances = check_values(blocks, name, w if fit else None)
+
+    def blocks(self, augmented=False):
+        if not augmented:
+            yield 0, self.shape[0], self.data
+            return
+        if self._augmented_copy is None:
+            n, d = self.shape
+            Xa = np.zeros((n, d + 1), dtype=self.dtype)
+            Xa[:, :-1] = self.data
+            self._augmented_copy = Xa
+        yield 0, self.shape[0], self._augmented_copy
+
+    def dense_array(self):
+        return self.data
+
+    def rows(self, idx):
+        return self.data[np.asarray(idx, dtype=np.int64)]
+
+    def seeding_passes(self, n_candidates):
+        from .seeding import KeptDistancePasses
+
+        keep = not _file_backed(self.data)
+        return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=keep)
+
+    def close(self):
+        """Remove the temporary file behind X, if this source owns one."""
+        if self._owned_path is not None:
+            self.data = None
+            self._augmented_copy = None
+            path, self._owned_path = self._owned_path, None
+            os.unlink(path)
+
+
+def _file_backed(a):
+    """True when array a views a memory-mapped file (an np.memmap, or a view of one)."""
+    while a is not None:
+        if isinstance(a, (np.memmap, mmap.mmap)):
+            return True
+        a = getattr(a, "base", None)
+    return False
+
+
+class RowBlockSource(_DenseSource):
+    """X read in bounded row blocks copied into one reused C-contiguous buffer: a
+    float32/float64 array that is not C-contiguous, or a row-sliceable array-like.
+
+    Results: with X of at most one block, those of the C-ordered copy bit for bit; beyond
+    that, up to the rounding of the block sums (float64: ~1e-15 relative), with the same
+    labels except at exact ties.
+    """
+
+    def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False, checked=False):
+        shape = tuple(int(s) for s in X.shape)
+        if len(shape) != 2:
+            raise ValueError(f"{name} must be 2-dimensional; got shape {shape}")
+        if 0 in shape:
+            raise ValueError(f"{name} must not be empty; got shape {shape}")
+        dtype = np.dtype(X.dtype)
+        v.check_real_dtype(dtype, name)
+        w = check_weights(sample_weight, shape[0], fit)
+        super().__init__(X, w, sample_weight is None, n_threads)
+        self.shape = shape
+        self.dtype = v.float_dtype_of(dtype)
+        if checked:  # by `spool`, as it copies X
+            return
+        self._variances = check_values(self.blocks(), name, w if fit else None)
+
+    def block_rows(self):
+        n, d = self.shape
+        rows = max(1, min(n, ROW_BLOCK_BYTES // (d * self.dtype.itemsize)))
+        return rows if self._in_memory() else min(rows, ARRAY_LIKE_ROWS)
+
+    def blocks(self, augmented=False, extra=0):
+        """Blocks in one reused buffer; `extra` spare rows after each block's rows (the
+        seeding passes put their candidates there)."""
+        n, d = self.shape
+        step = self.block_rows()
+        buf = np.zeros((step + extra, d + 1 if augmented else d), dtype=self.dtype)
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            if augmented:
+                np.copyto(buf[: stop - start, :d], self.data[start:stop], casting="unsafe")
+            else:
+                np.copyto(buf[: stop - start], self.data[start:stop], casting="unsafe")
+            yield start, stop, buf[: stop - start] if extra == 0 else buf
+
+    def rows(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        if self._in_memory():
+            return np.ascontiguousarray(self.data[idx], dtype=self.dtype)
+        out = np.empty((idx.size, self.shape[1]), dtype=self.dtype)
+        for t, i in enumerate(idx):  # h5py takes no unsorted fancy index
+            out[t] = self.data[int(i)]
+        return out
+
+    def seeding_passes(self, n_candidates):
+        from .seeding import BlockSeedingPasses
+
+        return BlockSeedingPasses(self, n_candidates)
+
+
+def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
+    """An `ArraySource` over a temporary file-backed copy of the row-sliceable X (its
+    `close` removes the file), written and validated block by block in one read of X: a
+    fit's many passes then read the page cache, not the array-like."""
+    blocks = RowBlockSource(X, sample_weight, n_threads=n_threads, name=name, checked=True)
+    fd, path = tempfile.mkstemp(suffix=".softkmeans", dir=directory)
+    os.close(fd)
+    try:
+        out = np.memmap(path, dtype=blocks.dtype, mode="w+", shape=blocks.shape)
+
+        def written():
+            for start, stop, rows in blocks.blocks():
+                out[start:stop] = rows
+                yield start, stop, rows
+
+        variances = check_values(written(), name, blocks.weights)
+        out.flush()
+        source = ArraySource(
+            out, sample_weight, n_threads=n_threads, name=name, owned_path=path, checked=True
+        )
+    except BaseException:
+        os.unlink(path)
+        raise
+    source._variances = variances
+    return source

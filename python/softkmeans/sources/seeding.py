@@ -1,0 +1,96 @@
+"""The passes over X that greedy k-means++ makes per centre (`softkmeans.fit.seeding`):
+
+- ``update_closest(closest, index)``: in place, closest_i = min(closest_i,
+  ||x_i - X[index]||^2);
+- ``candidate_potentials(closest, cand)``: (L,) sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2).
+
+`KeptDistancePasses` reads an X the kernels take whole (dense or CSR); `BlockSeedingPasses`
+a `RowBlockSource`'s blocks. Both give every distance the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _native
+
+__all__ = ["BlockSeedingPasses", "KeptDistancePasses"]
+
+
+class KeptDistancePasses:
+    """The candidates' distances are kept where allowed (keep_distances: a dense X in
+    the process's memory, not a memory-mapped one, whose pages they would double) and
+    where they take at most half of X's memory (an (L, n) array of X's dtype: scikit-learn
+    keeps them too); an update with one of the last candidates then takes its row of them:
+    one pass over X per centre instead of two."""
+
+    def __init__(self, X, w, n_threads, *, keep_distances):
+        self.X, self.w, self.n_threads = X, w, n_threads
+        self.keep_distances = keep_distances
+        self._cand = None  # the last candidates whose distances are in self._dist
+        self._dist = None
+
+    def update_closest(self, closest, index):
+        if self._cand is not None and index in self._cand:
+            np.minimum(closest, self._dist[self._cand.index(index)], out=closest)
+            return
+        _native.kmeanspp_update_closest(self.X, closest, index, self.n_threads)
+
+    def candidate_potentials(self, closest, cand):
+        n, d = self.X.shape
+        L = len(cand)
+        self._cand = None
+        if not self.keep_distances or 2 * L > d:
+            return _native.kmeanspp_candidate_potentials(
+                self.X, self.w, closest, cand, self.n_threads
+            )
+        if self._dist is None or self._dist.shape[0] != L:
+            self._dist = np.empty((L, n), dtype=self.X.dtype)
+        pots = _native.kmeanspp_candidate_potentials(
+            self.X, self.w, closest, cand, self.n_threads, self._dist
+        )
+        self._cand = [int(c) for c in cand]
+        return pots
+
+
+class BlockSeedingPasses:
+    """The same passes over a `RowBlockSource`'s blocks. The kernels take their centres
+    as row indices of the X they read, so each block is followed in the buffer by the
+    centre rows, with weight 0 and closest 0 (they add exactly 0 to the potentials)."""
+
+    def __init__(self, source, max_candidates):
+        self.source, self.max_candidates = source, max_candidates
+        self.w = source.weights
+        rows = source.block_rows() + max_candidates
+        self.w_buf = np.zeros(rows)
+        self.closest_buf = np.zeros(rows)
+
+    def blocks(self):
+        return self.source.blocks(extra=self.max_candidates)
+
+    def update_closest(self, closest, index):
+        center = self.source.rows([index])[0]
+        threads = self.source.n_threads
+        for start, stop, buf in self.blocks():
+            b = stop - start
+            buf[b] = center
+            cl = self.closest_buf[: b + 1]
+            cl[:b] = closest[start:stop]
+            _native.kmeanspp_update_closest(buf[: b + 1], cl, b, threads)
+            closest[start:stop] = cl[:b]
+
+    def candidate_potentials(self, closest, cand):
+        L = len(cand)
+        rows = self.source.rows(cand)
+        total = np.zeros(L)
+        for start, stop, buf in self.blocks():
+            b = stop - start
+            buf[b : b + L] = rows
+            wb, cl = self.w_buf[: b + L], self.closest_buf[: b + L]
+            wb[:b], wb[b:] = self.w[start:stop], 0.0
+            cl[:b], cl[b:] = closest[start:stop], 0.0
+            idx = np.arange(b, b + L, dtype=np.int64)
+            total += _native.kmeanspp_candidate_potentials(
+                buf[: b + L], wb, cl, idx, self.source.n_threads
+            )
+        return total

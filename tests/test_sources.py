@@ -1,0 +1,154 @@
+"""Every kind of input through every path of a fit (`softkmeans.sources`): the result of
+the C-ordered array, and predictions that accept each kind.
+
+Layouts: C, Fortran, a strided column slice, an np.memmap, a DataFrame, a CSR matrix and
+a row-sliceable array-like (h5py / zarr style); Dask in tests/test_dask.py. Paths: hard
+with an empty cluster to relocate (regression: a Fortran-ordered X crashed there with
+"RowBlockFitter._labels_and_distances() takes 3 positional arguments but 4 were given"),
+softmax, entmax15, annealing, sample weights, k-means++ with n_init > 1. Row blocks are
+made small, so that the blocked layouts really are read in several blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import make_blobs
+from softkmeans import SoftKMeans
+from softkmeans.sources import dense
+
+pd = pytest.importorskip("pandas")
+
+N, D, K = 400, 5, 4
+RTOL = 1e-9
+
+
+class RowSlices:
+    """An array-like read only by row slices, as an h5py or zarr dataset."""
+
+    def __init__(self, array):
+        self._array = array
+        self.shape = array.shape
+        self.dtype = array.dtype
+
+    def __getitem__(self, key):
+        if isinstance(key, slice) or isinstance(key, (int, np.integer)):
+            return np.array(self._array[key])
+        raise TypeError(f"rows are read by slices or single indices; got {key!r}")
+
+    def __len__(self):
+        return self.shape[0]
+
+
+def _strided(X):
+    wide = np.zeros((X.shape[0], 2 * X.shape[1]))
+    wide[:, ::2] = X
+    return wide[:, ::2]
+
+
+def _memmap(X, tmp_path):
+    mm = np.memmap(tmp_path / "x.f64", dtype=X.dtype, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    return np.memmap(tmp_path / "x.f64", dtype=X.dtype, mode="r", shape=X.shape)
+
+
+LAYOUTS = {
+    "fortran": lambda X, tmp: np.asfortranarray(X),
+    "strided": lambda X, tmp: _strided(X),
+    "memmap": _memmap,
+    "dataframe": lambda X, tmp: pd.DataFrame(X),
+    "csr": lambda X, tmp: sp.csr_matrix(X),
+    "row_slices": lambda X, tmp: RowSlices(X),
+}
+
+
+def _problem():
+    X, C = make_blobs(N, D, K, seed=11)
+    # One initial centroid far from every point: its cluster is empty after the first step.
+    far = C.copy()
+    far[-1] = 1e3
+    w = np.random.default_rng(5).uniform(0.5, 2.0, size=N)
+    return X, C, far, w
+
+
+PATHS = {
+    "hard_empty_cluster": lambda C, far: dict(assignment="hard", init=far),
+    "softmax": lambda C, far: dict(assignment="softmax", init=C),
+    "entmax15": lambda C, far: dict(assignment="entmax15", init=C),
+    "annealing": lambda C, far: dict(anneal={"cooling": 0.7, "steps": 20}, random_state=0),
+    "weighted": lambda C, far: dict(assignment="hard", init=C, weighted=True),
+    "kmeans++_n_init": lambda C, far: dict(assignment="hard", n_init=3, random_state=0),
+}
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch):
+    """Row blocks of 64 rows (and array-likes read 50 rows at a time): several blocks."""
+    monkeypatch.setattr(dense, "ROW_BLOCK_BYTES", 64 * D * 8)
+    monkeypatch.setattr(dense, "ARRAY_LIKE_ROWS", 50)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_fits_as_its_c_ordered_copy(layout, path, tmp_path):
+    X, C, far, w = _problem()
+    params = PATHS[path](C, far)
+    weights = w if params.pop("weighted", False) else None
+    expected = SoftKMeans(K, **params).fit(X, sample_weight=weights)
+    if path == "hard_empty_cluster":  # the far centroid's cluster was empty: relocated
+        assert np.abs(expected.cluster_centers_).max() < 100
+    data = LAYOUTS[layout](X, tmp_path)  # referenced: critical_sigma_ may be read from it
+    got = SoftKMeans(K, **params).fit(data, sample_weight=weights)
+    np.testing.assert_allclose(got.cluster_centers_, expected.cluster_centers_, rtol=RTOL)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
+    assert got.inertia_ == pytest.approx(expected.inertia_, rel=RTOL)
+    assert got.critical_sigma_ == pytest.approx(expected.critical_sigma_, rel=RTOL)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_predictions_accept_every_layout(layout, tmp_path):
+    X, C, _, w = _problem()
+    model = SoftKMeans(K, assignment="softmax", init=C).fit(X)
+    data = LAYOUTS[layout](X, tmp_path)
+    np.testing.assert_array_equal(model.predict(data), model.predict(X))
+    np.testing.assert_allclose(model.transform(data), model.transform(X), rtol=RTOL)
+    np.testing.assert_allclose(model.predict_proba(data), model.predict_proba(X), rtol=RTOL)
+    assert model.score(data, sample_weight=w) == pytest.approx(
+        model.score(X, sample_weight=w), rel=RTOL
+    )
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_partial_fit_accepts_every_layout(layout, tmp_path):
+    X, C, _, _ = _problem()
+    got, expected = (SoftKMeans(K, assignment="hard", init=C) for _ in range(2))
+    for batch in (slice(0, 200), slice(200, N)):
+        expected.partial_fit(X[batch])
+        got.partial_fit(LAYOUTS[layout](np.ascontiguousarray(X[batch]), tmp_path))
+        np.testing.assert_allclose(got.cluster_centers_, expected.cluster_centers_, rtol=RTOL)
+        np.testing.assert_array_equal(got.labels_, expected.labels_)
+
+
+def test_critical_sigma_of_a_hard_fit_is_computed_on_first_read_and_pickles():
+    import pickle
+
+    import softkmeans
+
+    X, C, _, w = _problem()
+    model = SoftKMeans(K, assignment="hard", init=C).fit(X, sample_weight=w)
+    assert model.__dict__["_critical"]._value is None  # not computed by the fit
+    clone = pickle.loads(pickle.dumps(model))
+    expected = softkmeans.critical_sigma(X, sample_weight=w)
+    assert model.critical_sigma_ == clone.critical_sigma_ == pytest.approx(expected, rel=1e-12)
+
+
+def test_critical_sigma_of_data_no_longer_referenced_says_what_to_do():
+    X, C, _, _ = _problem()
+    model = SoftKMeans(K, assignment="hard", init=C).fit(X.copy())  # the copy is gone
+    with pytest.raises(AttributeError, match=r"softkmeans.critical_sigma\(X"):
+        _ = model.critical_sigma_
+    listed = SoftKMeans(K, assignment="hard", init=C).fit(X.tolist())  # no weak reference
+    assert listed.critical_sigma_ == pytest.approx(SoftKMeans(K, init=C).fit(X).critical_sigma_)

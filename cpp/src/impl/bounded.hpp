@@ -459,9 +459,7 @@ void bounded_block(const BoundedStep<T>& st, const SparseAccumulator<T>& acc, Ch
     J += rounded_product(wi, s.label_sq[r]);
     acc.one_hot(s.tile, st.X + i * st.d, wi, static_cast<index_t>(st.labels[i]));
   }
-  chunk.W = Wc;
-  chunk.J = chunk.obj = J;
-  chunk.mm = mm;
+  chunk.set_sums(Wc, J, J, mm);  // hard: the objective is J
 }
 
 // exact: the rows whose margin may be the least, in full, into *min_margin

@@ -152,10 +152,7 @@ void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const do
     for (index_t e = X.begin(i); e < X.end(i); ++e)
       sa[X.col[e]] += wi * static_cast<double>(X.val[e]);
   }
-  chunk.W = W;
-  chunk.obj = obj;
-  chunk.J = J;
-  chunk.mm = mm;
+  chunk.set_sums(W, obj, J, mm);
 }
 
 // The chunk count of csr_block_stats: as the dense kernel's (stats_chunks), but

@@ -22,6 +22,14 @@ namespace SOFTKMEANS_ISA {
 struct alignas(64) ChunkStats {
   std::vector<double> N, S;
   double W = 0.0, obj = 0.0, J = 0.0, mm = std::numeric_limits<double>::infinity();
+  // The scalar sums back from a row loop, which keeps them in locals (in the
+  // chunk they would be memory round trips the loop waits on).
+  void set_sums(double W_, double obj_, double J_, double mm_) {
+    W = W_;
+    obj = obj_;
+    J = J_;
+    mm = mm_;
+  }
 };
 
 // The assignment of one row. Its support (hard, entmax15) is in the
@@ -159,10 +167,7 @@ void stats_rows(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, Worksp
     acc.row(tile, r, x, wi, a, ws);
     if (p.grad_X) p.data_gradient(i, x, wi, m, row, a, ws);
   }
-  chunk.W = W;
-  chunk.obj = obj;
-  chunk.J = J;
-  chunk.mm = mm;
+  chunk.set_sums(W, obj, J, mm);
   acc.block_end(tile, ws, rows);
 }
 
@@ -215,10 +220,7 @@ void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk
     acc.row(tile, r, x, wi, a, ws);
     if (p.grad_X) p.data_gradient(i, x, wi, m, block + r * ld, a, ws);
   }
-  chunk.W = W;
-  chunk.obj = obj;
-  chunk.J = J;
-  chunk.mm = mm;
+  chunk.set_sums(W, obj, J, mm);
   acc.block_end(tile, ws, rows);
 }
 
@@ -250,10 +252,7 @@ void stats_rows_hard(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, W
     J += rounded_product(wi, m1);
   }
   for (index_t r = 0; r < rows; ++r) acc.one_hot(tile, X + r * d, w[r], mins[r].a);
-  chunk.W = W;
-  chunk.obj = obj;
-  chunk.J = J;
-  chunk.mm = mm;
+  chunk.set_sums(W, obj, J, mm);
   acc.block_end(tile, ws, rows);
 }
 

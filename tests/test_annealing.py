@@ -135,7 +135,10 @@ def test_annealing_beats_kmeans_plusplus_on_a_data_set_with_bad_local_minima():
 
 def test_priors_through_the_extra_coordinate_are_mass_constrained_responsibilities():
     # Oracle by hand: r_ij = p_j exp(-D_ij / (2 sigma^2)) / sum_l p_l exp(-D_il / (2 sigma^2)).
-    from softkmeans.annealing import _augment, _with_priors
+    from softkmeans.fit.annealing import _with_priors
+
+    def _augment(X):
+        return np.hstack([X, np.zeros((X.shape[0], 1))])
 
     rng = np.random.default_rng(7)
     X = rng.normal(size=(30, 3))

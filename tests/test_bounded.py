@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 from conftest import make_blobs
-from softkmeans import SoftKMeans, _driver, _native
-from softkmeans._driver import _BoundedHardPass
+from softkmeans import SoftKMeans, _native
+from softkmeans.fit import driver
+from softkmeans.fit.bounded import BoundedHardPass
+from softkmeans.sources import ArraySource, RowBlockSource
 
 THREADS = (1, 2)
 
@@ -55,12 +57,12 @@ def _group(C, how):
     if how == "one":
         return np.zeros(k, np.int64)
     if how == "fit":  # as for large centroids (these are small: one group else)
-        work = _BoundedHardPass.MIN_GROUP_WORK
+        work = BoundedHardPass.MIN_GROUP_WORK
         try:
-            _BoundedHardPass.MIN_GROUP_WORK = 1
-            return _BoundedHardPass.centroid_groups(C)
+            BoundedHardPass.MIN_GROUP_WORK = 1
+            return BoundedHardPass.centroid_groups(C)
         finally:
-            _BoundedHardPass.MIN_GROUP_WORK = work
+            BoundedHardPass.MIN_GROUP_WORK = work
     t = min(32, max(1, (k + 1) // 2))
     return (np.arange(k) * 7 + 3) % t
 
@@ -214,8 +216,8 @@ def _count_calls(monkeypatch, name):
 def bounds_everywhere(monkeypatch):
     """The bounded pass for every hard fit with d > 4 (small centroids included, in groups
     as for large ones), its calls counted."""
-    monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)
-    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
+    monkeypatch.setattr(BoundedHardPass, "MIN_CENTROID_BYTES", 0)
+    monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 1)
     return _count_calls(monkeypatch, "hard_stats_bounded")
 
 
@@ -233,10 +235,10 @@ def test_a_hard_fit_is_the_same_with_and_without_bounds(
 
     bounded = fit()
     # The steps, and the final pass where there are groups (else the plain pass).
-    grouped = _BoundedHardPass.centroid_groups(init).max() > 0
+    grouped = BoundedHardPass.centroid_groups(init).max() > 0
     assert grouped == (k >= 16)
     assert len(bounds_everywhere) == bounded.n_iter_ + grouped
-    monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
     plain = fit()
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
     np.testing.assert_array_equal(bounded.labels_, plain.labels_)
@@ -259,7 +261,7 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     assert bounded.n_iter_ >= 2 and len(bounds_everywhere) == bounded.n_iter_  # one group
     assert not calls
     monkeypatch.undo()
-    monkeypatch.setattr(_BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
     plain = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
     np.testing.assert_array_equal(bounded.labels_, plain.labels_)
@@ -268,17 +270,17 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
 def test_the_bounded_pass_is_taken_only_where_it_applies():
     X = np.ascontiguousarray(np.random.default_rng(0).normal(size=(50, 8)))
     w = np.ones(50)
-    k = _BoundedHardPass.MIN_CENTROID_BYTES // (8 * X.itemsize)
-    assert _BoundedHardPass.for_fit(X, w, "hard", k, 1) is not None
-    assert _BoundedHardPass.for_fit(X, w, "hard", k - 1, 1) is None
-    X32 = X.astype(np.float32)
-    assert _BoundedHardPass.for_fit(X32, w, "hard", k, 1) is None
-    assert _BoundedHardPass.for_fit(X32, w, "hard", 2 * k, 1) is not None
-    assert _BoundedHardPass.for_fit(X, w, "softmax", k, 1) is None
-    assert _BoundedHardPass.for_fit(X, w, "entmax15", k, 1) is None
-    assert _BoundedHardPass.for_fit(np.asfortranarray(X), w, "hard", k, 1) is None
-    X4 = np.ascontiguousarray(X[:, : _native.SMALL_DIM])
-    assert _BoundedHardPass.for_fit(X4, w, "hard", 10**6, 1) is None
+    k = BoundedHardPass.MIN_CENTROID_BYTES // (8 * X.itemsize)
+    source, X32 = ArraySource(X, w), ArraySource(X.astype(np.float32), w)
+    assert BoundedHardPass.for_fit(source, "hard", k) is not None
+    assert BoundedHardPass.for_fit(source, "hard", k - 1) is None
+    assert BoundedHardPass.for_fit(X32, "hard", k) is None
+    assert BoundedHardPass.for_fit(X32, "hard", 2 * k) is not None
+    assert BoundedHardPass.for_fit(source, "softmax", k) is None
+    assert BoundedHardPass.for_fit(source, "entmax15", k) is None
+    assert BoundedHardPass.for_fit(RowBlockSource(np.asfortranarray(X), w), "hard", k) is None
+    X4 = ArraySource(np.ascontiguousarray(X[:, : _native.SMALL_DIM]), w)
+    assert BoundedHardPass.for_fit(X4, "hard", 10**6) is None
 
 
 def test_bad_arguments_are_clear_errors():
@@ -327,16 +329,16 @@ def test_the_fit_groups_are_balanced_and_keep_near_centroids_together(monkeypatc
     rng = np.random.default_rng(0)
     for k, d, t in ((1, 5, 1), (15, 5, 1), (16, 5, 2), (130, 5, 16), (1024, 5, 16),
                     (256, 64, 1), (512, 64, 2), (1024, 256, 16)):  # fmt: skip
-        monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 16384 if d > 5 else 1)
-        group = _BoundedHardPass.centroid_groups(rng.normal(size=(k, d)))
+        monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 16384 if d > 5 else 1)
+        group = BoundedHardPass.centroid_groups(rng.normal(size=(k, d)))
         assert group.dtype == np.int64 and group.max() + 1 == t
         sizes = np.bincount(group)
         assert sizes.max() - sizes.min() <= 1
-    monkeypatch.setattr(_BoundedHardPass, "MIN_GROUP_WORK", 1)
+    monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 1)
     clumps = rng.normal(scale=100.0, size=(8, 5))
     which = rng.permutation(np.repeat(np.arange(8), 16))
     C = clumps[which] + rng.normal(size=(128, 5))
-    group = _BoundedHardPass.centroid_groups(C)
+    group = BoundedHardPass.centroid_groups(C)
     assert group.max() + 1 == 16
     for c in range(8):  # a clump splits into two groups of its own
         assert len(np.unique(group[which == c])) == 2
@@ -345,4 +347,4 @@ def test_the_fit_groups_are_balanced_and_keep_near_centroids_together(monkeypatc
 
 def test_the_driver_hook_is_the_one_the_fit_uses():
     # Guards the monkeypatch target of the tests above: a rename would make them vacuous.
-    assert _driver._BoundedHardPass is _BoundedHardPass
+    assert driver.BoundedHardPass is BoundedHardPass

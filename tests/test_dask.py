@@ -92,10 +92,9 @@ def test_equals_the_in_memory_fit(client, problem, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_independent_of_the_chunking(client, problem, kind):
     X, C, w = problem
-    fits = [
-        _fit(skd.SoftKMeans, da.from_array(X, chunks=chunks), C, kind, w)
-        for chunks in ((1000, 2), (250, -1))
-    ]
+    # The arrays stay referenced: a hard fit's critical_sigma_ is computed from them.
+    arrays = [da.from_array(X, chunks=chunks) for chunks in ((1000, 2), (250, -1))]
+    fits = [_fit(skd.SoftKMeans, Xd, C, kind, w) for Xd in arrays]
     for other in fits[1:]:
         assert_same_fit(other, fits[0])
 
@@ -103,7 +102,8 @@ def test_independent_of_the_chunking(client, problem, kind):
 def test_float32_and_dataframe_input(client, problem):
     X, C, _ = problem
     X32, C32 = X.astype(np.float32), C.astype(np.float32)
-    got = _fit(skd.SoftKMeans, da.from_array(X32, chunks=(CHUNKS, -1)), C32, "hard")
+    X32d = da.from_array(X32, chunks=(CHUNKS, -1))  # referenced: critical_sigma_ reads it
+    got = _fit(skd.SoftKMeans, X32d, C32, "hard")
     expected = _fit(softkmeans.SoftKMeans, X32, C32, "hard")
     assert got.cluster_centers_.dtype == np.float32
     assert_same_fit(got, expected, rtol=1e-5)
@@ -126,7 +126,8 @@ def test_numpy_input_is_passed_through(problem):
 
 def test_kmeanspp_on_small_data_equals_the_in_memory_seeding(client, problem):
     X, _, _ = problem
-    got = skd.SoftKMeans(5, assignment="hard", random_state=0).fit(da.from_array(X, chunks=900))
+    Xd = da.from_array(X, chunks=900)  # referenced: critical_sigma_ reads it
+    got = skd.SoftKMeans(5, assignment="hard", random_state=0).fit(Xd)
     expected = softkmeans.SoftKMeans(5, assignment="hard", random_state=0).fit(X)
     assert_same_fit(got, expected)
 
@@ -250,7 +251,9 @@ def test_bad_values_are_reported_from_the_workers(client, problem):
 
 def _kill_a_worker_on_pass(monkeypatch, client, number, holding):
     """Make the `number`-th pass of the fit start by killing the worker holding `holding`."""
-    original, calls = skd._stats_pass, [0]
+    from softkmeans.sources import dask as dask_source
+
+    original, calls = dask_source._stats_pass, [0]
 
     def pass_(*args, **kwargs):
         calls[0] += 1
@@ -259,7 +262,7 @@ def _kill_a_worker_on_pass(monkeypatch, client, number, holding):
             os.kill(client.run(os.getpid)[address], signal.SIGKILL)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(skd, "_stats_pass", pass_)
+    monkeypatch.setattr(dask_source, "_stats_pass", pass_)
     return calls
 
 

@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import softkmeans
 from conftest import make_blobs
 from softkmeans import SoftKMeans, _native
-from softkmeans._driver import DEFAULT_SIGMA_FRACTION
+from softkmeans.fit.params import DEFAULT_SIGMA_FRACTION
 
 KINDS = ("hard", "softmax", "entmax15")
 
@@ -399,7 +399,7 @@ def test_sklearn_compatible_estimator(estimator, check):
 def test_verbose_on_a_terminal_uses_a_progress_bar_when_tqdm_is_installed():
     import io
 
-    from softkmeans._driver import _Progress
+    from softkmeans.fit.progress import Progress as _Progress
 
     class Terminal(io.StringIO):
         def isatty(self):

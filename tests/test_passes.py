@@ -1,14 +1,17 @@
 """How many times one fit reads X: counted by wrapping every entry point of the trusted
-native layer (`softkmeans._native`) and the data validation.
+native layer (`softkmeans._native`) and the data validation (`softkmeans.sources.dense.
+check_values`).
 
-A fit validates X once, computes one weighted covariance (critical_sigma_ and the
-tolerance), seeds (k-means++: one `kmeanspp_candidate_potentials` per centre after the
-first, and one `kmeanspp_update_closest` for the first centre, or per centre where the
-candidates' distances are not kept), makes one `block_stats`
-pass per iteration (a hard fit of an in-memory X with d > 4: one `hard_stats_bounded`
-pass, which reads only the rows whose label may change, see tests/test_bounded.py), and
-one final `block_stats` pass at the final centroids that yields the labels, inertia,
-objective and minimum margin. Nothing else touches X.
+A fit validates X once (the same pass gives the features' variances: the tolerance),
+computes one weighted covariance only where it needs lambda_max (a soft kind with
+sigma=None, annealing; a hard fit none, and no eigenvalue), seeds (k-means++: one
+`kmeanspp_candidate_potentials` per centre after the first, and one
+`kmeanspp_update_closest` for the first centre, or per centre where the candidates'
+distances are not kept), makes one `block_stats` pass per iteration (a hard fit of an
+in-memory X with d > 4: one `hard_stats_bounded` pass, which reads only the rows whose
+label may change, see tests/test_bounded.py), and one final `block_stats` pass at the
+final centroids that yields the labels, inertia, objective and minimum margin. Nothing
+else touches X.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
-from softkmeans import SoftKMeans, _native
-from softkmeans import _validation as v
+from softkmeans import SoftKMeans, _native, _stats
+from softkmeans.sources import dense
 
 PASSES_OVER_X = (
     "sq_distances",
@@ -49,7 +52,8 @@ def counted(monkeypatch):
 
     for name in PASSES_OVER_X:
         monkeypatch.setattr(_native, name, wrap(name, getattr(_native, name)))
-    monkeypatch.setattr(v, "check_data", wrap("check_data", v.check_data))
+    monkeypatch.setattr(dense, "check_values", wrap("check_data", dense.check_values))
+    monkeypatch.setattr(_stats, "lambda_max", wrap("lambda_max", _stats.lambda_max))
     return counts
 
 
@@ -61,21 +65,26 @@ def _data(dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
 def test_a_fit_from_given_centroids_reads_x_once_per_iteration(monkeypatch, counted, kind, dtype):
-    from softkmeans._driver import _BoundedHardPass
+    from softkmeans.fit.bounded import BoundedHardPass
 
-    monkeypatch.setattr(_BoundedHardPass, "MIN_CENTROID_BYTES", 0)  # bounds at this small k d
+    monkeypatch.setattr(BoundedHardPass, "MIN_CENTROID_BYTES", 0)  # bounds at this small k d
     X = _data(dtype)
     init = X[:6].copy()
     m = SoftKMeans(6, assignment=kind, init=init, n_init=1, max_iter=50, random_state=0)
     m.fit(X)
     assert m.n_iter_ >= 2
     assert counted["check_data"] == 1
-    assert counted["weighted_covariance"] == 1
+    # lambda_max only where sigma=None needs it: the soft kinds here, never a hard fit.
+    covariances = 0 if kind == "hard" else 1
+    assert counted["weighted_covariance"] == counted["lambda_max"] == covariances
     steps = counted["block_stats"] + counted["hard_stats_bounded"]
     assert steps == m.n_iter_ + 1  # + the final pass
     assert counted["hard_stats_bounded"] == (m.n_iter_ if kind == "hard" else 0)
-    others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 2
+    others = sum(counted[name] for name in PASSES_OVER_X) - m.n_iter_ - 1 - covariances
     assert others == 0, dict(counted)
+    # critical_sigma_ of a hard fit: computed on first read, once.
+    assert m.critical_sigma_ == pytest.approx(m.critical_sigma_)
+    assert counted["weighted_covariance"] == counted["lambda_max"] == 1
 
 
 @pytest.mark.parametrize("k", [1, 6])
@@ -91,9 +100,9 @@ def test_kmeans_plusplus_seeding_passes_per_centre(counted, k, d):
     assert counted["kmeanspp_update_closest"] == updates
     assert counted["kmeanspp_candidate_potentials"] == k - 1
     assert counted["block_stats"] + counted["hard_stats_bounded"] == m.n_iter_ + 1
-    assert counted["weighted_covariance"] == 1
+    assert counted["weighted_covariance"] == counted["lambda_max"] == 0  # a hard fit
     assert counted["check_data"] == 1
-    assert sum(counted[name] for name in PASSES_OVER_X) == updates + k - 1 + m.n_iter_ + 2
+    assert sum(counted[name] for name in PASSES_OVER_X) == updates + k - 1 + m.n_iter_ + 1
 
 
 def test_the_final_pass_reports_what_separate_passes_would(counted):

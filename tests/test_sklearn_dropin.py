@@ -133,7 +133,7 @@ def test_n_init_auto_counts_runs_as_kmeans_does():
 
 
 def test_n_init_auto_is_one_run_when_annealing_which_uses_no_init(monkeypatch):
-    from softkmeans import _driver
+    from softkmeans.fit import driver as _driver
 
     runs = []
     real = _driver.Fitter._run_annealing
@@ -417,9 +417,9 @@ def test_fortran_or_strided_x_is_not_copied_whole_during_fit(layout):
 def test_fortran_x_in_several_blocks_gives_the_fit_and_predictions_of_its_c_copy(
     assignment, monkeypatch
 ):
-    from softkmeans import _rowblocks
+    from softkmeans.sources import dense
 
-    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 64 * 4 * 8)  # 64 rows a block
+    monkeypatch.setattr(dense, "ROW_BLOCK_BYTES", 64 * 4 * 8)  # 64 rows a block
     Xc = _blobs(n=500, d=4, seed=15)
     XF = np.asfortranarray(Xc)
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=Xc.shape[0])
@@ -453,9 +453,9 @@ def test_fortran_x_with_annealing_fits_as_its_c_copy():
 
 
 def test_kmeans_plusplus_on_a_fortran_x_in_blocks_picks_the_seeds_of_its_c_copy(monkeypatch):
-    from softkmeans import _rowblocks
+    from softkmeans.sources import dense
 
-    monkeypatch.setattr(_rowblocks, "ROW_BLOCK_BYTES", 120 * 4 * 8)  # 120 rows a block
+    monkeypatch.setattr(dense, "ROW_BLOCK_BYTES", 120 * 4 * 8)  # 120 rows a block
     Xc = _blobs(n=400, d=4, seed=17)
     w = np.random.default_rng(3).uniform(0.5, 2.0, size=Xc.shape[0])
     for kw in (dict(random_state=0), dict(random_state=1, sample_weight=w, n_local_trials=5)):

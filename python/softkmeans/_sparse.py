@@ -70,7 +70,7 @@ def check_csr(X, name: str = "X", *, dtype=None):
         lo, hi = float(X.data.min()), float(X.data.max())
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"{name} contains NaN or infinity")
-        v._check_magnitude(X.data, name, max(hi, -lo), d=d)
+        v.check_magnitude(X.data, name, max(hi, -lo), d=d)
     return X
 
 

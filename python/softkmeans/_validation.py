@@ -15,7 +15,7 @@ KINDS = ("hard", "softmax", "entmax15")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _magnitude_limit(dtype, d: int) -> float:
+def magnitude_limit(dtype, d: int) -> float:
     """Largest |coordinate| for which every squared distance fits in `dtype`.
 
     With |x_l|, |c_l| <= B, ||x - c||^2 <= d (2 B)^2, so B = sqrt(max / (4 d)).
@@ -69,7 +69,7 @@ def as_float_array(
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"{name} contains NaN or infinity")
     if magnitude:
-        _check_magnitude(arr, name, max(hi, -lo))
+        check_magnitude(arr, name, max(hi, -lo))
     return arr
 
 
@@ -90,11 +90,11 @@ def float_dtype_of(dtype):
     return next((f for f in _FLOATS if f == native), np.dtype(np.float64))
 
 
-def _check_magnitude(arr, name: str, big: float, d: int | None = None):
+def check_magnitude(arr, name: str, big: float, d: int | None = None):
     """Refuse finite values so large that squared distances would overflow arr's dtype
     (d: the number of columns, when arr holds stored entries of a sparse matrix)."""
     d = arr.shape[-1] if d is None else d
-    limit = _magnitude_limit(arr.dtype, d)
+    limit = magnitude_limit(arr.dtype, d)
     if big > limit:
         raise ValueError(
             f"{name} has values up to {big:.3g} in magnitude; squared distances would overflow "

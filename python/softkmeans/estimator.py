@@ -194,10 +194,10 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         A Dask collection or an array-like read by row slices (h5py, zarr) is not read
         here: its dtype and columns are checked, and the source reads it.
         """
+        _refuse_lossy_dtypes(X)
         if sources.is_deferred(X):
             self._check_features(X.shape[1], sources.check_deferred(X), reset)
             return X
-        _refuse_lossy_dtypes(X)
         # No order="C": a Fortran-ordered or strided X is read in row blocks, not copied.
         return validate_data(
             self, X, dtype=[np.float64, np.float32], accept_sparse="csr", reset=reset
@@ -233,16 +233,18 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         dataset: copied block by block into a temporary memory-mapped file in ``TMPDIR``,
         fitted there and the file removed), or a Dask array or DataFrame (`softkmeans.dask`).
         """
-        X_given = X
-        X = self._validate(X, reset=True)
-        fitter = Fitter(self._fit_params(), ConvergenceWarning)
-        fitter.fit(X, sample_weight=sample_weight)
+        training_data = _weak(X)
+        source = sources.source_of(self._validate(X, reset=True), sample_weight, fit=True)
+        try:
+            fitter = Fitter(self._fit_params(), ConvergenceWarning).fit(source)
+        finally:
+            source.close()
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
         self.__dict__.pop("n_steps_", None)
         self.__dict__.pop("cluster_weights_", None)
         for name, value in fitter.results().items():
             setattr(self, name, value)
-        self._critical = _CriticalSigma(fitter.critical_sigma_known, X_given, fitter.source)
+        self._critical = _CriticalSigma(fitter.critical_sigma_known, training_data, source)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
@@ -294,10 +296,12 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
         """
         first = self.__dict__.get("_stream") is None
-        X_given = X
-        X = self._validate(X, reset=first)
+        source = sources.source_of(self._validate(X, reset=first), sample_weight, fit=first)
         fitter = Fitter(self._fit_params(), ConvergenceWarning)
-        stream, stats, labels = fitter.partial_fit(X, sample_weight, self.__dict__.get("_stream"))
+        try:
+            stream, stats, labels = fitter.partial_fit(source, state=self.__dict__.get("_stream"))
+        finally:
+            source.close()
         self._stream = stream
         self.cluster_centers_ = stream.centroids
         self.cluster_weights_ = stream.totals
@@ -308,7 +312,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         self.min_margin_ = float(stats.min_margin)
         self.sigma_ = float(stream.sigma)
         if first:
-            self._critical = _CriticalSigma(stream.critical_sigma, X_given, fitter.source)
+            self._critical = _CriticalSigma(stream.critical_sigma, None, source)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
@@ -356,22 +360,28 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return -float(stats.objective)
 
 
+def _weak(X):
+    """A weak reference to X, or None where X takes none (a list, say)."""
+    try:
+        return weakref.ref(X)
+    except TypeError:
+        return None
+
+
 class _CriticalSigma:
     """critical_sigma_, computed on first read from the training data when the fit did
     not need it: the data held by a weak reference (the fitted model does not keep the
-    training data alive), the weights as validated."""
+    training data alive; None: computed now from the source), the weights as validated."""
 
-    def __init__(self, value, X, source):
+    def __init__(self, value, training_data, source):
         self._value = value
-        self._X = None
+        self._X = training_data
         self._weights = None
-        if value is None and X is not None:
-            try:
-                self._X = weakref.ref(X)
-            except TypeError:  # a list, say: no weak reference; computed now
+        if value is None:
+            if training_data is None:
                 self._value = _critical_sigma_of(source)
-                return
-            self._weights = None if source.unit_weights else source.weights
+            elif not source.unit_weights:
+                self._weights = source.weights
 
     def value(self):
         if self._value is None:

@@ -84,7 +84,7 @@ def _check_tensor(t, name, ndim):
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"{name} contains NaN or infinity")
     np_dtype = np.float64 if t.dtype == torch.float64 else np.float32
-    limit = v._magnitude_limit(np.dtype(np_dtype), t.shape[-1])
+    limit = v.magnitude_limit(np.dtype(np_dtype), t.shape[-1])
     big = max(hi, -lo)
     if big > limit:
         raise ValueError(

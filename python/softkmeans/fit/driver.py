@@ -109,19 +109,14 @@ class Fitter:
         """critical_sigma_ when the fit has computed it, else None."""
         return self._critical_sigma
 
-    def _open(self, X, sample_weight, fit=True):
-        """The fit's source (chosen once, here) and its checked parameters."""
-        source = sources.source_of(X, sample_weight, fit=fit)
-        try:
-            resolved = self.params.check(source)
-            source.n_threads = threads_for(
-                self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
-            )
-        except BaseException:
-            source.close()
-            raise
+    def _open(self, source):
+        """The checked parameters; the source's thread count set for them."""
+        resolved = self.params.check(source)
+        source.n_threads = threads_for(
+            self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
+        )
         self.source, self._n_threads = source, source.n_threads
-        return source, resolved
+        return resolved
 
     def _init_centroids(self, k, init, rng):
         source = self.source
@@ -195,12 +190,14 @@ class Fitter:
         return C, sig, history, final
 
     def fit(self, X, sample_weight=None):
-        """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional."""
-        source, (k, kind, schedule, init, n_init) = self._open(X, sample_weight)
+        """Fit the centroids to X (n, d), or to a `softkmeans.sources.Source` (its weights
+        its own); sample_weight (n,) >= 0 optional. A source made here is closed here."""
+        source = sources.source_of(X, sample_weight, fit=True)
         try:
-            self._fit(source, k, kind, schedule, init, n_init)
+            self._fit(source, *self._open(source))
         finally:
-            source.close()
+            if source is not X:
+                source.close()
         return self
 
     def _fit(self, source, k, kind, schedule, init, n_init):
@@ -215,7 +212,7 @@ class Fitter:
                 "Explicit initial center position passed: performing only one init "
                 f"in SoftKMeans instead of n_init={n_init}.",
                 RuntimeWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
             n_init = 1
 
@@ -278,32 +275,34 @@ class Fitter:
         BlockStats at the centroids before the update, its labels there).
         """
         params = self.params
-        if state is None:
-            source, (k, kind, schedule, init, _) = self._open(X, sample_weight, fit=False)
-            try:
-                if schedule is not None:
-                    raise ValueError(
-                        "partial_fit does not anneal: annealing needs all the data at every "
-                        "width; use fit, or anneal=None"
-                    )
-                # A first batch is small: its critical width is computed at once (a stream
-                # of temporary batches would leave nothing to compute it from later).
-                crit = self.critical_sigma_
-                rng = check_random_state(params.random_state)
-                C = self._init_centroids(k, init, rng)
-                sigma = _width(kind, params.sigma, crit)
-                state = StreamState(C, np.zeros(k), sigma, crit, 0)
-                return self._stream_step(source, state)
-            finally:
-                source.close()
-        source = sources.source_of(X, sample_weight)
-        k = state.centroids.shape[0]
-        source.n_threads = threads_for(params.n_threads, source.rows_per_pass, k, source.shape[1])
-        self.source, self._n_threads = source, source.n_threads
+        source = sources.source_of(X, sample_weight, fit=state is None)
         try:
+            if state is None:
+                state = self._first_batch(source)
+            else:
+                k, d = state.centroids.shape
+                source.n_threads = threads_for(params.n_threads, source.rows_per_pass, k, d)
+                self.source, self._n_threads = source, source.n_threads
             return self._stream_step(source, state)
         finally:
-            source.close()
+            if source is not X:
+                source.close()
+
+    def _first_batch(self, source):
+        """The stream's state before its first batch: parameters checked, sigma fixed,
+        centroids initialised on the batch."""
+        params = self.params
+        k, kind, schedule, init, _ = self._open(source)
+        if schedule is not None:
+            raise ValueError(
+                "partial_fit does not anneal: annealing needs all the data at every "
+                "width; use fit, or anneal=None"
+            )
+        # A first batch is small: its critical width is computed at once (a stream of
+        # temporary batches would leave nothing to compute it from later).
+        crit = self.critical_sigma_
+        C = self._init_centroids(k, init, check_random_state(params.random_state))
+        return StreamState(C, np.zeros(k), _width(kind, params.sigma, crit), crit, 0)
 
     def _stream_step(self, source, state):
         C = state.centroids.astype(source.dtype, copy=False)

@@ -26,7 +26,7 @@ class OncePerFit:
         if "found" in self._seen:  # the symptom scikit-learn reports says it all
             self._seen.pop("dup", None)
         for message, category in self._seen.values():
-            warnings.warn(message, category, stacklevel=5)
+            warnings.warn(message, category, stacklevel=4)
 
 
 class Progress:

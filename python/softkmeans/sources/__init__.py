@@ -33,7 +33,7 @@ from .. import _sparse
 from .. import _validation as v
 from .base import LocalSource, Source
 from .csr import CSRSource
-from .dense import ArraySource, RowBlockSource, is_row_sliceable, spool
+from .dense import ArraySource, RowBlockSource, spool
 
 __all__ = [
     "ArraySource",
@@ -73,6 +73,23 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
     if row_blocks and (is_row_sliceable(X) or _needs_row_blocks(X)):
         return RowBlockSource(X, sample_weight, fit=fit, **kw)
     return ArraySource(X, sample_weight, fit=fit, **kw)
+
+
+def is_row_sliceable(X) -> bool:
+    """True for a 2-D array-like read by row slices that is not an in-memory array: an
+    h5py or zarr dataset, say (not a NumPy array, a DataFrame, a sparse matrix or a Dask
+    array, which have their own paths)."""
+    shape = getattr(X, "shape", None)
+    return (
+        not isinstance(X, np.ndarray)
+        and shape is not None
+        and len(shape) == 2
+        and hasattr(X, "dtype")
+        and hasattr(X, "__getitem__")
+        and not hasattr(X, "iloc")  # pandas
+        and not hasattr(X, "tocsr")  # scipy.sparse
+        and not hasattr(X, "compute")  # dask
+    )
 
 
 def is_deferred(X) -> bool:

@@ -143,12 +143,10 @@ class LocalSource(Source):
     array or a CSR matrix the native kernels take; statistics of several blocks merge in
     block order. With one block every result is the kernels' own, bit for bit."""
 
-    def __init__(self, data, weights, unit_weights, n_threads=0):
-        self.data = data
-        self.shape = tuple(int(s) for s in data.shape)
+    def __init__(self, shape, n_threads=0):
+        """Subclasses set ``data`` and ``dtype``, then call `set_weights`."""
+        self.shape = tuple(int(s) for s in shape)
         self.rows_per_pass = self.shape[0]
-        self.weights = weights
-        self.unit_weights = unit_weights
         self.n_threads = n_threads
 
     @abc.abstractmethod
@@ -298,10 +296,10 @@ class _Augmented(LocalSource):
     (its blocks are the parent's augmented ones; only `stats` is read of it)."""
 
     def __init__(self, parent):
-        super().__init__(parent.data, parent.weights, parent.unit_weights, parent.n_threads)
+        super().__init__((parent.shape[0], parent.shape[1] + 1), parent.n_threads)
         self.parent = parent
-        self.shape = (parent.shape[0], parent.shape[1] + 1)
-        self.dtype = parent.dtype
+        self.data, self.dtype = parent.data, parent.dtype
+        self.weights, self.unit_weights = parent.weights, parent.unit_weights
 
     def blocks(self, augmented=False):
         return self.parent.blocks(augmented=True)

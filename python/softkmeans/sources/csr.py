@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _sparse
-from .base import LocalSource, check_weights
+from .base import LocalSource
 from .seeding import KeptDistancePasses
 
 __all__ = ["CSRSource", "SparseCovariance"]
@@ -19,9 +19,9 @@ class CSRSource(LocalSource):
 
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False):
         X = _sparse.check_csr(X, name)
-        w = check_weights(sample_weight, X.shape[0], fit)
-        super().__init__(X, w, sample_weight is None, n_threads)
-        self.dtype = X.dtype
+        super().__init__(X.shape, n_threads)
+        self.data, self.dtype = X, X.dtype
+        self.set_weights(sample_weight, fit)
         self._covariance = None
 
     def blocks(self, augmented=False):

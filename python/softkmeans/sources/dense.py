@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _native, _stats
 from .. import _validation as v
-from .base import LocalSource, check_weights
+from .base import LocalSource
 
 __all__ = [
     "ROW_BLOCK_BYTES",
@@ -32,7 +32,6 @@ __all__ = [
     "FeatureMoments",
     "check_values",
     "RowBlockSource",
-    "is_row_sliceable",
     "spool",
 ]
 
@@ -43,23 +42,6 @@ ROW_BLOCK_BYTES = 1 << 22
 ARRAY_LIKE_ROWS = 1 << 16
 # Bytes of X a validation block reads (in cache for its few reductions).
 SCAN_BYTES = 1 << 20
-
-
-def is_row_sliceable(X) -> bool:
-    """True for a 2-D array-like read by row slices that is not an in-memory array: an
-    h5py or zarr dataset, say (not a NumPy array, a DataFrame, a sparse matrix or a Dask
-    array, which have their own paths)."""
-    shape = getattr(X, "shape", None)
-    return (
-        not isinstance(X, np.ndarray)
-        and shape is not None
-        and len(shape) == 2
-        and hasattr(X, "dtype")
-        and hasattr(X, "__getitem__")
-        and not hasattr(X, "iloc")  # pandas
-        and not hasattr(X, "tocsr")  # scipy.sparse
-        and not hasattr(X, "compute")  # dask
-    )
 
 
 class FeatureMoments:
@@ -107,7 +89,7 @@ def check_values(blocks, name, weights=None):
         lo, hi = float(rows.min()), float(rows.max())
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"{name} contains NaN or infinity")
-        v._check_magnitude(rows, name, max(hi, -lo))
+        v.check_magnitude(rows, name, max(hi, -lo))
         if weights is not None:
             if moments is None:
                 moments = FeatureMoments(rows.shape[1])
@@ -159,9 +141,10 @@ class ArraySource(_DenseSource):
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
                  owned_path=None, checked=False):  # fmt: skip
         X = v.as_float_array(X, name, ndim=2, check_values=False)
-        w = check_weights(sample_weight, X.shape[0], fit)
-        super().__init__(X, w, sample_weight is None, n_threads)
-        self.dtype = X.dtype
+        super().__init__(X.shape, n_threads)
+        self.data, self.dtype = X, X.dtype
+        self.set_weights(sample_weight, fit)
+        w = self.weights
         self._owned_path = owned_path
         self._augmented_copy = None
         if checked:  # by `spool`, as it wrote X
@@ -230,10 +213,10 @@ class RowBlockSource(_DenseSource):
             raise ValueError(f"{name} must not be empty; got shape {shape}")
         dtype = np.dtype(X.dtype)
         v.check_real_dtype(dtype, name)
-        w = check_weights(sample_weight, shape[0], fit)
-        super().__init__(X, w, sample_weight is None, n_threads)
-        self.shape = shape
-        self.dtype = v.float_dtype_of(dtype)
+        super().__init__(shape, n_threads)
+        self.data, self.dtype = X, v.float_dtype_of(dtype)
+        self.set_weights(sample_weight, fit)
+        w = self.weights
         if checked:  # by `spool`, as it copies X
             return
         self._variances = check_values(self.blocks(), name, w if fit else None)

@@ -54,16 +54,8 @@ work is scheduled.
 
 from __future__ import annotations
 
-try:
-    import dask  # noqa: F401
-    import dask.array  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise ImportError(
-        "softkmeans.dask needs Dask: pip install 'softkmeans[dask]' "
-        "(dask[array,dataframe] and distributed)"
-    ) from exc
-
 from . import estimator as _estimator
+from .sources import dask as _dask_source  # noqa: F401 - without Dask: an ImportError naming the extra
 
 __all__ = ["SoftKMeans"]
 

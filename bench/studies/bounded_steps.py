@@ -1,8 +1,8 @@
 """The hard step with group distance bounds (`_native.hard_stats_bounded`, the groups of
-`_BoundedHardPass.centroid_groups`) against the plain hard step (`_native.block_stats`)
+`BoundedHardPass.centroid_groups`) against the plain hard step (`_native.block_stats`)
 along one Lloyd trajectory: per step the fractions of rows and of distances computed and
 the CPU time of each, one thread, best of 3; then the ratio of the totals. The figures
-behind `_BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/_driver.py) and
+behind `BoundedHardPass.MIN_CENTROID_BYTES` (python/softkmeans/fit/bounded.py) and
 bench/README.md's "Whole hard fit" paragraph.
 
     python bench/studies/bounded_steps.py N D K STEPS [float32|float64]
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import peers as P  # noqa: E402
 
 from softkmeans import _native  # noqa: E402
-from softkmeans._driver import _BoundedHardPass  # noqa: E402
+from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
 
 
 def cpu_best(fn, repeats=3):
@@ -43,7 +43,7 @@ def trajectory(n, d, k, steps, dtype):
     X = P.make_blobs(n, d, k, dtype)
     C = P.initial_centroids(X, k)
     w = np.ones(n)
-    group = _BoundedHardPass.centroid_groups(C)
+    group = BoundedHardPass.centroid_groups(C)
     labels, lower = np.zeros(n, np.int64), np.zeros((n, int(group.max()) + 1))
     C_prev, total_b, total_p = None, 0.0, 0.0
     for step in range(steps):

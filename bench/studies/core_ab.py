@@ -42,7 +42,7 @@ from softmax_ab import load_core  # noqa: E402
 import softkmeans  # noqa: E402
 from softkmeans import _core as new  # noqa: E402
 from softkmeans import _native  # noqa: E402
-from softkmeans._driver import _BoundedHardPass  # noqa: E402
+from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
 
 BURST_SECONDS = 0.25
 
@@ -135,7 +135,7 @@ def bounded_step_from(core, X, w, threads, saved):
     """One bounded step with `core` from a saved state (C, C_prev, group, labels, lower):
     (seconds, its outputs, distances computed)."""
     C, C_prev, group, labels, lower = saved
-    state = _BoundedHardPass(X, w, threads)
+    state = BoundedHardPass(X, w, threads)
     state.C_prev, state.labels[:] = C_prev, labels
     if lower is not None:
         state.group, state.lower = group, lower.copy()
@@ -152,7 +152,7 @@ def bounded_steps(old, n, d, k, dtype, args):
     C = P.initial_centroids(X, k)
     w = np.ones(n)
     steps = [int(v) for v in args.steps.split(",")]
-    trajectory = _BoundedHardPass(X, w, args.threads)
+    trajectory = BoundedHardPass(X, w, args.threads)
     saved = {}
     for step in range(max(steps) + 1):
         if step in steps:

@@ -1,7 +1,7 @@
 """The price of not copying a Fortran-ordered X: whole `fit` calls, interleaved in one process.
 
 Fits the same float32 data, from the same k-means++ seeding, four ways: C-ordered (the
-kernels read it in place), Fortran-ordered (read in row blocks, `softkmeans._rowblocks`:
+kernels read it in place), Fortran-ordered (read in row blocks, `softkmeans.sources.RowBlockSource`:
 no whole copy), Fortran-ordered copied to C order by the caller first (what scikit-learn
 does inside its fit; the copy is timed), and scikit-learn's KMeans on the Fortran-ordered X
 (the named peer). Each round runs the four in turn; prints the median seconds of each and

@@ -1,8 +1,8 @@
 """The parts of the sparse hard fit of `compare.py --only sparse` (40000 x 3000 CSR, density
 0.004, k = 20, 30 iterations, float64), timed alone: one hard `block_stats` pass, the
-covariance's lambda_max (`critical_sigma_`), and the whole fit against scikit-learn's
-KMeans(algorithm="lloyd") from the same init. Every figure is a median of contenders run
-alternately in one process.
+covariance's lambda_max (`critical_sigma`, which a hard fit no longer computes), and the
+whole fit against scikit-learn's KMeans(algorithm="lloyd") from the same init. Every
+figure is a median of contenders run alternately in one process.
 
 With --baseline DIR, the same parts of another build run beside this one: DIR holds a copy
 of that build's package under the name softkmeans_baseline, e.g.
@@ -26,7 +26,6 @@ import numpy as np
 
 import softkmeans
 from softkmeans import _native, _sparse
-from softkmeans import _validation as v
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
 from compare import _sparse_text_like  # noqa: E402
@@ -74,18 +73,22 @@ def main():
     clock = time.process_time if th == 1 else time.perf_counter
     print(f"threads {th}, {'CPU' if th == 1 else 'wall'} time, medians of {args.repeats}")
     X, C = _sparse_text_like(40_000, 3_000, 0.004, 20)
-    Xc = v.check_data(X)
+    Xc = _sparse.check_csr(X)
     w = np.ones(X.shape[0])
 
     def one_pass(nat):
         return lambda: nat.block_stats(Xc, C, "hard", 0.0, w, th)
 
-    def lambda_max(nat):
-        return lambda: nat.weighted_covariance(Xc, w, th)[1].lambda_max()
+    def critical_sigma(pkg):  # the covariance operator and its lambda_max
+        return lambda: pkg.critical_sigma(Xc)
 
     natives = {b: nat for b, (_, nat, _) in builds.items()}
+    packages = {b: pkg for b, (pkg, _, _) in builds.items()}
     line("pass", medians({b: one_pass(n) for b, n in natives.items()}, 8 * args.repeats, clock))
-    line("lambda_max", medians({b: lambda_max(n) for b, n in natives.items()}, args.repeats, clock))
+    line(
+        "critical_sigma",
+        medians({b: critical_sigma(p) for b, p in packages.items()}, args.repeats, clock),
+    )
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 

@@ -68,7 +68,7 @@ def run_annealing(
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
     source: the fit's `softkmeans.sources.Source`.
-    history: a `softkmeans._steps.History` that records each step and transition.
+    history: a `softkmeans.fit.steps.History` that records each step and transition.
     relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
     report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.

@@ -30,7 +30,7 @@ class BoundedHardPass:
     # At least this many centroids a group, and this many multiply-adds (group size x d) a
     # row's group: each group computed costs a row a fixed part (its minima, its bound)
     # that only a large group outweighs. Single-thread CPU time of the bounded steps over
-    # the plain ones (`python bench/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
+    # the plain ones (`python bench/studies/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
     # at (2e5, 64, 256), 8 steps, 0.60 / 0.64 / 0.66 / 0.93; at (1e5, 256, 1024) 16 groups
     # 0.43 (Hamerly's single bound 0.47).
     MIN_GROUP_SIZE = 8
@@ -46,7 +46,7 @@ class BoundedHardPass:
     # A row's k distances cost about k d multiply-adds, k d itemsize / 32 vector ones (AVX2),
     # its bound test about d: below this size of the centroids (k d itemsize bytes) the test
     # and the gathering cost about what they save. Single-thread CPU time of 20 Lloyd steps on
-    # blobs, bounded / plain (`python bench/bounded_steps.py N D K 20 DTYPE`): float32 1.28
+    # blobs, bounded / plain (`python bench/studies/bounded_steps.py N D K 20 DTYPE`): float32 1.28
     # at 16 x 64 (4 KiB), 0.52-0.63 at 32 x 128, 16 x 256, 64 x 64, 16 x 1024, 0.39 at
     # 64 x 256, 0.48 at 256 x 1024 (8 steps); float64 0.98 at 8 x 128 (8 KiB), 0.84 at 16 x 64.
     # Since the bound tests take a vector of rows at a time (an AVX-512 machine, n = 1e6):

@@ -35,3 +35,14 @@ def test_everything_but_the_estimator_works_without_scikit_learn():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok"), proc.stdout[-2000:]
+
+
+def test_dir_lists_the_public_names():
+    """dir(softkmeans) shows what a user may call, SoftKMeans (imported on first use) too."""
+    import softkmeans
+
+    names = dir(softkmeans)
+    assert "SoftKMeans" in names and set(softkmeans.__all__) <= set(names)
+    assert not [n for n in names if n.startswith("_") and not n.startswith("__")]
+    for name in softkmeans.__all__:
+        assert getattr(softkmeans, name) is not None

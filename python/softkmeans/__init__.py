@@ -49,6 +49,11 @@ __all__ = [
 ]
 
 
+def __dir__():
+    # The public names, SoftKMeans among them (imported on first use, below).
+    return sorted([*__all__, "__version__"])
+
+
 def __getattr__(name):
     # SoftKMeans needs scikit-learn: imported on first use, so the functional API and
     # `softkmeans info` do not pay for importing scikit-learn.

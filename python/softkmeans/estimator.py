@@ -32,6 +32,13 @@ recomputed from the final centroids; ``inertia_`` = J; an empty cluster is moved
 point farthest from its centroid, which leaves its old cluster (scikit-learn's
 ``_relocate_empty_clusters``); with ``n_init > 1`` a run replaces the best one only if its
 inertia is lower and its clustering differs.
+
+Deliberately different from ``KMeans``: the default ``assignment`` is ``"softmax"``;
+``labels_`` are int64; output feature names are ``softkmeans0, ...``; ``algorithm="elkan"``
+runs Lloyd's iteration (a hard fit already skips, with distance bounds, the rows whose
+label cannot change, bit for bit); ``copy_x`` has no effect (X is never written to); the
+tolerance uses the *weighted* feature variance; with fewer distinct points than clusters
+an empty cluster keeps its centroid.
 """
 
 from __future__ import annotations

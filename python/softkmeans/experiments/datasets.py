@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import synthetic
 from ._common import Dataset
 
 MAX_ROWS = 25_000  # rows kept from a large table (seeded choice)
@@ -237,74 +238,6 @@ def _flights():
 
 
 # ----------------------------------------------------------------------------- synthetic
-
-
-def _synthetic(name, make, note):
-    def load():
-        rng = np.random.default_rng(_seed_of(name))
-        X = make(rng)
-        return Dataset(
-            name=name,
-            X=np.ascontiguousarray(X, dtype=np.float64),
-            source="synthetic (softkmeans.experiments.datasets, seeded)",
-            licence="generated (no licence)",
-            standardized=False,
-            real=False,
-            note=note,
-        )
-
-    return load
-
-
-def _seed_of(name):
-    # A fixed seed per family, independent of PYTHONHASHSEED.
-    return sum((i + 1) * ord(c) for i, c in enumerate(name))
-
-
-def _blobs(rng, centres, n_per, scales):
-    parts = [c + s * rng.standard_normal((n_per, len(c))) for c, s in zip(centres, scales)]
-    return np.concatenate(parts)
-
-
-def _separated(rng):
-    centres = np.array([[-8.0, -8.0], [8.0, -8.0], [-8.0, 8.0], [8.0, 8.0]])
-    return _blobs(rng, centres, 150, [1.0] * 4)
-
-
-def _overlapping(rng):
-    centres = np.array([[0.0, 0.0], [2.0, 0.5], [1.0, 2.0]])
-    return _blobs(rng, centres, 200, [1.0] * 3)
-
-
-def _anisotropic(rng):
-    X = _blobs(rng, np.array([[0.0, 0.0], [6.0, 2.0], [2.0, 7.0]]), 200, [1.0] * 3)
-    return X @ np.array([[0.6, -0.64], [-0.41, 0.85]])
-
-
-def _unequal(rng):
-    centres = np.array([[0.0, 0.0], [10.0, 0.0], [4.0, 9.0]])
-    return _blobs(rng, centres, 200, [0.5, 2.5, 1.2])
-
-
-def _many(rng):
-    centres = rng.normal(scale=4.0, size=(30, 50))
-    return _blobs(rng, centres, 40, [1.0] * 30)
-
-
-def _moons(rng, n=600, noise=0.08):
-    t = rng.uniform(0, np.pi, n)
-    upper = rng.random(n) < 0.5
-    x = np.where(upper, np.cos(t), 1 - np.cos(t))
-    y = np.where(upper, np.sin(t), 0.5 - np.sin(t))
-    return np.column_stack([x, y]) + noise * rng.standard_normal((n, 2))
-
-
-def _circles(rng, n=600, noise=0.05):
-    t = rng.uniform(0, 2 * np.pi, n)
-    radius = np.where(rng.random(n) < 0.5, 1.0, 0.5)
-    return np.column_stack([radius * np.cos(t), radius * np.sin(t)]) + noise * rng.standard_normal(
-        (n, 2)
-    )
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -526,15 +459,19 @@ SPECS: tuple[Spec, ...] = (
     # seeded synthetic families
     Spec(
         "blobs-separated",
-        _synthetic("blobs-separated", _separated, "4 unit Gaussians 16 apart in 2-D, 600 points"),
+        synthetic.synthetic(
+            "blobs-separated", synthetic.separated, "4 unit Gaussians 16 apart in 2-D, 600 points"
+        ),
         False,
         True,
         (2, 4, 6),
     ),
     Spec(
         "blobs-overlapping",
-        _synthetic(
-            "blobs-overlapping", _overlapping, "3 unit Gaussians about 2 apart in 2-D, 600 points"
+        synthetic.synthetic(
+            "blobs-overlapping",
+            synthetic.overlapping,
+            "3 unit Gaussians about 2 apart in 2-D, 600 points",
         ),
         False,
         False,
@@ -542,36 +479,46 @@ SPECS: tuple[Spec, ...] = (
     ),
     Spec(
         "anisotropic",
-        _synthetic("anisotropic", _anisotropic, "3 Gaussians sheared by a linear map, 600 points"),
+        synthetic.synthetic(
+            "anisotropic", synthetic.anisotropic, "3 Gaussians sheared by a linear map, 600 points"
+        ),
         False,
         False,
         (2, 3, 5),
     ),
     Spec(
         "unequal-variance",
-        _synthetic("unequal-variance", _unequal, "3 Gaussians with std 0.5, 2.5, 1.2, 600 points"),
+        synthetic.synthetic(
+            "unequal-variance", synthetic.unequal, "3 Gaussians with std 0.5, 2.5, 1.2, 600 points"
+        ),
         False,
         False,
         (2, 3, 5),
     ),
     Spec(
         "many-clusters",
-        _synthetic("many-clusters", _many, "30 unit Gaussians in 50-D, 1,200 points"),
+        synthetic.synthetic(
+            "many-clusters", synthetic.many, "30 unit Gaussians in 50-D, 1,200 points"
+        ),
         False,
         False,
         (2, 10, 30),
     ),
     Spec(
         "moons",
-        _synthetic("moons", _moons, "two interleaved half circles, noise 0.08, 600 points"),
+        synthetic.synthetic(
+            "moons", synthetic.moons, "two interleaved half circles, noise 0.08, 600 points"
+        ),
         False,
         True,
         (2, 3, 5),
     ),
     Spec(
         "circles",
-        _synthetic(
-            "circles", _circles, "two concentric circles (radii 1, 0.5), noise 0.05, 600 points"
+        synthetic.synthetic(
+            "circles",
+            synthetic.circles,
+            "two concentric circles (radii 1, 0.5), noise 0.05, 600 points",
         ),
         False,
         False,

@@ -50,7 +50,6 @@ RESULTS = (
     "history_",
     "min_margin_",
     "exact_lloyd_",
-    "_n_threads",
 )
 
 
@@ -115,7 +114,7 @@ class Fitter:
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
         )
-        self.source, self._n_threads = source, source.n_threads
+        self.source = source
         return resolved
 
     def _init_centroids(self, k, init, rng):
@@ -282,7 +281,7 @@ class Fitter:
             else:
                 k, d = state.centroids.shape
                 source.n_threads = threads_for(params.n_threads, source.rows_per_pass, k, d)
-                self.source, self._n_threads = source, source.n_threads
+                self.source = source
             return self._stream_step(source, state)
         finally:
             if source is not X:

@@ -60,6 +60,8 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
     (dtype, shape, NaN or infinity, values too large, bad weights).
     """
     if isinstance(X, Source):
+        if sample_weight is not None:
+            raise TypeError("sample_weight goes with X, not with a Source (it holds its own)")
         return X
     kw = dict(n_threads=n_threads, name=name)
     if _sparse.is_sparse(X):

@@ -9,7 +9,8 @@ reads. Its methods, by who needs them:
 - predict / transform / predict_proba: `labels`, `distances`, `responsibilities` (and
   a `LocalSource`'s `map_rows` for the functional API);
 - the tolerance: `feature_variances`; the critical width (only when asked): `moments`;
-- seeding: `seeding_source`, `seeding_passes`, `rows`;
+- seeding: `seeding_source` (a `LocalSource`: X, or a sample of it) and its
+  `seeding_passes` and `rows`;
 - empty clusters: `farthest` (relocation), `positive`, `n_distinct_rows` (the warning);
 - annealing: `augmented`, `responsibility_moments`, `add_farthest`;
 - the bounded hard step, which keeps per-row state between passes: `dense_array`.
@@ -128,11 +129,6 @@ class Source(abc.ABC):
     def close(self):  # noqa: B027 - most sources hold nothing to release
         """Release what the source holds beyond X (a temporary file)."""
 
-    def set_weights(self, sample_weight, fit=False):
-        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
-        self.weights = check_weights(sample_weight, self.shape[0], fit)
-        self.unit_weights = sample_weight is None
-
     def dense_array(self):
         """X as one C-contiguous in-memory array, or None (the bounded step needs one)."""
         return None
@@ -149,6 +145,16 @@ class LocalSource(Source):
         self.rows_per_pass = self.shape[0]
         self.n_threads = n_threads
 
+    def set_weights(self, sample_weight, fit=False):
+        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
+        self.weights = check_weights(sample_weight, self.shape[0], fit)
+        self.unit_weights = sample_weight is None
+
+    @abc.abstractmethod
+    def seeding_passes(self, n_candidates):
+        """k-means++'s passes over X (`softkmeans.sources.seeding`), for at most
+        n_candidates candidates a centre."""
+
     @abc.abstractmethod
     def blocks(self, augmented=False):
         """(start, stop, rows) over X in order; augmented: rows of [X, 0]. A block may be
@@ -157,8 +163,13 @@ class LocalSource(Source):
     # What differs between dense and CSR blocks (the dense way here).
 
     def block_sq_distances(self, rows, C, labels):
-        """||x_i - c_{labels_i}||^2 of a block, X's dtype."""
-        return ((rows - C[labels]) ** 2).sum(axis=1)
+        """||x_i - c_{labels_i}||^2 of a block, X's dtype, ~4 MiB of rows at a time (the
+        same per-row sums without two temporaries of the block's size)."""
+        out = np.empty(rows.shape[0], dtype=rows.dtype)
+        step = max(1, (1 << 22) // (rows.shape[1] * rows.itemsize))
+        for s in range(0, rows.shape[0], step):
+            out[s : s + step] = ((rows[s : s + step] - C[labels[s : s + step]]) ** 2).sum(axis=1)
+        return out
 
     def block_sq_distances_to(self, rows, row):
         """||x_i - row||^2 of a block (row dense (d,))."""
@@ -307,4 +318,4 @@ class _Augmented(LocalSource):
     def _unused(self, *args, **kwargs):
         raise NotImplementedError("an augmented source is only read by stats")
 
-    feature_variances = moments = rows = n_distinct_rows = _unused
+    feature_variances = moments = rows = n_distinct_rows = seeding_passes = _unused

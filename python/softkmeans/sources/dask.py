@@ -24,6 +24,7 @@ in `softkmeans.dask`.
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -504,9 +505,11 @@ class DaskSource(Source):
     def augmented(self):
         """[X, 0], lazily: each pass augments its blocks on the workers."""
         d = self.shape[1] + 1
-        Xa = self.data.map_blocks(_augment, chunks=(self.data.chunks[0], (d,)), dtype=self.dtype)
-        source = object.__new__(DaskSource)
-        source.__dict__.update(self.__dict__, data=Xa, shape=(self.shape[0], d))
+        source = copy.copy(self)
+        source.data = self.data.map_blocks(
+            _augment, chunks=(self.data.chunks[0], (d,)), dtype=self.dtype
+        )
+        source.shape = (self.shape[0], d)
         return source
 
     def responsibility_moments(self, Ca, kind, sigma):

@@ -24,6 +24,7 @@ import numpy as np
 from .. import _native, _stats
 from .. import _validation as v
 from .base import LocalSource
+from .seeding import BlockSeedingPasses, KeptDistancePasses
 
 __all__ = [
     "ROW_BLOCK_BYTES",
@@ -173,8 +174,6 @@ class ArraySource(_DenseSource):
         return self.data[np.asarray(idx, dtype=np.int64)]
 
     def seeding_passes(self, n_candidates):
-        from .seeding import KeptDistancePasses
-
         keep = not _file_backed(self.data)
         return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=keep)
 
@@ -250,8 +249,6 @@ class RowBlockSource(_DenseSource):
         return out
 
     def seeding_passes(self, n_candidates):
-        from .seeding import BlockSeedingPasses
-
         return BlockSeedingPasses(self, n_candidates)
 
 

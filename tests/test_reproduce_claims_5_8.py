@@ -110,30 +110,65 @@ def test_claim5_run_on_blobs_passes():
 # --------------------------------------------------------------------------- claim 6
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_claim6_threshold_on_hand_case(dtype):
-    res = claim6_threshold.threshold_check(X1.astype(dtype), C_HAND.astype(dtype))
+def test_claim6_threshold_on_hand_case():
+    res = claim6_threshold.threshold_check(X1, C_HAND)
     assert res["delta_min"] == pytest.approx(DELTA_HAND)
     assert res["sigma_star"] == pytest.approx(np.sqrt(DELTA_HAND) / 2)
-    assert res["below"][0] == 0  # bit for bit (integer data: exact sums in any order)
-    assert res["above"][0] > 0
+    assert res["below_off"] == 0
     assert res["left"].tolist() == [3] and res["expected"].tolist() == [3]
-    rows = claim6_threshold._rows("toy", 2, "hand", dtype, res, "")
-    assert [r.status for r in rows] == ["PASS", "PASS"]
+    assert res["n_two"] == 1 and res["runner_up_err"] <= 1e-12
+    impl = claim6_threshold.implementation_check(X1, C_HAND, res)
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "", impl)
+    assert [r.status for r in rows] == ["PASS"] * 4
 
 
-def test_claim6_sigma_above_threshold_fails(monkeypatch):
+def test_claim6_runner_up_closed_form_by_hand():
+    # g = 1: two entries u = (0, -1/2); tau solves (-tau)^2 + (-1/2 - tau)^2 = 1.
+    tau = (-0.5 - np.sqrt(2 - 0.25)) / 2
+    assert claim6_threshold.closed_form(1.0) == pytest.approx((-0.5 - tau) ** 2, rel=1e-14)
+    assert claim6_threshold.closed_form(2.0) == 0.0
+
+
+def test_claim6_planted_wrong_threshold_fails(monkeypatch):
+    monkeypatch.setattr(claim6_threshold, "FOUR", 3.9)  # planted: one-hot at 3.9 sigma^2
+    X = np.array([[0.0], [1.0], [2.0], [10.0], [10.2], [11.0], [14.0]])  # margins 77, 73.8
+    res = claim6_threshold.threshold_check(X, C_HAND)
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "")
+    assert rows[1].status == "FAIL", rows[1].note
+
+
+def test_claim6_planted_above_threshold_as_below_fails(monkeypatch):
     monkeypatch.setattr(claim6_threshold, "BELOW", 1.01)  # planted: "below" is above
     res = claim6_threshold.threshold_check(X1, C_HAND)
-    rows = claim6_threshold._rows("toy", 2, "hand", np.float64, res, "")
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "")
     assert rows[0].status == "FAIL" and rows[0].measured > 0
 
 
-def test_claim6_wrong_leaving_point_fails():
+def test_claim6_planted_damped_closed_form_fails(monkeypatch):
+    damped = claim6_threshold.closed_form
+    monkeypatch.setattr(claim6_threshold, "closed_form", lambda g: 0.99 * damped(g))
     res = claim6_threshold.threshold_check(X1, C_HAND)
-    res["argmin"] = 0  # planted: the minimum-margin point is elsewhere
-    rows = claim6_threshold._rows("toy", 2, "hand", np.float64, res, "")
-    assert rows[1].status == "FAIL"
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "")
+    assert rows[2].status == "FAIL"
+
+
+def test_claim6_planted_float32_path_that_drops_a_bit_fails(monkeypatch):
+    true_step = sk.centroid_step
+
+    def drops_a_bit(X, C, sigma=None, *, kind="softmax", **kw):
+        res = true_step(X, C, sigma, kind=kind, **kw)
+        if kind == "entmax15" and X.dtype == np.float32:
+            c = res.centroids.copy()
+            c.view(np.uint32)[0, 0] ^= 1  # the last bit of one coordinate
+            res = res._replace(centroids=c)
+        return res
+
+    res = claim6_threshold.threshold_check(X1, C_HAND)
+    assert "float32: 0 entries" in claim6_threshold.implementation_check(X1, C_HAND, res)[1]
+    monkeypatch.setattr(claim6_threshold.sk, "centroid_step", drops_a_bit)
+    impl = claim6_threshold.implementation_check(X1, C_HAND, res)
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "", impl)
+    assert rows[3].status == "FAIL" and "float32" in rows[3].note
 
 
 def test_claim6_run_on_blobs_passes():

@@ -351,7 +351,9 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         return source.responsibilities(C, self.assignment, self.sigma_)
 
     def transform(self, X):
-        """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform)."""
+        """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform); for
+        float32 X computed in float64 and rounded, as scikit-learn's (a row on its centre
+        is at distance 0)."""
         source, C = self._source(X)
         return source.distances(C)
 

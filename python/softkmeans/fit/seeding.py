@@ -49,6 +49,21 @@ def _check_n_clusters(n_clusters, n_samples):
     return n_clusters
 
 
+def _check_norms(x_squared_norms, n):
+    """scikit-learn's checks of x_squared_norms: its length first, whatever its number of
+    dimensions (its message for a 2-D array of the wrong length), then 1-D and finite."""
+    try:
+        shape = np.shape(x_squared_norms)
+    except ValueError:  # ragged: as_float_array names it
+        shape = ()
+    if len(shape) >= 1 and shape[0] != n:
+        raise ValueError(
+            f"The length of x_squared_norms {shape[0]} should be equal to the "
+            f"length of n_samples {n}."
+        )
+    v.as_float_array(x_squared_norms, "x_squared_norms", ndim=1, allow_empty=True)
+
+
 # Rows per block of the two-level search in `_draw` (block sums, then one block's cumsum).
 _BLOCK = 4096
 
@@ -117,12 +132,7 @@ def kmeans_plusplus(
     source = sources.source_of(X, sample_weight)
     n_clusters = _check_n_clusters(n_clusters, source.shape[0])
     if x_squared_norms is not None:
-        norms = v.as_float_array(x_squared_norms, "x_squared_norms", ndim=1, allow_empty=True)
-        if norms.shape[0] != source.shape[0]:
-            raise ValueError(
-                f"The length of x_squared_norms {norms.shape[0]} should be equal to the "
-                f"length of n_samples {source.shape[0]}."
-            )
+        _check_norms(x_squared_norms, source.shape[0])
     rng = check_random_state(random_state)
     if n_local_trials is not None:
         n_local_trials = v.check_int(n_local_trials, "n_local_trials", 1, allow_none=True)

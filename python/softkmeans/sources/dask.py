@@ -40,7 +40,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from .. import _native, _stats
 from .. import _validation as v
-from .base import Farthest, Source
+from .base import Farthest, Source, euclidean_distances
 from .dense import ArraySource, FeatureMoments
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
@@ -233,9 +233,7 @@ def _labels_block(X, C, n_threads):
 def _distances_block(X, C, n_threads):
     if X.shape[0] == 0:
         return np.empty((0, C.shape[0]), dtype=X.dtype)
-    X = v.check_data(X)
-    D = _native.sq_distances(X, C.astype(X.dtype), n_threads)
-    return np.sqrt(D, out=D)
+    return euclidean_distances(v.check_data(X), C, n_threads)
 
 
 def _proba_block(X, C, kind, sigma, n_threads):

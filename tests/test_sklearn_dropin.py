@@ -317,9 +317,7 @@ def test_float_precision_as_scikit_learn(container, seed):
             assert Xt[dtype].dtype == dtype
         rtol = 1e-4
         np.testing.assert_allclose(inertia[np.float32], inertia[np.float64], rtol=rtol)
-        np.testing.assert_allclose(
-            Xt[np.float32], Xt[np.float64], atol=Xt[np.float64].max() * rtol
-        )
+        np.testing.assert_allclose(Xt[np.float32], Xt[np.float64], atol=Xt[np.float64].max() * rtol)
         np.testing.assert_allclose(
             centers[np.float32], centers[np.float64], atol=centers[np.float64].max() * rtol
         )

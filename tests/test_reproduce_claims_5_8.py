@@ -213,8 +213,21 @@ def test_claim7_hand_path():
     # At 1.001 sigma_e only the fixed point C_1 has margin < 4 sigma^2: the iterate after
     # it (index 2) is the first to leave Lloyd's path.
     assert g["hi_pred"] == 2 and g["hi_first"] == 2
+    assert 0 < g["sigma_cond"] and g["cond_kept"]
     rows = claim7_trajectories._rows("toy", 2, g, "")
-    assert [r.status for r in rows] == ["PASS", "PASS", "PASS"]
+    assert [r.status for r in rows] == ["PASS"] * 5, [r.note for r in rows]
+
+
+def test_claim7_condition_is_sharp_on_a_path_near_a_tie():
+    # Lloyd from [0, 10] puts x = 5 with the five points near 1 (C_1 = [5/3, 10]); a
+    # softmax step pulls the lone centroid at 10 left faster than the other moves right,
+    # so x = 5 changes sides once sigma is a small factor above the certified sigma_cond.
+    X = np.array([[0.0], [0.5], [1.0], [1.5], [2.0], [5.0], [10.0]])
+    g = claim7_trajectories.analyse(X, np.array([[0.0], [10.0]]), _ctx(), 20, 16)
+    rows = claim7_trajectories._rows("tie", 2, g, "")
+    assert rows[2].status == "PASS", rows[2].note
+    lost = [s["ratio"] * g["sigma_e"] for s in g["scan"] if not s["kept"]]
+    assert lost and g["sigma_cond"] < lost[0] < 3 * g["sigma_cond"]
 
 
 def test_claim7_planted_violations_fail(monkeypatch):
@@ -223,9 +236,39 @@ def test_claim7_planted_violations_fail(monkeypatch):
     rows = claim7_trajectories._rows("toy", 2, g, "")
     assert rows[0].status == "FAIL"
     g["hi_pred"] += 1  # planted: a wrong departure step
-    g["scan"][0]["kept"] = False  # planted: partition lost although certified
     rows = claim7_trajectories._rows("toy", 2, g, "")
-    assert rows[1].status == "FAIL" and rows[2].status == "FAIL"
+    assert rows[1].status == "FAIL"
+
+
+def test_claim7_planted_wrong_constant_in_the_drift_bound_fails(monkeypatch):
+    monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e-30)  # planted: bound too small
+    g = claim7_trajectories.analyse(X1, C0_HAND, _ctx(), 20, 12)
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert rows[2].status == "FAIL", rows[2].note
+
+
+def test_claim7_planted_wrong_rate_fails():
+    g = claim7_trajectories.analyse(X1, C0_HAND, _ctx(), 20, 24)
+    g["delta_path"] *= 1.3  # planted: a faster rate than the path's margin
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert rows[3].status == "FAIL", rows[3].note
+
+
+def test_claim7_planted_native_bit_fails(monkeypatch):
+    true_step = sk.centroid_step
+
+    def drops_a_bit(X, C, sigma=None, *, kind="softmax", **kw):
+        res = true_step(X, C, sigma, kind=kind, **kw)
+        if kind == "entmax15":
+            c = res.centroids.copy()
+            c.view(np.uint64)[0, 0] ^= 1
+            res = res._replace(centroids=c)
+        return res
+
+    monkeypatch.setattr(claim7_trajectories.sk, "centroid_step", drops_a_bit)
+    g = claim7_trajectories.analyse(X1, C0_HAND, _ctx(), 20, 12)
+    rows = claim7_trajectories._rows("toy", 2, g, "")
+    assert [r.status for r in rows] == ["PASS"] * 4 + ["FAIL"]
 
 
 def test_claim7_tie_at_init_starts_after_it():
@@ -236,7 +279,7 @@ def test_claim7_tie_at_init_starts_after_it():
 
 def test_claim7_run_on_blobs_passes():
     rows = claim7_trajectories.run(_dataset(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 6
+    assert len(rows) == 10
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
 
 

@@ -65,16 +65,23 @@ def __getattr__(name):
 
 
 def _thread_limit(threads):
-    """A context limiting the OpenMP threads of the native core (threadpoolctl), or a no-op."""
+    """A context limiting the OpenMP threads of the native core to `threads` and BLAS to
+    one thread (threadpoolctl), or a no-op without threadpoolctl.
+
+    BLAS gets one thread always: the oracle's products are small ((n, k) by (n, d)), and
+    a multi-threaded OpenBLAS on a loaded 2-core machine made them 10 to 100 times slower.
+    """
     import contextlib
 
-    if threads is None:
-        return contextlib.nullcontext()
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         return contextlib.nullcontext()
-    return threadpool_limits(limits=int(threads), user_api="openmp")
+    stack = contextlib.ExitStack()
+    stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
+    if threads is not None:
+        stack.enter_context(threadpool_limits(limits=int(threads), user_api="openmp"))
+    return stack
 
 
 def run_all(quick, out_dir, datasets=None, claims=None, progress=print, seed=0, threads=None):

@@ -172,9 +172,9 @@ def first_order_error(X, C, x_values):
     for x in x_values:
         with np.errstate(under="ignore"):
             leak = np.exp(-gaps * x)  # (n, k), 0 at the own centroid
-        gain = leak.T @ X - leak.sum(axis=0)[:, None] * Cp  # sum_i e_ij (x_i - c+_j)
+        gain = (X.T @ leak).T - leak.sum(axis=0)[:, None] * Cp  # sum_i e_ij (x_i - c+_j)
         lost = leak.sum(axis=1)
-        loss = (onehot * lost[:, None]).T @ X - (onehot.T @ lost)[:, None] * Cp
+        loss = (X.T @ (onehot * lost[:, None])).T - (onehot.T @ lost)[:, None] * Cp
         out.append(float(np.linalg.norm((gain - loss) / N[:, None])))
     return np.array(out)
 

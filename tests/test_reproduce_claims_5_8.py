@@ -24,6 +24,7 @@ from softkmeans.experiments import (
     claim6_threshold,
     claim7_trajectories,
     claim8_fixed_points,
+    oracle,
 )
 
 X1 = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [14.0]])
@@ -290,32 +291,32 @@ def test_claim8_hessian_matches_finite_differences_of_gradients():
     X = _blobs(n=60, d=3, k=3)
     C = X[:3] + 0.1
     sigma = 0.8
-    H = claim8_fixed_points.hessian_dense(X, C, sigma)
+    H = oracle.softmax_hessian(X, C, sigma)
     h = 1e-6
     for m in range(C.size):
         E = np.zeros(C.size)
         E[m] = h
         E = E.reshape(C.shape)
-        gp = sk.gradients(X, C + E, sigma, kind="softmax")[1]
-        gm = sk.gradients(X, C - E, sigma, kind="softmax")[1]
+        gp = oracle.gradients(X, C + E, sigma)[1]
+        gm = oracle.gradients(X, C - E, sigma)[1]
         np.testing.assert_allclose(H[:, m], ((gp - gm) / (2 * h)).ravel(), rtol=1e-5, atol=1e-4)
-    V = np.random.default_rng(1).normal(size=C.shape)
-    np.testing.assert_allclose(
-        claim8_fixed_points.hessian_vector(X, C, sigma, V).ravel(), H @ V.ravel(), rtol=1e-10
-    )
+    lam = np.linalg.eigvalsh(H)[0]
+    assert oracle.softmax_hessian_min(X, C, sigma, dense_max=1) == pytest.approx(lam, rel=1e-8)
 
 
 def test_claim8_hand_fixed_point():
     a = claim8_fixed_points.analyse(X1, C_STAR, 40, 200)
     assert a["delta"] == pytest.approx(DELTA_STAR)
     assert a["slope"] == pytest.approx(-DELTA_STAR, rel=0.01)
-    # Cold: the Hessian is the hard one, 2 N_j I with N = (3, 3): lambda_min / (2 N_min) = 1.
-    assert min(v for i, v in a["eig"].items() if a["mask"][i]) > 0.9
+    # Cold: the Hessian is the hard one, 2 N_j I with N = (3, 3): lambda_min / (2 N_min) = 1;
+    # every sigma of the grid keeps the partition and gets a Hessian, the hottest included.
+    assert len(a["eig"]) == 40 and a["eig"][max(a["eig"])] > 0.99
+    assert 0 < a["eig"][0] < 1
     rows = claim8_fixed_points._rows("toy", 2, a, "")
-    assert [r.status for r in rows] == ["PASS", "PASS"]
+    assert [r.status for r in rows] == ["PASS"] * 3
 
 
-def test_claim8_saddle_and_wrong_rate_fail():
+def test_claim8_planted_saddle_wrong_rate_and_damped_fixed_point_fail():
     # Two centroids at the mean of two far clusters, sigma below the critical one: a saddle.
     X = np.array([[-5.0], [-4.0], [4.0], [5.0]])
     mean = np.zeros((2, 1)) + np.array([[1e-3], [-1e-3]])
@@ -324,12 +325,31 @@ def test_claim8_saddle_and_wrong_rate_fail():
     a["eig"] = {i: -0.5 for i in a["eig"]}  # planted: an indefinite Hessian
     a["delta"] = 1.3 * DELTA_STAR  # planted: a wrong predicted rate
     rows = claim8_fixed_points._rows("toy", 2, a, "")
-    assert [r.status for r in rows] == ["FAIL", "FAIL"]
+    assert [r.status for r in rows][:2] == ["FAIL", "FAIL"]
+
+
+def test_claim8_planted_damped_softmax_iteration_fails(monkeypatch):
+    true_fp = claim8_fixed_points.softmax_fixed_point
+
+    def damped(X, C, sigma, max_iter):  # planted: stops halfway to the fixed point
+        Cs, it, ok = true_fp(X, C, sigma, max_iter)
+        return C + 0.5 * (Cs - C), it, ok
+
+    monkeypatch.setattr(claim8_fixed_points, "softmax_fixed_point", damped)
+    a = claim8_fixed_points.analyse(X1, C_STAR, 40, 200)
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[1].status == "FAIL" and "stationary" in rows[1].note
+
+
+def test_claim8_empty_cluster_is_degenerate():
+    C = np.array([[1.0], [35.0 / 3.0], [100.0]])  # the third centroid has no point
+    a = claim8_fixed_points.analyse(X1, C, 20, 50)
+    assert "empty" in a["why"]
 
 
 def test_claim8_run_on_blobs_passes():
     rows = claim8_fixed_points.run(_dataset(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 4
+    assert len(rows) >= 6
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
 
 

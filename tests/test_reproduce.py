@@ -79,20 +79,41 @@ def test_quick_run_through_the_command_line(tmp_path, capsys):
     assert (tmp_path / "results.csv").is_file()
 
 
+# Rows that may say "hypothesis not met" in the quick run, and how many may: claim 2's two
+# rows report a search that did not find the other's minimum; claim 3's split row needs a
+# simple leading eigenvalue (the separated blobs have lambda_2 = 0.99 lambda_max).
+MAY_BE_NOT_MET = {
+    2: ("max over sigma of (min J - min F_sigma)", "||argmin F_sigma - argmin J||"),
+    3: ("sigma^2 = 0.95 lambda_max",),
+}
+NOT_MET_CAP = 8  # 6 in the run this was written against
+
+
 def test_quick_run_every_row_passes(quick_run):
-    """Every check PASSes, or reports with its numbers why the hypothesis is not met.
+    """Every row PASSes except the named ones, which may report (with their numbers) that
+    the hypothesis is not met, at most NOT_MET_CAP of them; every claim has PASS rows of
+    the oracle and of the implementation check.
 
     (Claims 6 and 7 found a core bug here: on the d <= 4, k <= 16 lane path the entmax15
     step summed in another order than the hard step; fixed, tests/test_exact_recovery.py.)
     """
     _, rows, lines = quick_run
-    assert rows
-    assert {r.claim for r in rows} >= {1, 2, 3, 4}
-    bad = [r for r in rows if r.status not in ("PASS", "hypothesis not met")]
-    assert not bad, "\n".join(f"{r.claim} {r.dataset} k={r.k} {r.quantity}: {r.note}" for r in bad)
-    for r in rows:
-        if r.status == "hypothesis not met":
-            assert r.note, r  # the numbers that explain it
+    assert {r.claim for r in rows} == set(range(1, 9))
+    fails = [r for r in rows if r.status == "FAIL"]
+    assert not fails, "\n".join(
+        f"{r.claim} {r.dataset} k={r.k} {r.quantity}: {r.note}" for r in fails
+    )
+    not_met = [r for r in rows if r.status == "hypothesis not met"]
+    for r in not_met:
+        assert r.note, r  # the numbers that explain it
+        allowed = MAY_BE_NOT_MET.get(r.claim, ())
+        assert r.quantity.startswith(allowed) if allowed else False, (r.claim, r.quantity, r.note)
+    assert len(not_met) <= NOT_MET_CAP, len(not_met)
+    for claim in range(1, 9):
+        mine = [r for r in rows if r.claim == claim]
+        assert any(r.quantity.startswith("implementation check") for r in mine), claim
+        decided = [r for r in mine if not r.quantity.startswith("implementation check")]
+        assert sum(r.status == "PASS" for r in decided) >= len(decided) // 2, claim
     # every claim ran on every quick data set, one progress line each
     progress = [ln for ln in lines if ln.startswith("[")]
     assert len(progress) == len({r.claim for r in rows}) * len(datasets.names(quick=True))
@@ -166,41 +187,67 @@ def test_claim1_planted_wrong_bound_fails():
 
 def test_claim1_run_passes_on_blobs():
     rows = claim1_bounds.run(_ds(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 2 * 3 * 2
+    assert len(rows) == 2 * (3 * 2 + 1)
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
+
+
+def test_claim1_planted_wrong_constant_fails(monkeypatch):
+    real = claim1_bounds.entropy_const
+    monkeypatch.setattr(claim1_bounds, "entropy_const", lambda kind, k: 0.5 * real(kind, k))
+    rows = claim1_bounds.run(_ds(_blobs()), [2], _ctx())
+    assert [r.status for r in rows] == ["FAIL"] * 6 + ["PASS"]
+
+
+def test_claim1_planted_native_objective_fails_the_implementation_check(monkeypatch):
+    real = sk.objective
+    monkeypatch.setattr(claim1_bounds.sk, "objective", lambda *a, **kw: real(*a, **kw) * (1 + 1e-9))
+    rows = claim1_bounds.run(_ds(_blobs()), [2], _ctx())
+    assert [r.status for r in rows] == ["PASS"] * 6 + ["FAIL"]
 
 
 # --------------------------------------------------------------------------- claim 2
 
 
-def test_claim2_hand_minima():
+def test_claim2_hand_minima_from_independent_searches():
     # {0, 1} and {10, 11}: min J = 4 x 1/4 = 1 at C = (0.5, 10.5).
     X = np.array([[0.0], [1.0], [10.0], [11.0]])
     starts = [np.array([[0.0], [11.0]]), np.array([[1.0], [10.0]])]
-    C_J, J_best, soft = claim2_gamma.minima(X, 2, [0.05, 0.5], starts, 100)
+    C_J, J_best = claim2_gamma.lloyd_minimum(X, starts, 100)
     assert J_best == pytest.approx(1.0)
     np.testing.assert_allclose(np.sort(C_J[:, 0]), [0.5, 10.5])
-    F, _ = soft[0.05][1], soft[0.05][0]
+    # The soft search never sees C_J: seeds at the data's ends, and annealing from the mean.
+    soft = claim2_gamma.soft_minima(
+        X, [0.05, 0.5], [np.array([[0.0], [1.0]])], 200, 5.0, np.random.default_rng(0)
+    )
+    F = soft[0.05][1]
     assert 0.0 <= J_best - F <= 2 * 0.05**2 * 4 * math.log(2) + 1e-12
     np.testing.assert_allclose(np.sort(soft[0.05][0][:, 0]), [0.5, 10.5], atol=1e-12)
+    res = claim2_gamma.sandwich(X, 2, [0.05, 0.5], C_J, J_best, soft)
+    row, _ = claim2_gamma._sandwich_row("toy", 2, res, [0.01, 0.1], "")
+    assert row.status == "PASS"
 
 
 def test_claim2_run_passes_on_blobs():
     rows = claim2_gamma.run(_ds(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 4
+    assert len(rows) == 6
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
 
 
-def test_claim2_planted_wrong_minimum_fails(monkeypatch):
-    real = claim2_gamma.minima
+def test_claim2_planted_wrong_constant_fails(monkeypatch):
+    monkeypatch.setattr(claim2_gamma, "CONST", 0.01)  # planted: 2 sigma^2 W (log k) / 100
+    rows = claim2_gamma.run(_ds(np.random.default_rng(0).normal(size=(300, 2))), [2], _ctx())
+    assert rows[0].status == "FAIL" and "certificate violated" in rows[0].note
 
-    def wrong(*args):
-        C_J, J_best, soft = real(*args)
-        return C_J, J_best - 1e3, soft  # planted: a "min J" below min F_sigma
 
-    monkeypatch.setattr(claim2_gamma, "minima", wrong)
-    rows = claim2_gamma.run(_ds(_blobs()), [2], _ctx())
-    assert rows[0].status == "FAIL"
+def test_claim2_planted_missed_minimum_is_not_found(monkeypatch):
+    real = claim2_gamma.lloyd_minimum
+
+    def poor(X, starts, max_iter):  # planted: the Lloyd restarts stop after one step
+        return real(X, starts, 1)
+
+    monkeypatch.setattr(claim2_gamma, "lloyd_minimum", poor)
+    rows = claim2_gamma.run(_ds(np.random.default_rng(0).normal(size=(300, 2))), [6], _ctx())
+    assert rows[0].status == "hypothesis not met" and "not found" in rows[0].note
 
 
 # --------------------------------------------------------------------------- claim 3
@@ -225,16 +272,23 @@ def test_claim3_measured_critical_sigma_is_sqrt_lambda_max():
 
 def test_claim3_run_passes_and_splits_along_e1():
     rows = claim3_critical.run(_ds(_anisotropic()), [2, 3], _ctx())
-    assert len(rows) == 6
+    assert len(rows) == 8
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
 
 
 def test_claim3_planted_wrong_critical_sigma_fails(monkeypatch):
     # planted: a critical sigma 10% too large; the collapse/split temperatures move with it
-    real = sk.critical_sigma
-    monkeypatch.setattr(claim3_critical.sk, "critical_sigma", lambda X: 1.1 * real(X))
+    real = claim3_critical.O.covariance_top
+    monkeypatch.setattr(claim3_critical.O, "covariance_top", lambda X: 1.21 * real(X))
     rows = claim3_critical.run(_ds(_anisotropic()), [2], _ctx())
-    assert [r.status for r in rows] == ["FAIL", "FAIL", "FAIL"]
+    assert [r.status for r in rows] == ["FAIL"] * 4
+
+
+def test_claim3_planted_native_critical_sigma_fails_the_implementation_check(monkeypatch):
+    real = sk.critical_sigma
+    monkeypatch.setattr(claim3_critical.sk, "critical_sigma", lambda X: 1.001 * real(X))
+    rows = claim3_critical.run(_ds(_anisotropic()), [2], _ctx())
+    assert [r.status for r in rows] == ["PASS"] * 3 + ["FAIL"]
 
 
 # --------------------------------------------------------------------------- claim 4
@@ -253,20 +307,32 @@ def test_claim4_hand_step():
 
 def test_claim4_run_passes_on_blobs():
     rows = claim4_preconditioned.run(_ds(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 2 * 5
+    assert len(rows) == 2 * 6
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
 
 
 def test_claim4_planted_wrong_gradient_fails(monkeypatch):
-    real = sk.gradients
+    real = claim4_preconditioned.O.gradients
 
     def scaled(*args, **kwargs):
         gx, gc = real(*args, **kwargs)
         return gx, 1.001 * gc  # planted: a gradient 0.1% off
 
-    monkeypatch.setattr(claim4_preconditioned.sk, "gradients", scaled)
+    monkeypatch.setattr(claim4_preconditioned.O, "gradients", scaled)
     rows = claim4_preconditioned.run(_ds(_blobs()), [2], _ctx())
     assert all(r.status == "FAIL" for r in rows)
+
+
+def test_claim4_planted_native_gradient_fails_the_implementation_check(monkeypatch):
+    real = sk.gradients
+
+    def scaled(*args, **kwargs):
+        gx, gc = real(*args, **kwargs)
+        return gx, 1.001 * gc
+
+    monkeypatch.setattr(claim4_preconditioned.sk, "gradients", scaled)
+    rows = claim4_preconditioned.run(_ds(_blobs()), [2], _ctx())
+    assert [r.status for r in rows] == ["PASS"] * 5 + ["FAIL"]
 
 
 # --------------------------------------------------------------------------- framework

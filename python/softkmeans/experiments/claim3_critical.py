@@ -22,6 +22,7 @@ import numpy as np
 
 import softkmeans as sk
 
+from . import oracle as O
 from ._common import FAIL, NOT_MET, PASS, Row, pyplot
 from ._util import subsample
 
@@ -34,7 +35,8 @@ GROWTH = 30.0  # (c): the split direction is read when the spread has grown this
 
 
 def _soft(X, C, sigma):
-    return sk.centroid_step(X, C, sigma, kind="softmax").centroids
+    """The oracle's softmax step (every verdict of this claim rests on it)."""
+    return O.step(X, C, sigma, "softmax")[0]
 
 
 def measured_critical_sigma(X, k, sigma, rng, max_matvec):
@@ -104,9 +106,9 @@ def trajectory(X, k, sigma, rng, n_steps, amplitude, stop_at=None):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
-    sc = sk.critical_sigma(X)
-    lam = sc * sc
+    X, sub_note = subsample(ds, ctx, 1000 if ctx.quick else 2000)
+    lam = O.covariance_top(X)
+    sc = math.sqrt(lam)
     Xc = X - X.mean(axis=0)
     evals, evecs = np.linalg.eigh(Xc.T @ Xc / X.shape[0])
     v1 = evecs[:, -1]
@@ -188,6 +190,26 @@ def run(ds, ks, ctx):
             )
         )
         figs[k] = (spread_hi, spread_lo)
+        # implementation check: the native critical sigma and soft step near the mean
+        C_near = X.mean(axis=0)[None, :] + 1e-2 * sc * rng.standard_normal((k, X.shape[1]))
+        got = sk.centroid_step(X, C_near, sc, kind="softmax").centroids
+        want = _soft(X, C_near, sc)
+        rel = max(
+            abs(sk.critical_sigma(X) / sc - 1.0),
+            float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-300),
+        )
+        rows.append(
+            Row(
+                NUMBER,
+                ds.name,
+                k,
+                "implementation check: native critical_sigma and softmax step vs oracle",
+                rel,
+                1e-10,
+                PASS if rel <= 1e-10 else FAIL,
+                "max relative difference (critical sigma; step near the mean at sigma_c)" + extra,
+            )  # fmt: skip
+        )
     _figure(ds, ctx, figs, sc)
     return rows
 

@@ -17,6 +17,7 @@ import numpy as np
 
 import softkmeans as sk
 
+from . import oracle as O
 from ._common import FAIL, PASS, Row
 from ._util import EPS, kpp, subsample
 
@@ -29,12 +30,11 @@ FRACTIONS = (0.05, 0.3, 1.0, 3.0)
 
 def step_error(X, C, sigma, kind):
     """max_j ||c+ - (c - g / (2N))||_inf / max(||c||_inf, ||c+||_inf) over non-empty clusters."""
-    res = sk.centroid_step(X, C, sigma, kind=kind)
-    _, grad_C = sk.gradients(X, C, sigma, kind=kind)
-    N = res.cluster_weights
+    new_all, N = O.step(X, C, sigma, kind)
+    _, grad_C = O.gradients(X, C, sigma, kind)
     live = N > np.finfo(np.float64).tiny
     pre = C[live] - grad_C[live] / (2.0 * N[live][:, None])
-    new = res.centroids[live]
+    new = new_all[live]
     scale = np.maximum(np.abs(C[live]).max(axis=1), np.abs(new).max(axis=1))
     scale = np.where(scale > 0, scale, 1.0)
     err = np.abs(new - pre).max(axis=1) / scale
@@ -43,19 +43,37 @@ def step_error(X, C, sigma, kind):
 
 def fd_error(X, C, sigma, kind, h, rng):
     """|FD directional derivative - <g, U>| / ||g|| along a random unit direction U."""
-    _, grad_C = sk.gradients(X, C, sigma, kind=kind)
+    _, grad_C = O.gradients(X, C, sigma, kind)
     U = rng.standard_normal(C.shape)
     U /= np.linalg.norm(U)
-    f_plus = sk.objective(X, np.ascontiguousarray(C + h * U), sigma, kind=kind)
-    f_minus = sk.objective(X, np.ascontiguousarray(C - h * U), sigma, kind=kind)
+    f_plus = O.objective(X, C + h * U, sigma, kind=kind)
+    f_minus = O.objective(X, C - h * U, sigma, kind=kind)
     fd = (f_plus - f_minus) / (2 * h)
     gnorm = float(np.linalg.norm(grad_C))
     return abs(fd - float(np.sum(grad_C * U))) / max(gnorm, 1e-300)
 
 
+IMPL_RTOL = 1e-10
+
+
+def implementation_check(X, C, sigmas):
+    """max relative difference of the native step and gradient from the oracle's."""
+    worst = 0.0
+    for kind, grid in (("hard", [None]), ("softmax", sigmas), ("entmax15", sigmas)):
+        for s in grid:
+            want_c = O.step(X, C, s, kind)[0]
+            got_c = sk.centroid_step(X, C, s, kind=kind).centroids
+            want_g = O.gradients(X, C, s, kind)[1]
+            got_g = sk.gradients(X, C, s, kind=kind)[1]
+            for got, want in ((got_c, want_c), (got_g, want_g)):
+                scale = max(float(np.abs(want).max()), 1e-300)
+                worst = max(worst, float(np.abs(got - want).max()) / scale)
+    return worst
+
+
 def run(ds, ks, ctx):
     X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
-    sc = sk.critical_sigma(X)
+    sc = float(np.sqrt(O.covariance_top(X)))
     sigmas = [f * sc for f in FRACTIONS]
     extra = f"; sigma/sigma_c in {{{', '.join(f'{f:g}' for f in FRACTIONS)}}}, k-means++ C"
     hard_extra = "; k-means++ C"
@@ -103,4 +121,17 @@ def run(ds, ks, ctx):
                     "per sigma: " + ", ".join(f"{e:.1e}" for e in fds) + extra,
                 )
             )
+        worst = implementation_check(X, C, sigmas)
+        rows.append(
+            Row(
+                NUMBER,
+                ds.name,
+                k,
+                "implementation check: native steps and dF/dc vs oracle (3 kinds)",
+                worst,
+                IMPL_RTOL,
+                PASS if worst <= IMPL_RTOL else FAIL,
+                "max relative difference over the sigma grid" + extra,
+            )  # fmt: skip
+        )
     return rows

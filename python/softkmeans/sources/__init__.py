@@ -14,14 +14,16 @@ C-contiguous NumPy array,   `ArraySource` (`dense`): the kernels read X in place
 np.memmap
 Fortran-ordered or strided  `RowBlockSource` (`dense`): bounded row blocks copied
 array, DataFrame values,    into one reused C-contiguous buffer, their statistics
-h5py / zarr datasets        merged in block order (SPEC.md, "Block statistics")
+h5py / zarr datasets        merged in block order (SPEC.md, "Block statistics");
+                            for a fit, an h5py / zarr dataset is first copied once
+                            into a temporary memory-mapped file (`spool`)
 scipy.sparse (any format)   `CSRSource` (`csr`): canonical CSR, stored entries only
 Dask array or DataFrame     `softkmeans.sources.dask.DaskSource`: block passes on
                             the workers, merged in a fixed tree (needs the extra)
 ==========================  ======================================================
 
 A new kind of input (a Parquet dataset, an Arrow table) is one new `Source` subclass, or
-a `LocalSource` with its own ``_blocks``, and its tests (tests/test_sources.py runs every
+a `LocalSource` with its own `blocks`, and its tests (tests/test_sources.py runs every
 source through every path of a fit).
 """
 

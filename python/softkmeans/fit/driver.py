@@ -122,7 +122,7 @@ class Fitter:
         if isinstance(init, str):
             seeds = source.seeding_source(k, rng)
             if init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(seeds, k, rng)
+                centers, _ = greedy_kmeans_plusplus(seeds, k, rng, centered=True)
             else:  # "random"
                 w = seeds.weights
                 idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())

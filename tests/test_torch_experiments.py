@@ -12,7 +12,14 @@ pytest.importorskip("torch")
 
 from conftest import make_blobs  # noqa: E402
 from softkmeans import cli  # noqa: E402
-from softkmeans.experiments import _common  # noqa: E402
+from softkmeans.experiments import (  # noqa: E402
+    _common,
+    _torch_common,
+    torch_codebook,
+    torch_contraction,
+    torch_gradients,
+    torch_updates,
+)
 from softkmeans.experiments import torch_experiments as te  # noqa: E402
 
 
@@ -39,15 +46,29 @@ def results(ctx):
 
     from softkmeans.experiments import _thread_limit
 
-    before, budget = torch.get_num_threads(), te.QUICK_BUDGET
+    before, budget = torch.get_num_threads(), _torch_common.QUICK_BUDGET
     torch.set_num_threads(1)
-    te.QUICK_BUDGET = 30
+    _torch_common.QUICK_BUDGET = 30
     try:
         with _thread_limit(1):
             return {n: e.run(_blobs(), ctx) for n, e in te.EXPERIMENTS.items()}
     finally:
         torch.set_num_threads(before)
-        te.QUICK_BUDGET = budget
+        _torch_common.QUICK_BUDGET = budget
+
+
+@pytest.fixture()
+def one_thread(monkeypatch):
+    import torch
+
+    from softkmeans.experiments import _thread_limit
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setattr(_torch_common, "QUICK_BUDGET", 30)
+    with _thread_limit(1):
+        yield
+    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("number", sorted(te.EXPERIMENTS))
@@ -64,6 +85,7 @@ def test_each_experiment_shows_its_effect_on_blobs(number, ctx, results):
 def test_gradient_table_spans_six_decades_and_tends_to_the_kmeans_gradient(results):
     _, [(_, head, body)] = results[9]
     ratios = sorted({float(row[1]) for row in body})
+    assert results[9][0][3].quantity.startswith("implementation check")
     assert ratios[-1] / ratios[0] >= 1e6
     coldest = [row for row in body if float(row[1]) == ratios[0]]
     for row in coldest:
@@ -102,3 +124,97 @@ def test_unknown_experiment_is_a_user_error(tmp_path, capsys):
     code = cli.main(["reproduce", "--torch", "--quick", "--claims", "3", "--out", str(tmp_path)])
     _, err = capsys.readouterr()
     assert code == 1 and "unknown experiment" in err
+
+
+# ------------------------------------------------------------- planted violations
+
+
+def _statuses(rows):
+    return [r.status for r in rows]
+
+
+def test_exp9_planted_gradient_through_r_only_fails(monkeypatch, ctx, one_thread):
+    # planted in the oracle: the data gradient flows through r only
+    monkeypatch.setattr(torch_gradients, "full_gradient", torch_gradients.through_r)
+    rows, _ = torch_gradients.gradient_norm(_blobs(), ctx)
+    assert [r.status for r in rows if "min ||dF/dx||" in r.quantity] == ["FAIL", "FAIL"]
+
+
+def test_exp9_planted_autograd_through_r_only_fails_the_implementation_check(
+    monkeypatch, ctx, one_thread
+):
+    import torch
+
+    skt = torch_gradients._skt()
+    real = skt.free_energy
+
+    def r_only(x, C, sigma, kind, *args, **kwargs):  # planted: D detached, r not
+        r = skt.responsibilities(x, C, sigma, kind)
+        D = torch.cdist(x.detach(), C).square()
+        return (r * D).sum() + 0.0 * real(x.detach(), C, sigma, kind)
+
+    monkeypatch.setattr(skt, "free_energy", r_only)
+    rows, _ = torch_gradients.gradient_norm(_blobs(), ctx)
+    impl = [r for r in rows if r.quantity.startswith("implementation check")]
+    assert _statuses(impl) == ["FAIL", "FAIL"]
+
+
+def test_exp10_planted_damped_closed_form_fails(monkeypatch, ctx, one_thread):
+    skt = torch_updates._skt()
+    real = skt.closed_form_update
+
+    def damped(x, C, sigma, *args, **kwargs):  # planted: half the closed-form step
+        new, stats = real(x, C, sigma, *args, **kwargs)
+        return C + 0.1 * (new - C), stats
+
+    monkeypatch.setattr(skt, "closed_form_update", damped)
+    rows, _ = torch_updates.update_rules(_blobs(), ctx)
+    assert rows[1].status == "FAIL", rows[1].note
+
+
+def test_exp11_planted_wrong_critical_constant_fails(monkeypatch, ctx, one_thread):
+    monkeypatch.setattr(torch_contraction, "CRITICAL", 0.1)  # planted: sigma^2 > lambda / 10
+    rows, _ = torch_contraction.contraction(_blobs(), ctx)
+    assert "FAIL" in _statuses(rows)
+
+
+def test_exp12_planted_soft_quantizer_that_is_hard_fails(monkeypatch, ctx, one_thread):
+    skt = torch_codebook._skt()
+    real = skt.VectorQuantizer
+
+    def always_hard(k, d, sigma=None, kind="hard", **kwargs):  # planted: kind ignored
+        return real(k, d, None, "hard", **kwargs)
+
+    monkeypatch.setattr(skt, "VectorQuantizer", always_hard)
+    rows, _ = torch_codebook.codebook_usage(_blobs(), ctx)
+    assert _statuses(rows) == ["FAIL", "FAIL"]
+
+
+# ------------------------------------------------------------------ Fashion-MNIST
+
+
+def test_fashion_mnist_idx_reader_and_install_hint(tmp_path, monkeypatch):
+    import gzip
+
+    import numpy as np
+
+    from softkmeans.experiments import datasets, fashion_mnist
+
+    images = np.arange(6 * 4, dtype=np.uint8).reshape(6, 2, 2)
+    header = b"".join(v.to_bytes(4, "big") for v in (2051, 6, 2, 2))
+    with gzip.open(tmp_path / "train-images-idx3-ubyte.gz", "wb") as f:
+        f.write(header + images.tobytes())
+    got = fashion_mnist.read_idx_images(tmp_path / "train-images-idx3-ubyte.gz")
+    np.testing.assert_array_equal(got, images.reshape(6, 4))
+    monkeypatch.setenv("SOFTKMEANS_FASHION_MNIST", str(tmp_path / "absent"))
+    with pytest.raises(datasets.Missing, match="apt-get install -y dataset-fashion-mnist"):
+        datasets.load("fashion5k")
+
+
+def test_fashion_mnist_loads_when_installed():
+    from softkmeans.experiments import datasets, fashion_mnist
+
+    if not fashion_mnist.available():
+        pytest.skip(f"Fashion-MNIST is not installed: {fashion_mnist.INSTALL}")
+    ds = datasets.load("fashion5k")
+    assert ds.X.shape == (fashion_mnist.N_KEEP, 784) and 0.0 <= ds.X.min() <= ds.X.max() <= 1.0

@@ -133,6 +133,21 @@ def _mnist5k():
     )
 
 
+def _fashion():
+    from . import fashion_mnist
+
+    if not fashion_mnist.available():
+        raise Missing(fashion_mnist.INSTALL)
+    return _finish(
+        "fashion5k",
+        fashion_mnist.load(SUBSAMPLE_SEED),
+        source=f"Debian dataset-fashion-mnist ({fashion_mnist.folder()}/train-images), "
+        f"{fashion_mnist.N_KEEP:,} of 60,000 images (seed {SUBSAMPLE_SEED}), 28 x 28 grey",
+        licence="MIT (Zalando Research)",
+        standardize=False,
+    )
+
+
 def _river(cls_name, name, source):
     def load():
         rd = _need("river.datasets", "river")
@@ -304,6 +319,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("flower", _sklearn_photo(1, "flower"), True, False, (2, 4, 8)),
     # other packages (the datasets extra)
     Spec("mnist5k", _mnist5k, True, False, (2, 5, 10)),
+    Spec("fashion5k", _fashion, True, False, (2, 5, 10)),
     Spec(
         "shuttle",
         _river(

@@ -148,6 +148,28 @@ def test_quick_run_report_starts_with_the_summary(quick_run):
     assert "licence" in text
 
 
+def test_quick_run_report_has_the_overview_per_data_set(quick_run):
+    out, rows, _ = quick_run
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Overview per data set" in text
+    overview = report.report_overview.per_dataset(rows, ["iris"])["iris"]
+    assert overview["sigma_c"] > 0 and overview["slope5"] >= 0.9 and overview["ratio7"] >= 1.0
+
+
+def test_prune_figures_keeps_only_linked_files(tmp_path):
+    (tmp_path / "figures").mkdir()
+    for name in ("claim5_rate_iris", "claim5_rate_wine", "overview_slopes"):
+        (tmp_path / "figures" / f"{name}.png").write_bytes(b"png")
+    (tmp_path / "report.md").write_text(
+        "# r\n- [a](figures/claim5_rate_iris.png)\n- [b](figures/claim5_rate_wine.png)\n"
+        "- [c](figures/overview_slopes.png)\ntext\n"
+    )
+    report.report_overview.prune_figures(tmp_path, ["iris", "overview"])
+    text = (tmp_path / "report.md").read_text()
+    assert "wine" not in text and "iris" in text and "overview" in text and "text" in text
+    assert not (tmp_path / "figures" / "claim5_rate_wine.png").exists()
+
+
 def test_quick_run_figures(quick_run):
     pytest.importorskip("matplotlib")
     out, _, _ = quick_run

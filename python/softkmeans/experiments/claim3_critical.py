@@ -106,7 +106,7 @@ def trajectory(X, k, sigma, rng, n_steps, amplitude, stop_at=None):
 
 
 def run(ds, ks, ctx):
-    X, sub_note = subsample(ds, ctx, 1000 if ctx.quick else 2000)
+    X, sub_note = subsample(ds, ctx, 2000 if ctx.quick else 5000)
     lam = O.covariance_top(X)
     sc = math.sqrt(lam)
     Xc = X - X.mean(axis=0)

@@ -9,6 +9,7 @@ import os
 import platform
 import sys
 
+from . import report_overview
 from ._common import FAIL, NOT_MET, PASS
 
 CSV_COLUMNS = ("claim", "dataset", "k", "measured", "predicted", "status", "quantity", "note")
@@ -149,6 +150,15 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
         "eigenvalue of the population covariance; critical sigma = sqrt(lambda_max).",
         "",
     ]
+    if set(numbers) & {3, 5, 7, 8}:
+        lines += report_overview.lines(rows, names, _num, _table)
+        report_overview.figures(out_dir, rows, names)
+    lines += [
+        "Every PASS of an oracle row is decided by `softkmeans.experiments.oracle` (NumPy and "
+        "SciPy from SPEC.md's definitions, float64, no `softkmeans` code); rows named "
+        "'implementation check' compare the native core (or PyTorch) with it.",
+        "",
+    ]
     for number in numbers:
         module = modules[number]
         mine = [r for r in rows if r.claim == number]
@@ -205,6 +215,8 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
     if figures:
         lines += [f"- [{p.name}](figures/{p.name})" for p in figures]
     else:
-        lines.append("none (matplotlib is not installed: `pip install 'softkmeans[plot]'`)")
+        lines.append(
+            "none: no figure was drawn (matplotlib is not installed: `pip install matplotlib`)"
+        )
     lines.append("")
     (out_dir / "report.md").write_text("\n".join(lines), encoding="utf-8")

@@ -1,0 +1,154 @@
+"""The report's reader's view: one row per data set of the quantities the paper states,
+and the figures that compare data sets (every number is read back from the rows)."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import re
+
+from ._common import PASS, pyplot
+
+HEAD = [
+    "data set",
+    "sigma_c",
+    "Delta_min (claim 5, C*)",
+    "slope / -Delta_min (claim 5)",
+    "sigma* = sqrt(Delta_min)/2",
+    "slope / -Delta* (claim 8)",
+    "sigma_part / sigma_cond (claim 7)",
+]
+
+
+def _pick(rows, claim, name, start, where=None):
+    """The row of the largest k whose quantity starts with `start` (and contains where)."""
+    mine = [
+        r
+        for r in rows
+        if r.claim == claim
+        and r.dataset == name
+        and r.quantity.startswith(start)
+        and (where is None or where in r.quantity)
+        and r.status == PASS
+    ]
+    return max(mine, key=lambda r: r.k) if mine else None
+
+
+def _sigma_c(rows, name):
+    r = _pick(rows, 3, name, "critical sigma measured")
+    return r.predicted if r else math.nan
+
+
+def per_dataset(rows, names):
+    """name -> dict of the overview's numbers (nan where the rows have none)."""
+    out = {}
+    for name in names:
+        c5 = _pick(rows, 5, name, "oracle: slope", "Lloyd fixed point")
+        c8 = _pick(rows, 8, name, "oracle: slope")
+        c7 = _pick(rows, 7, name, "oracle: softmax keeps")
+        dmin = -c5.predicted if c5 else math.nan
+        out[name] = {
+            "k5": c5.k if c5 else None,
+            "sigma_c": _sigma_c(rows, name),
+            "delta_min": dmin,
+            "slope5": c5.measured / c5.predicted if c5 else math.nan,
+            "sigma_star": math.sqrt(dmin) / 2 if dmin == dmin and dmin > 0 else math.nan,
+            "slope8": c8.measured / c8.predicted if c8 else math.nan,
+            "k8": c8.k if c8 else None,
+            "ratio7": c7.measured / c7.predicted if c7 and c7.predicted else math.nan,
+            "k7": c7.k if c7 else None,
+        }
+    return out
+
+
+def lines(rows, names, fmt, table):
+    """The overview table's markdown lines."""
+    data = per_dataset(rows, names)
+    body = []
+    for name in names:
+        d = data[name]
+        body.append(
+            [
+                name,
+                fmt(d["sigma_c"]),
+                fmt(d["delta_min"]) + (f" (k={d['k5']})" if d["k5"] else ""),
+                fmt(d["slope5"]),
+                fmt(d["sigma_star"]),
+                fmt(d["slope8"]) + (f" (k={d['k8']})" if d["k8"] else ""),
+                fmt(d["ratio7"]) + (f" (k={d['k7']})" if d["k7"] else ""),
+            ]
+        )
+    intro = (
+        "One row per data set, the largest k with a PASS row of each claim (the other k are "
+        "in the claims' tables): sigma_c = sqrt(lambda_max); Delta_min at Lloyd's fixed point "
+        "C* and the fitted log-slope of the softmax step's error over -Delta_min (claim 5: "
+        ">= 0.9 passes, the O(.) bound); sigma*, where entmax15 leaves Lloyd's step (claim 6); "
+        "the same slope for the softmax fixed point's distance to C* (claim 8); the largest "
+        "sigma keeping Lloyd's partition over the certified sigma_cond (claim 7: >= 1)."
+    )
+    return ["## Overview per data set", "", intro, "", *table(HEAD, body), ""]
+
+
+def figures(out_dir, rows, names):
+    """figures/overview_slopes.png and figures/overview_claim7.png; the paths written."""
+    plt = pyplot()
+    if plt is None or out_dir is None:
+        return []
+    folder = pathlib.Path(out_dir) / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = per_dataset(rows, names)
+    shown = [n for n in names if data[n]["slope5"] == data[n]["slope5"]]
+    written = []
+    if shown:
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * len(shown) + 2), 4.2))
+        x = range(len(shown))
+        ax.plot(x, [data[n]["slope5"] for n in shown], "o", label="claim 5: softmax step")
+        ax.plot(x, [data[n]["slope8"] for n in shown], "s", mfc="none", label="claim 8: C_sigma")
+        ax.axhline(1.0, color="k", lw=0.8, label="predicted rate")
+        ax.axhline(0.9, color="r", lw=0.8, ls=":", label="pass threshold (O(.) bound)")
+        ax.set_xticks(list(x), shown, rotation=70, fontsize=7)
+        ax.set_ylabel("fitted log-slope / (-Delta)  (dimensionless)")
+        ax.set_title("Rates across data sets (largest k, C = Lloyd's fixed point)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / "overview_slopes.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    shown = [n for n in names if data[n]["ratio7"] == data[n]["ratio7"]]
+    if shown:
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * len(shown) + 2), 4.2))
+        x = range(len(shown))
+        ax.semilogy(x, [data[n]["ratio7"] for n in shown], "o")
+        ax.axhline(1.0, color="k", lw=0.8, label="sigma_part = sigma_cond")
+        ax.set_xticks(list(x), shown, rotation=70, fontsize=7)
+        ax.set_ylabel("sigma_part / sigma_cond  (dimensionless)")
+        ax.set_title("Claim 7: how much hotter than certified the partition survives")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / "overview_claim7.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+LINK = re.compile(r"\]\((figures/[^)]+)\)")
+
+
+def prune_figures(out_dir, keep):
+    """Delete the figures of out_dir whose name contains none of `keep` (data set names or
+    'overview'), and drop report.md's lines that link to a deleted figure: a committed copy
+    of a run then links only to figures it has."""
+    out_dir = pathlib.Path(out_dir)
+    for path in (out_dir / "figures").glob("*.png"):
+        if not any(path.stem.endswith("_" + k) or path.stem.startswith(k) for k in keep):
+            path.unlink()
+    report = out_dir / "report.md"
+    kept = []
+    for line in report.read_text(encoding="utf-8").splitlines():
+        links = LINK.findall(line)
+        if links and not all((out_dir / link).is_file() for link in links):
+            continue
+        kept.append(line)
+    report.write_text("\n".join(kept) + "\n", encoding="utf-8")

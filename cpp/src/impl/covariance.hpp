@@ -107,7 +107,7 @@ inline void covariance_block(const double* A, const double* B, index_t rows, dou
     for (index_t i = 0; i < kCovMR; ++i) {
       const V a = vset<double>(A[r * kCovMR + i]);
 #pragma GCC unroll 4
-      for (index_t v = 0; v < kCovNV; ++v) acc[i][v] += a * b[v];
+      for (index_t v = 0; v < kCovNV; ++v) acc[i][v] = vfma(a, b[v], acc[i][v]);
     }
   }
 #pragma GCC unroll 8

@@ -115,7 +115,7 @@ inline void Engine<T>::shift_rows(const T* X, index_t rows, T* xb, T* xn) const 
         }
         transpose8(v);
 #pragma GCC unroll 8
-        for (index_t c = 0; c < 8; ++c) nrm += v[c] * v[c];
+        for (index_t c = 0; c < 8; ++c) nrm = vfma(v[c], v[c], nrm);
       }
       for (index_t l = l0; l < d; ++l)
         for (index_t q = 0; q < 8; ++q) {
@@ -143,8 +143,8 @@ inline void Engine<T>::micro(const T* xb, const T* cpan, const T* xn, const T* c
 #pragma GCC unroll 16
     for (index_t r = 0; r < MR; ++r) {
       const V xv = vset<T>(xb[r * d + l]);
-      a0[r] += xv * c0;
-      a1[r] += xv * c1;
+      a0[r] = vfma(xv, c0, a0[r]);
+      a1[r] = vfma(xv, c1, a1[r]);
     }
   }
   const V cn0 = vload(cnp), cn1 = vload(cnp + W);

@@ -34,7 +34,7 @@ inline void Engine<T>::direct(const T* X, index_t rows, T* out) const {
       V s = V{};
       for (int l = 0; l < D; ++l) {
         const V df = xs[l] - vload(ct.data() + l * kp + j);
-        s += df * df;
+        s = vfma(df, df, s);
       }
       vstore(o + j, s + vload(cpad.data() + j));
     }
@@ -53,7 +53,7 @@ inline RowMin<T> Engine<T>::direct_min2(const T* x) const {
     V s = vload(cpad.data() + j);
     for (int l = 0; l < D; ++l) {
       const V df = xs[l] - vload(ct.data() + l * kp + j);
-      s += df * df;
+      s = vfma(df, df, s);
     }
     m.push(s);
   }
@@ -88,7 +88,7 @@ inline void Engine<T>::lane_min2(const V* xv, V& v1, V& v2, VI& i1) const {
     V sv = V{};
     for (int l = 0; l < D; ++l) {
       const V df = xv[l] - c[j * D + l];
-      sv += df * df;
+      sv = vfma(df, df, sv);
     }
     const VI lt = sv < v1;
     v2 = vmin(v2, vmax(v1, sv));

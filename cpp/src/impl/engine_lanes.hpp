@@ -76,7 +76,7 @@ inline void Engine<T>::lanes_min2(const T* xg, const V* xnv, index_t j_begin, in
       for (index_t c = 0; c < LC; ++c) {
         const V cv = vset<T>(cb[l * LC + c]);
 #pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q) a[q][c] += xv[q] * cv;
+        for (index_t q = 0; q < LR; ++q) a[q][c] = vfma(xv[q], cv, a[q][c]);
       }
     }
     VI jv = VI{} + static_cast<Int>(j0);
@@ -87,7 +87,7 @@ inline void Engine<T>::lanes_min2(const T* xg, const V* xnv, index_t j_begin, in
       for (index_t q = 0; q < LR; ++q) {
         // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
         // micro-kernel's (xn + cn) - (a + a) bit for bit.
-        const V u = (xn[q] + cnv) - a[q][c] * T(2);
+        const V u = vfma(a[q][c], vset<T>(T(-2)), xn[q] + cnv);
         const V dist = Clamp ? vmax(u, V{}) : u;
         const VI lt = dist < v1[q];
         v2[q] = vmin(v2[q], vmax(v1[q], dist));
@@ -146,7 +146,7 @@ inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* 
 #pragma GCC unroll 8
         for (index_t c = 0; c < 8; ++c) {
           *reinterpret_cast<OU*>(xg + (l0 + c) * G + b * 8) = r[c];
-          nrm[b] += r[c] * r[c];
+          nrm[b] = vfma(r[c], r[c], nrm[b]);
         }
       }
     }
@@ -157,7 +157,7 @@ inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* 
 #pragma GCC unroll 16
         for (index_t b = 0; b < P; ++b) {
           const O v = *reinterpret_cast<const OU*>(xg + l * G + b * 8);
-          nrm[b] += v * v;
+          nrm[b] = vfma(v, v, nrm[b]);
         }
     }
 #pragma GCC unroll 16
@@ -178,7 +178,7 @@ inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* 
 #pragma GCC unroll 16
       for (index_t b = 0; b < LR; ++b) {
         const V v = vload(xg + l * G + b * W);
-        nrm[b] += v * v;
+        nrm[b] = vfma(v, v, nrm[b]);
       }
 #pragma GCC unroll 16
     for (index_t b = 0; b < LR; ++b) xn[b] = nrm[b];

@@ -183,8 +183,11 @@ void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
   std::vector<std::vector<double>> cv(nt, std::vector<double>(round_up(k, VT<double>::W)));
   std::vector<std::vector<std::int64_t>> ci(nt, std::vector<std::int64_t>(k));
   const std::atomic<int>* cancel = thread_cancel_flag();
-  // Rows in lane groups of W where k is small, one by one otherwise (and the
-  // last n % W rows).
+  // Rows in lane groups of W where k is small, one by one otherwise. The last
+  // n % W rows of a small k take the lanes too, padded with zero rows: which
+  // rows are in a full group depends on W, and the lanes' tau (the sort's) and
+  // entmax15_row's (Newton's closed form) may differ in the last bit, so every
+  // row of a small k takes the lanes at every level.
   constexpr index_t W = VT<double>::W;
   const index_t group = k <= kEntmaxLaneK ? W : 1;
   const index_t n_groups = n / group;
@@ -199,7 +202,15 @@ void entmax15(const T* Z, index_t n, index_t k, T* R, int n_threads) {
       entmax15_row(Z + i * k, k, R + i * k, cv[th].data(), ci[th].data());
     }
   }
-  for (index_t i = n_groups * group; i < n; ++i)
+  const index_t i_tail = n_groups * group;
+  if (group > 1 && i_tail < n) {
+    std::vector<T> zb(group * k, T(0)), ob(group * k);
+    std::copy(Z + i_tail * k, Z + n * k, zb.begin());
+    entmax15_lane_rows(zb.data(), k, ob.data());
+    std::copy(ob.begin(), ob.begin() + (n - i_tail) * k, R + i_tail * k);
+    return;
+  }
+  for (index_t i = i_tail; i < n; ++i)
     entmax15_row(Z + i * k, k, R + i * k, cv[0].data(), ci[0].data());
 }
 

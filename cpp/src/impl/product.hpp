@@ -12,7 +12,10 @@ namespace SOFTKMEANS_ISA {
 
 // The MB rows l0 .. l0 + MB of St over the columns j .. j + JB W, from the
 // live rows of the block: per row, JB loads of R and MB broadcasts of A feed
-// MB * JB multiply-adds held in registers.
+// MB * JB multiply-adds held in registers. The registers start from St's
+// entries and end in them: each entry of St is one running sum of its rows'
+// products in row order, however the rows are cut into blocks (whose size
+// depends on the unit's vector width; SPEC.md, "Determinism across machines").
 template <index_t MB, index_t JB, typename T>
 inline void rt_x_tile(const T* A, index_t lda, const T* R, index_t ldr, const std::int32_t* live,
                       index_t cnt, index_t kp, T* St, index_t l0, index_t j) {
@@ -22,7 +25,7 @@ inline void rt_x_tile(const T* A, index_t lda, const T* R, index_t ldr, const st
 #pragma GCC unroll 8
   for (index_t q = 0; q < MB; ++q)
 #pragma GCC unroll 4
-    for (index_t b = 0; b < JB; ++b) acc[q][b] = V{};
+    for (index_t b = 0; b < JB; ++b) acc[q][b] = vload(St + (l0 + q) * kp + j + b * W);
   for (index_t c = 0; c < cnt; ++c) {
     const index_t r = live[c];
     V rv[JB];
@@ -32,16 +35,13 @@ inline void rt_x_tile(const T* A, index_t lda, const T* R, index_t ldr, const st
     for (index_t q = 0; q < MB; ++q) {
       const V a = vset<T>(A[r * lda + l0 + q]);
 #pragma GCC unroll 4
-      for (index_t b = 0; b < JB; ++b) acc[q][b] += a * rv[b];
+      for (index_t b = 0; b < JB; ++b) acc[q][b] = vfma(a, rv[b], acc[q][b]);
     }
   }
 #pragma GCC unroll 8
   for (index_t q = 0; q < MB; ++q)
 #pragma GCC unroll 4
-    for (index_t b = 0; b < JB; ++b) {
-      T* s = St + (l0 + q) * kp + j + b * W;
-      vstore(s, vload(s) + acc[q][b]);
-    }
+    for (index_t b = 0; b < JB; ++b) vstore(St + (l0 + q) * kp + j + b * W, acc[q][b]);
 }
 
 // The rows l0 .. l0 + rem of St (rem < MB) by a tile of rem rows.

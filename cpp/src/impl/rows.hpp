@@ -160,15 +160,23 @@ inline double softmax_row(T* row, index_t kp, T m1, T inv_t, bool normalize,
   constexpr index_t W = VT<T>::W;
   const V vm = vset<T>(m1);
   const GapExp<T> ex(inv_t);
-  V acc = V{};
-  for (index_t j = 0; j < kp; j += W) {
-    const V s = ex.scaled(vload(row + j) - vm);
-    const V e = ex.exp(s);
-    vstore(row + j, e);
-    acc += e;
-    if (nz) nz[j / W] = !all_less(s, ex.lo);
+  // The sum in virtual lanes (vec.hpp): the padding's exact zeros, and the
+  // vectors past kp (a narrower unit's), add nothing.
+  V acc[kVirtual];
+  for (index_t v = 0; v < kVirtual; ++v) acc[v] = V{};
+  for (index_t j0 = 0; j0 < kp; j0 += kVirtual * W) {
+#pragma GCC unroll 4
+    for (index_t v = 0; v < kVirtual; ++v) {
+      const index_t j = j0 + v * W;
+      if (kVirtual > 1 && j >= kp) break;
+      const V s = ex.scaled(vload(row + j) - vm);
+      const V e = ex.exp(s);
+      vstore(row + j, e);
+      acc[v] += e;
+      if (nz) nz[j / W] = !all_less(s, ex.lo);
+    }
   }
-  const double sum = lane_sum(acc);
+  const double sum = virtual_lane_sum(acc);
   if (normalize) {
     const V sc = vset<T>(static_cast<T>(1.0 / sum));
     for (index_t j = 0; j < kp; j += W) vstore(row + j, vload(row + j) * sc);
@@ -243,7 +251,7 @@ inline double entmax_tau_sorted(double* u, std::int64_t* idx, index_t count) {
 
 // Count, sum, sum of squares and minimum of d = u - lo over the u > lo of
 // u (count rounded up to double vectors; the padding <= lo): one vector pass,
-// lanes summed in a fixed order.
+// in virtual lanes (vec.hpp; entry a in lane a % 8), the lanes summed in order.
 struct EntmaxSums {
   double n, s1, s2, mn;
 };
@@ -251,23 +259,30 @@ inline EntmaxSums entmax_sums_above(const double* u, index_t count, double lo) {
   using V = VT<double>::v;
   constexpr index_t W = VT<double>::W;
   const V vlo = vset(lo), one = vset(1.0), inf = vset(std::numeric_limits<double>::infinity());
-  V n = V{}, s1 = V{}, s2 = V{}, mn = inf;
-  for (index_t a = 0; a < count; a += W) {
-    const V d = vload(u + a) - vlo;
-    const auto in = d > V{};
-    const V dp = in ? d : V{};
-    n += in ? one : V{};
-    s1 += dp;
-    s2 += dp * dp;
-    mn = vmin(mn, in ? d : inf);
+  V n[kVirtual], s1[kVirtual], s2[kVirtual], mn = inf;
+  for (index_t v = 0; v < kVirtual; ++v) n[v] = s1[v] = s2[v] = V{};
+  for (index_t a0 = 0; a0 < count; a0 += kVirtual * W) {
+#pragma GCC unroll 4
+    for (index_t v = 0; v < kVirtual; ++v) {
+      const index_t a = a0 + v * W;
+      if (kVirtual > 1 && a >= count) break;
+      const V d = vload(u + a) - vlo;
+      const auto in = d > V{};
+      const V dp = in ? d : V{};
+      n[v] += in ? one : V{};
+      s1[v] += dp;
+      s2[v] = vfma(dp, dp, s2[v]);
+      mn = vmin(mn, in ? d : inf);
+    }
   }
   EntmaxSums r{0.0, 0.0, 0.0, mn[0]};
-  for (index_t q = 0; q < W; ++q) {
-    r.n += n[q];
-    r.s1 += s1[q];
-    r.s2 += s2[q];
-    r.mn = std::min(r.mn, mn[q]);
-  }
+  for (index_t v = 0; v < kVirtual; ++v)
+    for (index_t q = 0; q < W; ++q) {
+      r.n += n[v][q];
+      r.s1 += s1[v][q];
+      r.s2 += s2[v][q];
+      r.mn = std::min(r.mn, mn[q]);
+    }
   return r;
 }
 

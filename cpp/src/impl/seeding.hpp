@@ -37,7 +37,7 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
       const V cv = load(Cg + l * G);
       for (index_t q = 0; q < kPPRows; ++q) {
         const V df = splat(X[(i + q) * d + l]) - cv;
-        acc[q] += df * df;
+        acc[q] = vfma(df, df, acc[q]);
       }
     }
     for (index_t q = 0; q < kPPRows; ++q) {
@@ -64,7 +64,7 @@ VD group_potentials(const T* X, index_t d, const double* w, const double* closes
     V acc = V{};
     for (index_t l = 0; l < d; ++l) {
       const V df = splat(X[i * d + l]) - load(Cg + l * G);
-      acc += df * df;
+      acc = vfma(df, df, acc);
     }
     const VD dv = __builtin_convertvector(acc, VD);
     const VD cl = VD{} + closest[i];

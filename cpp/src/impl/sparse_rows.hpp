@@ -138,7 +138,7 @@ struct CsrDistances {
       const V vv = vset<T>(X.val[e]);
       const T* c = ct.data() + static_cast<index_t>(X.col[e]) * kp + j;
 #pragma GCC unroll 8
-      for (int b = 0; b < B; ++b) acc[b] += vv * vload(c + b * W);
+      for (int b = 0; b < B; ++b) acc[b] = vfma(vv, vload(c + b * W), acc[b]);
     }
 #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) {

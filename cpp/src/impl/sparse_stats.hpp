@@ -76,7 +76,7 @@ struct CsrSoftmaxAccumulator {
       const double v = static_cast<double>(X.val[e]);
       double* st = c.S.data() + static_cast<index_t>(X.col[e]) * k;
 #pragma omp simd
-      for (index_t j = 0; j < k; ++j) st[j] += v * g[j];
+      for (index_t j = 0; j < k; ++j) st[j] = lane_mul_add(v, g[j], st[j]);
     }
   }
   void finish(std::vector<ChunkStats>& chunks) const {

@@ -28,7 +28,13 @@ namespace SOFTKMEANS_ISA {
 // Hard and entmax15, direct path (d <= kSmallDim), k <= kLaneAccK, no grad_X:
 // W rows per vector, distances, argmin, margin and the accumulation of N, S
 // and J by label masks, all in the lanes (one masked add per centroid and
-// coordinate per W rows).
+// coordinate per W rows). The partials live in VW = 64 / sizeof(T) virtual
+// lanes whatever the unit's W (16 floats, 8 doubles: AVX-512's), row i of a
+// tile in lane i % VW (a tile is one block here, starting at a multiple of
+// kRowTile), the W-row vectors of a narrower unit taking their VW / W slices
+// in turn: each lane sums the same rows in the same order at every level, and
+// the fold adds the VW lanes in order (SPEC.md, "Determinism across
+// machines").
 //
 // entmax15 (K == Kind::entmax15) shares the hard code: a lane whose margin is
 // >= 4 sigma^2 (> 0) is one-hot (StatsPass::assign_row's test, in double), and
@@ -48,8 +54,10 @@ struct LaneAccumulator {
   using VI = typename VT<T>::i;
   using Int = typename Engine<T>::Int;
   static constexpr index_t W = VT<T>::W;
+  static constexpr index_t VW = 64 / static_cast<index_t>(sizeof(T));
+  static_assert(VW % W == 0, "virtual lanes");
   struct Tile {
-    // lanes (k (d + 1) + 2, W): N_j (k rows), S_jl (k d rows), J, min margin.
+    // lanes (k (d + 1) + 2, VW): N_j (k rows), S_jl (k d rows), J, min margin.
     std::vector<T> lanes;
     // entmax15 rows that are not one-hot: S (k, d) (with sums), N (k,) (with
     // sums), their sum of w_i extra_i, and whether anything was added.
@@ -76,8 +84,8 @@ struct LaneAccumulator {
   }
 
   void init(Tile& t) const {
-    t.lanes.assign((k * (d + 1) + 2) * W, T(0));
-    std::fill(t.lanes.end() - W, t.lanes.end(), std::numeric_limits<T>::infinity());
+    t.lanes.assign((k * (d + 1) + 2) * VW, T(0));
+    std::fill(t.lanes.end() - VW, t.lanes.end(), std::numeric_limits<T>::infinity());
     if (kEntmax && sums) {
       t.S.assign(k * d, T(0));
       t.N.assign(k, 0.0);
@@ -97,10 +105,11 @@ struct LaneAccumulator {
     const T* X = p.X + i0 * D;
     const double* w = p.w + i0;
     std::int64_t* labels = p.labels ? p.labels + i0 : nullptr;
-    T* acc = t.lanes.data();
-    T* jacc = acc + k * (D + 1) * W;
-    T* macc = jacc + W;
     for (index_t r0 = 0; r0 < rows; r0 += W) {
+      // This vector's slice of the virtual lanes (i0 % VW == 0).
+      T* acc = t.lanes.data() + r0 % VW;
+      T* jacc = acc + k * (D + 1) * VW;
+      T* macc = jacc + VW;
       const index_t rn = std::min<index_t>(W, rows - r0);
       alignas(64) T wt[W];
       for (index_t q = 0; q < W; ++q) wt[q] = q < rn ? static_cast<T>(w[r0 + q]) : T(0);
@@ -111,7 +120,7 @@ struct LaneAccumulator {
       const V wv = vload(wt);  // padding lanes weigh 0
       if (labels)
         for (index_t q = 0; q < rn; ++q) labels[r0 + q] = static_cast<std::int64_t>(i1[q]);
-      vstore(jacc, vload(jacc) + wv * v1);
+      vstore(jacc, vfma(wv, v1, vload(jacc)));
       const V gap = v2 - v1;
       vstore(macc, vmin(vload(macc), wv > V{} ? gap : vset<T>(inf)));
       unsigned rowwise = 0;  // lanes taken row by row (entmax15, not one-hot)
@@ -145,15 +154,15 @@ struct LaneAccumulator {
   template <int D, bool Keep>
   void masked_adds(T* acc, const V* xv, V wv, VI i1, VI keep) const {
     T* nacc = acc;
-    T* sacc = acc + k * W;
+    T* sacc = acc + k * VW;
     V wx[D];
     for (int l = 0; l < D; ++l) wx[l] = wv * xv[l];
     for (index_t j = 0; j < k; ++j) {
       VI hit = i1 == (VI{} + static_cast<Int>(j));
       if constexpr (Keep) hit &= keep;
-      vstore(nacc + j * W, vload(nacc + j * W) + (hit ? wv : V{}));
+      vstore(nacc + j * VW, vload(nacc + j * VW) + (hit ? wv : V{}));
       for (int l = 0; l < D; ++l) {
-        T* sp = sacc + (j * D + l) * W;
+        T* sp = sacc + (j * D + l) * VW;
         vstore(sp, vload(sp) + (hit ? wx[l] : V{}));
       }
     }
@@ -185,23 +194,23 @@ struct LaneAccumulator {
     T* a = t.lanes.data();
     auto lane_sum = [&](T* v) {
       double s = 0.0;
-      for (index_t q = 0; q < W; ++q) {
+      for (index_t q = 0; q < VW; ++q) {
         s += static_cast<double>(v[q]);
         v[q] = T(0);
       }
       return s;
     };
     if (sums) {
-      for (index_t j = 0; j < k; ++j) chunk.N[j] += lane_sum(a + j * W);
-      for (index_t q = 0; q < k * d; ++q) chunk.S[q] += lane_sum(a + (k + q) * W);
+      for (index_t j = 0; j < k; ++j) chunk.N[j] += lane_sum(a + j * VW);
+      for (index_t q = 0; q < k * d; ++q) chunk.S[q] += lane_sum(a + (k + q) * VW);
     } else {
-      std::fill(a, a + k * (d + 1) * W, T(0));
+      std::fill(a, a + k * (d + 1) * VW, T(0));
     }
-    const double jt = lane_sum(a + k * (d + 1) * W);
+    const double jt = lane_sum(a + k * (d + 1) * VW);
     chunk.J += jt;
     chunk.obj += jt;
-    T* m = a + (k * (d + 1) + 1) * W;
-    for (index_t q = 0; q < W; ++q) {
+    T* m = a + (k * (d + 1) + 1) * VW;
+    for (index_t q = 0; q < VW; ++q) {
       chunk.mm = std::min(chunk.mm, static_cast<double>(m[q]));
       m[q] = std::numeric_limits<T>::infinity();
     }
@@ -290,8 +299,8 @@ struct SparseAccumulator {
     const V fv = vset<T>(f);
     T* sj = t.S.data() + j * d;
     index_t l = 0;
-    for (; l + W <= d; l += W) vstore(sj + l, vload(sj + l) + fv * vload(x + l));
-    for (; l < d; ++l) sj[l] += f * x[l];
+    for (; l + W <= d; l += W) vstore(sj + l, vfma(fv, vload(x + l), vload(sj + l)));
+    for (; l < d; ++l) sj[l] = lane_mul_add(f, x[l], sj[l]);  // the lanes' bits
   }
   void block_end(Tile&, const Workspace<T>&, index_t) const {}
   void fold(Tile& t, ChunkStats& chunk) const {

@@ -126,10 +126,9 @@ struct StatsPass {
 
 // a * b rounded to double and never fused into the add that consumes it.
 // NOTE: the chunk sums of the objective and of J are sum += w_i o_i with the
-// product rounded first, as the core has always computed them; under
-// -ffp-contract=fast the compiler may otherwise fuse it into an FMA or not
-// depending on the shape of the surrounding code, and the bits would change
-// with unrelated edits.
+// product rounded first, as the core has always computed them. The units are
+// compiled with -ffp-contract=off now (vec.hpp, vfma), so nothing is fused
+// unasked; the barrier stays for a build that passes -ffp-contract=fast.
 inline double rounded_product(double a, double b) {
   double p = a * b;
 #if defined(__x86_64__) || defined(__i386__)

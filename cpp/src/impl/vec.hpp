@@ -172,28 +172,57 @@ inline bool any_less_equal(V a, V b) {
   return lane_bits<Cmp::le>(a, b) != 0;
 }
 
-// a * b + c as the unit's vector code computes it: rounded once where the
-// unit targets FMA (its vector expressions are contracted under
-// -ffp-contract=fast), twice where it does not (the SSE2 unit). For scalar
-// code that must give a lane's bits: the vectorizer may turn a scalar loop's
-// `s += v * v` into a vector multiply and in-order adds, never fused.
+// a * b + c rounded once (a fused multiply-add), at every level: the one
+// multiply-add of the kernels. NOTE: every unit is compiled with
+// -ffp-contract=off (CMakeLists.txt), so the compiler fuses nothing by itself
+// and an expression's bits do not depend on what it chose to contract in
+// which unit (SPEC.md, "Determinism across machines"); the kernels spell each
+// multiply-add they want fused with these. The AVX units use the FMA
+// instructions; the scalar unit (SSE2, no FMA) calls fma/fmaf per lane
+// (glibc's run the FMA instruction where the CPU has it, an exact emulation
+// where not): the same bits, slower.
 template <typename T>
 inline T lane_mul_add(T a, T b, T c) {
-#if defined(__FMA__)
   return __builtin_fma(a, b, c);
-#else
-  return a * b + c;
-#endif
 }
 template <>
 inline float lane_mul_add(float a, float b, float c) {
-#if defined(__FMA__)
   return __builtin_fmaf(a, b, c);
-#else
-  return a * b + c;
-#endif
 }
-
+template <typename V>
+inline V vfma(V a, V b, V c) {
+  using E = std::remove_reference_t<decltype(a[0])>;
+  constexpr bool f32 = std::is_same<E, float>::value;
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64) {
+    if constexpr (f32)
+      return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    else
+      return (V)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+  }
+#endif
+#if defined(__FMA__)
+  if constexpr (sizeof(V) == 32) {
+    if constexpr (f32)
+      return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    else
+      return (V)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+  } else if constexpr (sizeof(V) == 64) {
+    // Two halves (the AVX2 unit's 64-byte vectors).
+    typedef E H __attribute__((vector_size(32)));
+    H a2[2], b2[2], c2[2];
+    __builtin_memcpy(a2, &a, 64);
+    __builtin_memcpy(b2, &b, 64);
+    __builtin_memcpy(c2, &c, 64);
+    a2[0] = vfma(a2[0], b2[0], c2[0]);
+    a2[1] = vfma(a2[1], b2[1], c2[1]);
+    __builtin_memcpy(&a, a2, 64);
+    return a;
+  }
+#endif
+  for (std::size_t q = 0; q < sizeof(V) / sizeof(E); ++q) a[q] = lane_mul_add<E>(a[q], b[q], c[q]);
+  return a;
+}
 // The square root of each lane, correctly rounded (std::sqrt's bits).
 template <typename V>
 inline V vsqrt(V x) {
@@ -261,26 +290,54 @@ __attribute__((always_inline)) inline void transpose8(U* r) {
   }
 }
 
-// The sum of a vector's lanes in double: float lanes widened in two halves
-// (lanes q and q + W/2 added in double first), then the tree. A chain of W
-// scalar converts and adds was 15% of the softmax row loop.
-inline double lane_sum(vd v) { return lanes_sum_tree<VT<double>::W / 2>(v)[0]; }
-inline double lane_sum(vf v) {
-  vd lo, hi;
+// Virtual lanes: a sum kept in lanes is kept in VW = 64 bytes of them
+// whatever the unit's width (16 floats or 8 doubles, AVX-512's vector), as
+// kVirtual vectors of the unit (AVX-512 one, AVX2 two halves, the scalar
+// unit's SSE2 four quarters): entry j of a row goes to virtual lane j % VW,
+// each lane adds its entries in order, and virtual_lane_sum reduces the VW
+// lanes by one fixed pairwise tree. So the sum has the same bits at every
+// level (SPEC.md, "Determinism across machines").
+inline constexpr index_t kVirtual = 64 / SOFTKMEANS_VEC_BYTES;
+
+// f [out] (2,): the float lanes of v in double, lanes 0 .. W/2 and W/2 .. W.
+inline void widen(vf v, vd* f) {
 #if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
-  lo = (vd)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v));
-  hi = (vd)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd((__m512d)v, 1)));
+  f[0] = (vd)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v));
+  f[1] = (vd)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd((__m512d)v, 1)));
 #elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
-  lo = (vd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
-  hi = (vd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
+  f[0] = (vd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
+  f[1] = (vd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
 #else
   constexpr index_t H = VT<double>::W;
   for (index_t q = 0; q < H; ++q) {
-    lo[q] = static_cast<double>(v[q]);
-    hi[q] = static_cast<double>(v[q + H]);
+    f[0][q] = static_cast<double>(v[q]);
+    f[1][q] = static_cast<double>(v[q + H]);
   }
 #endif
-  return lane_sum(lo + hi);
+}
+
+// The sum of VW virtual lanes of doubles held in c vectors v [in/out] (the
+// lanes in order): lane q + VW/2 added to lane q, then VW/4, ... 1 (the
+// vectors halved first, then lanes_sum_tree inside the last one).
+inline double virtual_tree(vd* v, index_t c) {
+  for (; c > 1; c /= 2)
+    for (index_t i = 0; i < c / 2; ++i) v[i] = v[i] + v[i + c / 2];
+  return lanes_sum_tree<VT<double>::W / 2>(v[0])[0];
+}
+// acc [in] (kVirtual,): the virtual lanes of a double sum (8 lanes).
+inline double virtual_lane_sum(const vd* acc) {
+  vd v[kVirtual];
+  for (index_t i = 0; i < kVirtual; ++i) v[i] = acc[i];
+  return virtual_tree(v, kVirtual);
+}
+// acc [in] (kVirtual,): the virtual lanes of a float sum (16 lanes), summed in
+// double. NOTE: on AVX-512 the bits of the single-vector lane sum this
+// replaced (lanes q and q + 8 added in double first, then the tree).
+inline double virtual_lane_sum(const vf* acc) {
+  vd v[2 * kVirtual];
+  for (index_t i = 0; i < kVirtual; ++i) widen(acc[i], v + 2 * i);
+  // widen gives halves (lanes 0..W/2, W/2..W) of each vector: in lane order.
+  return virtual_tree(v, 2 * kVirtual);
 }
 
 // 2^t for t <= 0, float (the softmax step's exp, scores pre-scaled by
@@ -300,11 +357,11 @@ inline vf vexp2(vf t) {
   const vf nf = shifted - round;              // round to nearest
   const vf f = t - nf;
   vf q = vset<float>(0.0013264563167467713f);
-  q = q * f + 0.009671463631093502f;
-  q = q * f + 0.05550733581185341f;
-  q = q * f + 0.24022242426872253f;
-  q = q * f + 0.6931470036506653f;
-  const vf p = q * f + 1.0f;
+  q = vfma(q, f, vset<float>(0.009671463631093502f));
+  q = vfma(q, f, vset<float>(0.05550733581185341f));
+  q = vfma(q, f, vset<float>(0.24022242426872253f));
+  q = vfma(q, f, vset<float>(0.6931470036506653f));
+  const vf p = vfma(q, f, vset<float>(1.0f));
   // p 2^n by adding n to p's exponent field (an integer add, where a multiply
   // by 2^n took a slot of the two FMA pipes that the polynomial saturates):
   // the same bits, p 2^n being normal for t >= lo. n (mod 2^9, the bits above
@@ -339,14 +396,14 @@ inline vd vexp2(vd t) {
   const vd nf = shifted - round;
   const vd f = t - nf;
   vd q = vset<double>(1.317893313320462e-06);
-  q = q * f + 1.5309156473849318e-05;
-  q = q * f + 0.00015403825466894544;
-  q = q * f + 0.001333345485921595;
-  q = q * f + 0.009618128616111247;
-  q = q * f + 0.0555041093526797;
-  q = q * f + 0.24022650698110698;
-  q = q * f + 0.6931471805482118;
-  const vd p = q * f + 1.0;
+  q = vfma(q, f, vset<double>(1.5309156473849318e-05));
+  q = vfma(q, f, vset<double>(0.00015403825466894544));
+  q = vfma(q, f, vset<double>(0.001333345485921595));
+  q = vfma(q, f, vset<double>(0.009618128616111247));
+  q = vfma(q, f, vset<double>(0.0555041093526797));
+  q = vfma(q, f, vset<double>(0.24022650698110698));
+  q = vfma(q, f, vset<double>(0.6931471805482118));
+  const vd p = vfma(q, f, vset<double>(1.0));
   // p 2^n by adding n (mod 2^12, the bits above shift out) to p's exponent
   // field, as in vexp2 for float: the same bits as p * 2^n.
   const vu64 bits =
@@ -374,13 +431,13 @@ inline vd vlog(vd x) {
   const vd s = (m - 1.0) / (m + 1.0);
   const vd s2 = s * s;
   vd q = vset<double>(1.0 / 17.0);
-  q = q * s2 + 1.0 / 15.0;
-  q = q * s2 + 1.0 / 13.0;
-  q = q * s2 + 1.0 / 11.0;
-  q = q * s2 + 1.0 / 9.0;
-  q = q * s2 + 1.0 / 7.0;
-  q = q * s2 + 1.0 / 5.0;
-  q = q * s2 + 1.0 / 3.0;
+  q = vfma(q, s2, vset<double>(1.0 / 15.0));
+  q = vfma(q, s2, vset<double>(1.0 / 13.0));
+  q = vfma(q, s2, vset<double>(1.0 / 11.0));
+  q = vfma(q, s2, vset<double>(1.0 / 9.0));
+  q = vfma(q, s2, vset<double>(1.0 / 7.0));
+  q = vfma(q, s2, vset<double>(1.0 / 5.0));
+  q = vfma(q, s2, vset<double>(1.0 / 3.0));
   const vd two_s = s + s;
   return e * 0.6931471805599453 + (two_s + two_s * (s2 * q));
 }

@@ -56,8 +56,10 @@ def test_cluster_writes_centroids_labels_and_summary(tmp_path, capsys):
         capsys,
     )
     assert code == 0, err
-    C = np.loadtxt(out_dir / "centroids_entmax15.csv", delimiter=",", ndmin=2)
-    labels = np.loadtxt(out_dir / "labels_entmax15.csv", dtype=np.int64)
+    C = np.loadtxt(out_dir / "centroids_entmax15.csv", delimiter=",", ndmin=2, skiprows=1)
+    labels = np.loadtxt(out_dir / "labels_entmax15.csv", dtype=np.int64, skiprows=1)
+    assert (out_dir / "centroids_entmax15.csv").read_text().splitlines()[0] == "x0,x1,x2"
+    assert (out_dir / "labels_entmax15.csv").read_text().splitlines()[0] == "label"
     assert C.shape == (4, 3) and labels.shape == (60,)
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary["n_samples"] == 60 and summary["k"] == 4
@@ -185,39 +187,194 @@ def test_cluster_does_not_import_scikit_learn():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_parquet_is_read_through_pyarrow(tmp_path, capsys, monkeypatch):
-    # A stand-in for pyarrow.parquet (not a test dependency): the CLI's column checks.
-    import types
+def test_parquet_is_read_through_pyarrow(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
 
-    class Column:
-        def __init__(self, values):
-            self.values = np.asarray(values)
-
-        def to_numpy(self):
-            return self.values
-
-    class Table:
-        def __init__(self, cols):
-            self.cols = cols
-            self.column_names = list(cols)
-
-        def column(self, name):
-            return Column(self.cols[name])
-
-    tables = {
-        "good.parquet": Table({"a": np.arange(20.0), "b": np.arange(20) % 3}),
-        "bad.parquet": Table({"a": np.arange(4.0), "name": np.array(["w", "x", "y", "z"])}),
-    }
-    parquet = types.ModuleType("pyarrow.parquet")
-    parquet.read_table = lambda path: tables[str(path).rsplit("/", 1)[-1]]
-    pyarrow = types.ModuleType("pyarrow")
-    pyarrow.parquet = parquet
-    monkeypatch.setitem(sys.modules, "pyarrow", pyarrow)
-    monkeypatch.setitem(sys.modules, "pyarrow.parquet", parquet)
-    for name in tables:
-        (tmp_path / name).write_bytes(b"PAR1")
+    good = pa.table({"a": np.arange(20.0), "b": np.arange(20) % 3})
+    bad = pa.table({"a": np.arange(4.0), "name": ["w", "x", "y", "z"]})
+    pq.write_table(good, tmp_path / "good.parquet")
+    pq.write_table(bad, tmp_path / "bad.parquet")
     code, out, err = run(["cluster", str(tmp_path / "good.parquet"), "-k", "2"], capsys)
     assert code == 0, err
     assert "20 x 2" in out
     code, out, err = run(["cluster", str(tmp_path / "bad.parquet"), "-k", "2"], capsys)
     assert code == 1 and "column name is not numeric" in err
+
+
+# ---------------------------------------------------------------- real files (issue 26)
+
+
+def _blobs_csv(path, n=40, header="a,b,c", fmt="{:.3f}", index=False, seed=0):
+    X = np.random.default_rng(seed).normal(size=(n, 3)) + 5 * (np.arange(n) % 2)[:, None]
+    lines = [header] if header is not None else []
+    for i, row in enumerate(X):
+        cells = [fmt.format(v) for v in row]
+        lines.append(",".join(([str(i)] if index else []) + cells))
+    path.write_text("\n".join(lines) + "\n")
+    return np.array([[float(fmt.format(v)) for v in row] for row in X])
+
+
+def _err_lines(err):
+    return [ln for ln in err.strip().splitlines() if ln]
+
+
+def test_a_header_of_numbers_above_decimals_is_detected_and_noted(tmp_path, capsys):
+    path = tmp_path / "years.csv"
+    X = _blobs_csv(path, header="2019,2020,2021")
+    code, out, err = run(["cluster", str(path), "-k", "2", "--assignment", "hard"], capsys)
+    assert code == 0, err
+    assert "40 x 3" in out
+    (line,) = _err_lines(err)
+    assert line.startswith("softkmeans: note:") and "header of numbers" in line
+    code, out, err = run(["cluster", str(path), "-k", "2", "--no-header"], capsys)
+    assert code == 0 and "41 x 3" in out and err == ""
+    code, out, err = run(
+        ["cluster", str(path), "-k", "2", "--header", "--out", str(tmp_path)], capsys
+    )
+    assert code == 0 and "40 x 3" in out
+    head = (tmp_path / "centroids_hard.csv").read_text().splitlines()[0]
+    assert head == "2019,2020,2021"
+    assert X.shape == (40, 3)
+
+
+def test_a_first_row_of_numbers_that_stands_out_is_read_as_data_with_a_warning(tmp_path, capsys):
+    path = tmp_path / "ints.csv"
+    rows = ["2019,2020,2021"] + [f"{i % 7},{i % 5},{i % 3}" for i in range(30)]
+    path.write_text("\n".join(rows) + "\n")
+    code, out, err = run(["cluster", str(path), "-k", "2", "--assignment", "hard"], capsys)
+    assert code == 0, err
+    assert "31 x 3" in out
+    (line,) = _err_lines(err)
+    assert line.startswith("softkmeans: warning:") and "--header" in line
+    code, out, err = run(["cluster", str(path), "-k", "2", "--header"], capsys)
+    assert code == 0 and "30 x 3" in out and err == ""
+
+
+def test_a_pandas_index_column_is_dropped_with_a_note(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(3).normal(size=(50, 2))
+    path = tmp_path / "frame.csv"
+    pd.DataFrame(X, columns=["u", "v"]).to_csv(path)  # index=True: ",u,v" and 0..49
+    out_dir = tmp_path / "out"
+    argv = ["cluster", str(path), "-k", "2", "--assignment", "hard", "--out", str(out_dir)]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "50 x 2" in out
+    (line,) = _err_lines(err)
+    assert line.startswith("softkmeans: note:") and "index" in line and "dropped" in line
+    assert (out_dir / "centroids_hard.csv").read_text().splitlines()[0] == "u,v"
+    # Named in --columns, it is kept; the columns by name or 1-based number.
+    code, out, err = run(argv[:-2] + ["--columns", "1,u,v"], capsys)
+    assert code == 0 and "50 x 3" in out and err == ""
+    code, out, err = run(argv[:-2] + ["--columns", "v"], capsys)
+    assert code == 0 and "50 x 1" in out
+    code, out, err = run(argv[:-2] + ["--columns", "w"], capsys)
+    assert code == 1 and "no column 'w'" in err and len(_err_lines(err)) == 1
+
+
+def test_out_is_checked_before_the_fit(tmp_path, capsys, monkeypatch):
+    from softkmeans.fit import driver
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before checking --out")
+
+    monkeypatch.setattr(driver.Fitter, "fit", no_fit)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, out, err = run(["cluster", "--out", str(blocker / "sub")], capsys)
+    assert code == 1 and out == ""
+    (line,) = _err_lines(err)
+    assert line.startswith("softkmeans: error: cannot write to")
+
+
+def test_probabilities_standardization_and_headers_are_written(tmp_path, capsys):
+    path = tmp_path / "d.csv"
+    X = _blobs_csv(path, n=60)
+    X[:, 2] *= 1000.0
+    np.save(tmp_path / "d.npy", X)
+    out_dir = tmp_path / "out"
+    argv = ["cluster", str(tmp_path / "d.npy"), "-k", "2", "--assignment", "softmax"]
+    code, out, err = run(argv + ["--standardize", "--proba", "--out", str(out_dir)], capsys)
+    assert code == 0, err
+    assert "standardized" in out
+    lines = (out_dir / "proba_softmax.csv").read_text().splitlines()
+    assert lines[0] == "cluster0,cluster1" and len(lines) == 61
+    R = np.loadtxt(out_dir / "proba_softmax.csv", delimiter=",", skiprows=1)
+    np.testing.assert_allclose(R.sum(axis=1), 1.0, rtol=1e-6)
+    # Fitted on z-scores, written in the data's units: the labels are those of the
+    # fit on z-scores, and each centroid is the mean of its points in the data's units.
+    labels = np.loadtxt(out_dir / "labels_softmax.csv", dtype=np.int64, skiprows=1)
+    C = np.loadtxt(out_dir / "centroids_softmax.csv", delimiter=",", skiprows=1)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    from softkmeans.fit.driver import Fitter
+    from softkmeans.fit.params import FitParams
+
+    ref = Fitter(FitParams(n_clusters=2, assignment="softmax", random_state=0)).fit(Z)
+    np.testing.assert_array_equal(labels, ref.labels_)
+    np.testing.assert_allclose(C, ref.cluster_centers_ * X.std(axis=0) + X.mean(axis=0))
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["standardized"] is True and summary["columns"] == ["x0", "x1", "x2"]
+
+
+@pytest.mark.parametrize("reader", ["pandas.read_csv", "pyarrow.csv", "numpy.loadtxt"])
+def test_every_reader_gives_the_same_table(tmp_path, monkeypatch, reader):
+    from softkmeans.reading import read_table
+
+    if reader != "numpy.loadtxt":
+        pytest.importorskip(reader.split(".")[0])
+    if reader != "pandas.read_csv":
+        monkeypatch.setitem(sys.modules, "pandas", None)
+    if reader == "numpy.loadtxt":
+        monkeypatch.setitem(sys.modules, "pyarrow", None)
+    path = tmp_path / "d.csv"
+    X = _blobs_csv(path, n=25, fmt="{:.17g}")
+    table = read_table(str(path))
+    assert table.reader == reader
+    assert table.names == ["a", "b", "c"]
+    np.testing.assert_array_equal(table.X, X)
+    assert table.X.flags.c_contiguous
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1.0,2.0\n3.0,x\n")
+    with pytest.raises(ValueError, match="not numeric"):
+        read_table(str(bad))
+
+
+def test_npz_and_parquet_from_pandas(tmp_path, capsys):
+    X = np.random.default_rng(5).normal(size=(30, 2))
+    np.savez(tmp_path / "one.npz", X)
+    np.savez(tmp_path / "named.npz", X=X, y=np.arange(30))
+    np.savez(tmp_path / "two.npz", a=X, b=X)
+    for name in ("one", "named"):
+        code, out, err = run(["cluster", str(tmp_path / f"{name}.npz"), "-k", "2"], capsys)
+        assert code == 0 and "30 x 2" in out, err
+    code, out, err = run(["cluster", str(tmp_path / "two.npz"), "-k", "2"], capsys)
+    assert code == 1 and "name the data X" in err
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame(X, columns=["p", "q"], index=np.arange(30) * 2)
+    frame.to_parquet(tmp_path / "f.parquet")  # a non-range index is stored as a column
+    code, out, err = run(["cluster", str(tmp_path / "f.parquet"), "-k", "2"], capsys)
+    assert code == 0 and "30 x 2" in out, err
+
+
+def test_version_and_help_for_every_option(capsys):
+    from softkmeans import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"softkmeans {__version__}"
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in subparsers.items():
+        for action in sub._actions:
+            assert action.help, f"softkmeans {name} {action.option_strings or action.dest}"
+
+
+def test_warnings_print_as_one_line_like_the_errors(tmp_path, capsys):
+    np.save(tmp_path / "dup.npy", np.repeat([[0.0, 0.0], [1.0, 1.0]], 10, axis=0))
+    code, out, err = run(["cluster", str(tmp_path / "dup.npy"), "-k", "3"], capsys)
+    assert code == 0, err
+    lines = _err_lines(err)
+    assert lines and all(ln.startswith("softkmeans: warning: ") for ln in lines), err

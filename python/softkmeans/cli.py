@@ -5,20 +5,24 @@
     softkmeans info
     softkmeans reproduce [--quick] [--torch] [--out DIR] [--datasets NAME,...] [--claims N,...]
 
-DATA is .npy, .csv/.txt (numeric columns; an optional header row) or .parquet (needs
-pyarrow); without DATA the built-in Iris data set is clustered. A user error (missing
-file, wrong shape, k > n, a non-numeric column, a bad option) prints one line on stderr
-and exits with status 1 (2 for command-line syntax); no traceback.
+DATA is .csv/.tsv/.txt (numeric columns; a header row detected or set by --header /
+--no-header), .parquet (needs pyarrow), .npy or .npz, read by `softkmeans.reading`;
+without DATA the built-in Iris data set is clustered. A user error (missing file, wrong
+shape, k > n, a non-numeric column, a bad option, an unwritable --out, checked before the
+fit) prints one line on stderr and exits with status 1 (2 for command-line syntax); no
+traceback. Notes (a dropped index column, a detected header) and warnings print one line
+each on stderr too.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
+import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -37,95 +41,24 @@ class _Parser(argparse.ArgumentParser):
 # ----------------------------------------------------------------------------- data
 
 
-def _load_text(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        text = f.read()
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise UserError(f"{path}: no data rows")
-    first = lines[0]
-    delimiter = next((d for d in (",", ";", "\t") if d in first), None)
-    if delimiter is None:
-        rows = [ln.split() for ln in lines]
-    else:
-        rows = [[c.strip() for c in r] for r in csv.reader(lines, delimiter=delimiter)]
-
-    def numeric(cell):
-        try:
-            float(cell)
-            return True
-        except ValueError:
-            return False
-
-    header = None
-    if not all(numeric(c) for c in rows[0]):
-        header, rows = rows[0], rows[1:]
-    if not rows:
-        raise UserError(f"{path}: no data rows after the header")
-    width = len(rows[0])
-    for i, r in enumerate(rows):
-        if len(r) != width:
-            line = i + 1 + (header is not None)
-            raise UserError(f"{path}: row {line} has {len(r)} columns, expected {width}")
-    for j in range(width):
-        for i, r in enumerate(rows):
-            if not numeric(r[j]):
-                name = header[j] if header is not None and j < len(header) else f"#{j + 1}"
-                raise UserError(f"{path}: column {name} is not numeric (row {i + 1}: {r[j]!r})")
-    return np.array([[float(c) for c in r] for r in rows], dtype=np.float64)
-
-
-def _load_parquet(path):
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise UserError(f"{path}: reading .parquet needs pyarrow (pip install pyarrow)") from None
-    table = pq.read_table(path)
-    cols = []
-    for name in table.column_names:
-        arr = table.column(name).to_numpy()
-        if arr.dtype.kind not in "biuf":
-            raise UserError(f"{path}: column {name} is not numeric (dtype {arr.dtype})")
-        cols.append(arr.astype(np.float64))
-    if not cols:
-        raise UserError(f"{path}: no columns")
-    return np.column_stack(cols)
-
-
-def load_data(path):
-    """(X, description) from DATA, or the built-in Iris data set when path is None."""
+def load_data(path, *, header=None, columns=None):
+    """(X, column names, description, notes, warnings) from DATA (`softkmeans.reading`),
+    or the built-in Iris data set when path is None."""
     if path is None:
         from .datasets import load_iris
 
-        X, _, _ = load_iris()
-        return X, "built-in Iris (Fisher 1936, public domain), 150 x 4"
-    if not os.path.exists(path):
-        raise UserError(f"DATA file not found: {path}")
-    if os.path.isdir(path):
-        raise UserError(f"DATA is a directory, not a file: {path}")
-    ext = os.path.splitext(path)[1].lower()
+        if columns is not None:
+            raise UserError("--columns needs a DATA file")
+        X, names, _ = load_iris()
+        return X, list(names), "built-in Iris (Fisher 1936, public domain), 150 x 4", [], []
+    from .reading import DataError, read_table
+
     try:
-        if ext == ".npy":
-            X = np.load(path, allow_pickle=False)
-        elif ext in (".csv", ".txt", ".tsv"):
-            X = _load_text(path)
-        elif ext == ".parquet":
-            X = _load_parquet(path)
-        else:
-            raise UserError(f"{path}: unknown format {ext!r} (use .npy, .csv, .txt or .parquet)")
-    except UserError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    if X.ndim != 2:
-        raise UserError(f"{path}: data must be a 2-D table (n, d); got shape {X.shape}")
-    if X.dtype.kind not in "biuf":
-        raise UserError(f"{path}: data must be numeric; got dtype {X.dtype}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise UserError(f"{path}: data is empty (shape {X.shape})")
-    if not np.isfinite(X).all():
-        raise UserError(f"{path}: data contains NaN or infinity")
-    return X, f"{path}, {X.shape[0]} x {X.shape[1]}"
+        table = read_table(path, header=header, columns=columns)
+    except DataError as exc:
+        raise UserError(str(exc)) from None
+    n, d = table.X.shape
+    return table.X, table.names, f"{path}, {n} x {d}", table.notes, table.warnings
 
 
 def _parse_anneal(text):
@@ -181,8 +114,9 @@ def _table(rows):
     return "\n".join(lines)
 
 
-def _write_csv(path, array, fmt):
-    np.savetxt(path, array, delimiter=",", fmt=fmt)
+def _write_csv(path, array, fmt, header):
+    """A CSV with a header line (column names, comma-separated, as pandas writes them)."""
+    np.savetxt(path, array, delimiter=",", fmt=fmt, header=",".join(header), comments="")
 
 
 def _n_init_arg(text):
@@ -190,18 +124,61 @@ def _n_init_arg(text):
     return text if text == "auto" else int(text)
 
 
+def _check_out(out):
+    """--out: created if needed, and a file written and removed there, before any fit."""
+    if out is None:
+        return
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".softkmeans-", delete=True):
+            pass
+    except OSError as exc:
+        raise UserError(f"cannot write to {out}: {exc.strerror or exc}") from None
+
+
+def _standardize(X, names):
+    """(Z, mean, scale): z-scores; a constant column gets scale 1 (it is only centred)."""
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    constant = [names[j] for j in np.flatnonzero(std == 0)]
+    if constant:
+        note(f"--standardize: constant column(s) {', '.join(constant[:5])} only centred")
+    scale = np.where(std > 0, std, 1.0)
+    return (X - mean) / scale, mean, scale
+
+
+def note(message):
+    """A notice on stderr, one line (warnings use the same form)."""
+    print(f"softkmeans: note: {message}", file=sys.stderr)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    text = str(message).strip().splitlines()
+    first = text[0] if text else category.__name__
+    print(f"softkmeans: warning: {first}", file=sys.stderr)
+
+
 def cmd_cluster(args):
     # The driver behind SoftKMeans, without scikit-learn's import time (see fit.driver).
     from .fit.driver import Fitter
     from .fit.params import FitParams
 
-    X, description = load_data(args.data)
-    kinds = KINDS if args.assignment == "all" else (args.assignment,)
+    columns = _split_list(args.columns, "columns")
     anneal = _parse_anneal(args.anneal)
     if args.k < 1:
         raise UserError(f"-k must be >= 1; got {args.k}")
+    _check_out(args.out)
+    X, names, description, notes, warns = load_data(args.data, header=args.header, columns=columns)
+    for text in notes:
+        note(text)
+    for text in warns:
+        print(f"softkmeans: warning: {text}", file=sys.stderr)
+    kinds = KINDS if args.assignment == "all" else (args.assignment,)
     if args.k > X.shape[0]:
         raise UserError(f"-k {args.k} is larger than the number of points ({X.shape[0]})")
+    data = X
+    if args.standardize:
+        data, mean, scale = _standardize(X, names)
     rows, models = [], {}
     for kind in kinds:
         params = FitParams(
@@ -217,7 +194,7 @@ def cmd_cluster(args):
             verbose=args.verbose,
         )
         t0 = time.perf_counter()
-        model = Fitter(params).fit(X)
+        model = Fitter(params).fit(data)
         elapsed = time.perf_counter() - t0
         models[kind] = model
         rows.append(
@@ -234,20 +211,25 @@ def cmd_cluster(args):
                 "phase_transitions": model.history_["transitions"],
             }
         )
-    print(f"data: {description}; k = {args.k}")
+    print(f"data: {description}; k = {args.k}{'; standardized' if args.standardize else ''}")
     print(_table(rows))
     if args.out is not None:
+        written = ["centroids_*.csv", "labels_*.csv"] + (["proba_*.csv"] if args.proba else [])
         try:
-            os.makedirs(args.out, exist_ok=True)
             for kind, model in models.items():
+                C = model.cluster_centers_
+                if args.standardize:  # in the data's own units
+                    C = C * scale + mean
+                _write_csv(os.path.join(args.out, f"centroids_{kind}.csv"), C, "%.17g", names)
                 _write_csv(
-                    os.path.join(args.out, f"centroids_{kind}.csv"),
-                    model.cluster_centers_,
-                    "%.17g",
+                    os.path.join(args.out, f"labels_{kind}.csv"), model.labels_, "%d", ["label"]
                 )
-                _write_csv(os.path.join(args.out, f"labels_{kind}.csv"), model.labels_, "%d")
+                if args.proba:
+                    _write_proba(args, kind, model, data)
             summary = {
                 "data": description,
+                "columns": names,
+                "standardized": bool(args.standardize),
                 "n_samples": int(X.shape[0]),
                 "n_features": int(X.shape[1]),
                 "k": args.k,
@@ -263,8 +245,19 @@ def cmd_cluster(args):
                 json.dump(summary, f, indent=2)
         except OSError as exc:
             raise UserError(f"cannot write to {args.out}: {exc}") from None
-        print(f"wrote centroids_*.csv, labels_*.csv and summary.json to {args.out}")
+        print(f"wrote {', '.join(written)} and summary.json to {args.out}")
     return 0
+
+
+def _write_proba(args, kind, model, X):
+    """proba_<kind>.csv: the responsibilities (n, k) at the fitted width (one-hot for hard)."""
+    from . import sources
+
+    source = sources.source_of(X, n_threads=0)
+    C = model.cluster_centers_.astype(source.dtype, copy=False)
+    R = source.responsibilities(C, kind, model.sigma_)
+    header = [f"cluster{j}" for j in range(R.shape[1])]
+    _write_csv(os.path.join(args.out, f"proba_{kind}.csv"), R, "%.9g", header)
 
 
 def cmd_info(args):
@@ -343,9 +336,11 @@ def _reproduce_rows(args, names, claims):
 
 
 def build_parser():
+    from . import __version__
     from .fit.params import DEFAULTS
 
     parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
+    parser.add_argument("--version", action="version", version=f"softkmeans {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{cluster,info,reproduce}")
     sub.required = True
     c = sub.add_parser(
@@ -358,7 +353,30 @@ def build_parser():
         nargs="?",
         default=None,
         metavar="DATA",
-        help=".npy, .csv/.txt or .parquet; default: the built-in Iris data set",
+        help=".csv, .tsv, .txt (numbers; read by pyarrow, pandas or numpy.loadtxt, whichever "
+        "is installed first), .parquet, .npy or .npz (the array X, or its only one); "
+        "default: the built-in Iris data set",
+    )
+    c.add_argument(
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the first row of a text file is (--header) or is not (--no-header) a row of "
+        "column names; default: detected (a header of numbers above decimals is detected "
+        "and noted, one that only stands out is warned about)",
+    )
+    c.add_argument(
+        "--columns",
+        default=None,
+        metavar="NAME,...",
+        help="cluster only these columns, by name or 1-based number (an index column named "
+        "here is kept; otherwise a first column 0..n-1 is dropped with a note)",
+    )
+    c.add_argument(
+        "--standardize",
+        action="store_true",
+        help="scale each column to mean 0 and standard deviation 1 before the fit "
+        "(centroids are written in the data's units)",
     )
     c.add_argument("-k", "--n-clusters", dest="k", type=int, default=3, help="clusters (3)")
     c.add_argument(
@@ -388,16 +406,40 @@ def build_parser():
         default=DEFAULTS.n_init,
         help="runs per fit, or 'auto' (1 for k-means++ seeding; the default)",
     )
-    c.add_argument("--max-iter", type=int, default=DEFAULTS.max_iter)
-    c.add_argument("--tol", type=float, default=DEFAULTS.tol)
+    c.add_argument(
+        "--max-iter",
+        type=int,
+        default=DEFAULTS.max_iter,
+        help=f"most centroid steps per run ({DEFAULTS.max_iter})",
+    )
+    c.add_argument(
+        "--tol",
+        type=float,
+        default=DEFAULTS.tol,
+        help=f"stop when the squared centroid shift is <= tol x the mean feature variance "
+        f"({DEFAULTS.tol:g}, scikit-learn's rule)",
+    )
     # The command's own choices: a reproducible run by default (the estimator's default
     # is None, a fresh seed), and k = 3 for the built-in Iris data.
-    c.add_argument("--random-state", type=int, default=0)
-    c.add_argument("--threads", type=int, default=DEFAULTS.n_threads)
+    c.add_argument("--random-state", type=int, default=0, help="seed of the initialization (0)")
     c.add_argument(
-        "--out", default=None, metavar="DIR", help="write centroids, labels and summary.json here"
+        "--threads",
+        type=int,
+        default=DEFAULTS.n_threads,
+        help="OpenMP threads of the native core (default: its default)",
     )
-    c.add_argument("-v", "--verbose", action="count", default=0)
+    c.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write centroids_*.csv, labels_*.csv and summary.json here (checked before the fit)",
+    )
+    c.add_argument(
+        "--proba",
+        action="store_true",
+        help="with --out: also write proba_*.csv, each row's responsibilities",
+    )
+    c.add_argument("-v", "--verbose", action="count", default=0, help="print each iteration's line")
     c.set_defaults(func=cmd_cluster)
     i = sub.add_parser("info", help="print how the native core was built")
     i.error = parser.error
@@ -438,6 +480,13 @@ def main(argv=None):
     """Entry point; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():  # restores the filters and showwarning after
+        warnings.simplefilter("default")
+        warnings.showwarning = _one_line_warning  # warnings as one line, as the errors
+        return _run(args)
+
+
+def _run(args):
     try:
         return args.func(args)
     except UserError as exc:

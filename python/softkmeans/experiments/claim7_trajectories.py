@@ -198,11 +198,16 @@ def analyse(X, C0, ctx, max_iter, n_ratios):
             break
     g["scan"] = scan
     # drift against x = 1 / (2 sigma^2) on the cold side, t = Delta_path x in [1, 40]
-    t = np.linspace(1.0, 40.0, max(24, n_ratios))
-    x = t / dpath
-    dmax = np.array([softmax_run(X, path, labels, float(np.sqrt(0.5 / v)))[0].max() for v in x])
-    g["x"], g["dmax"] = x, dmax
-    g["slope"], g["mask"] = fit_log_slope(x, dmax, rounding_floor(0.0, path[-1]))
+    # (hot to cold; stops once the drift is within 1e2 of rounding, the fit window's end)
+    floor = rounding_floor(0.0, path[-1])
+    x, dmax = [], []
+    for v in np.linspace(1.0, 40.0, max(24, n_ratios)) / dpath:
+        x.append(v)
+        dmax.append(softmax_run(X, path, labels, float(np.sqrt(0.5 / v)))[0].max())
+        if dmax[-1] <= 1e2 * floor:
+            break
+    g["x"], g["dmax"] = np.array(x), np.array(dmax)
+    g["slope"], g["mask"] = fit_log_slope(g["x"], g["dmax"], floor)
     g["native"] = _implementation(X, path, sigma_e, s_cond, g)
     return g
 

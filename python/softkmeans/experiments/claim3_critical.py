@@ -210,15 +210,37 @@ def run(ds, ks, ctx):
                 "max relative difference (critical sigma; step near the mean at sigma_c)" + extra,
             )  # fmt: skip
         )
-    _figure(ds, ctx, figs, sc)
+    phase = None
+    if ctx.out_dir is not None and pyplot() is not None:
+        ratios = np.geomspace(0.3, 3.0, 9 if ctx.quick else 17)
+        phase = (ratios, phase_curve(X, sc, ctx.rng("claim3 phase", ds.name), ratios))
+    _figure(ds, ctx, figs, sc, phase)
     return rows
 
 
-def _figure(ds, ctx, figs, sc):
+def phase_curve(X, sc, rng, ratios, n_steps=120, max_rows=1000):
+    """Spread ||C - mu|| / sigma_c after n_steps oracle soft steps (k = 2, from the mean
+    plus 1e-3 sigma_c noise) at sigma^2 = ratio x lambda_max: the phase diagram's curve
+    (0 above the critical temperature, the split's size below)."""
+    if X.shape[0] > max_rows:
+        X = X[np.sort(rng.choice(X.shape[0], max_rows, replace=False))]
+    mu = X.mean(axis=0)
+    noise = 1e-3 * sc * rng.standard_normal((2, X.shape[1]))
+    out = []
+    for q in ratios:
+        C = mu[None, :] + noise
+        for _ in range(n_steps):
+            C = _soft(X, C, math.sqrt(q) * sc)
+        out.append(float(np.linalg.norm(C - C.mean(axis=0))) / sc)
+    return np.array(out)
+
+
+def _figure(ds, ctx, figs, sc, phase=None):
     path, plt = ctx.figure_path(f"claim3_critical_{ds.name}"), pyplot()
     if path is None or plt is None or not figs:
         return
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    ax = axes[0]
     for k, (hi, lo) in figs.items():
         (line,) = ax.semilogy(lo / sc, label=f"k={k}, σ² = 0.95 λ_max (splits)")
         ax.semilogy(
@@ -227,7 +249,16 @@ def _figure(ds, ctx, figs, sc):
     ax.set_xlabel("soft step (iteration)")
     ax.set_ylabel("||C - μ|| / σ_c (dimensionless)")
     ax.legend(fontsize=8)
-    ax.set_title(f"Claim 3, {ds.name}: collapse above and split below the critical temperature")
+    ax.set_title("collapse above, split below the critical temperature")
+    if phase is not None:
+        ratios, spread = phase
+        axes[1].semilogx(ratios, spread, "o-", ms=3)
+        axes[1].axvline(1.0, color="k", ls="--", lw=1, label="σ² = λ_max")
+        axes[1].set_xlabel("σ² / λ_max (dimensionless)")
+        axes[1].set_ylabel("split size ||c_1 - c_2|| / σ_c after 120 steps (k = 2)")
+        axes[1].set_title("phase diagram over a decade of σ² / λ_max (oracle)")
+        axes[1].legend(fontsize=8)
+    fig.suptitle(f"Claim 3, {ds.name}: the critical temperature σ_c² = λ_max")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

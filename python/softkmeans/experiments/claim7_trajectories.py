@@ -209,7 +209,24 @@ def analyse(X, C0, ctx, max_iter, n_ratios):
     g["x"], g["dmax"] = np.array(x), np.array(dmax)
     g["slope"], g["mask"] = fit_log_slope(g["x"], g["dmax"], floor)
     g["native"] = _implementation(X, path, sigma_e, s_cond, g)
+    g["path"] = path
     return g
+
+
+def objective_curves(X, g):
+    """(label, objective along the trajectory) for Lloyd (J), softmax (F_sigma) at
+    sigma_cond and 2 sigma_e, entmax15 (G_sigma) at 1.001 and 2 sigma_e, all from C_0."""
+    path, steps, se = g["path"], g["steps"], g["sigma_e"]
+    out = [("Lloyd: J", [O.objective(X, C, kind="hard") for C in path])]
+    runs = [("softmax", 2.0 * se), ("entmax15", ABOVE * se), ("entmax15", 2.0 * se)]
+    if np.isfinite(g["sigma_cond"]):
+        runs.insert(0, ("softmax", g["sigma_cond"]))
+    for kind, s in runs:
+        traj = trajectory(X, path[0], steps, kind, s)
+        name = "F" if kind == "softmax" else "G"
+        out.append((f"{kind}: {name} at sigma = {s / se:.3g} sigma_e",
+                    [O.objective(X, C, s, kind) for C in traj]))  # fmt: skip
+    return out
 
 
 def _implementation(X, path, sigma_e, s_cond, g):
@@ -317,13 +334,23 @@ def _rows(ds_name, k, g, extra):
     return [lo, hi, soft, slope, impl]
 
 
-def _figure(ds, results, ctx):
+def _figure(ds, results, ctx, X):
     plt = pyplot()
     path = ctx.figure_path(f"claim7_trajectories_{ds.name}")
     results = [(k, g) for k, g in results if not g["why"]]
     if plt is None or path is None or not results:
         return
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
+    k_last, g_last = results[-1]
+    curves = objective_curves(X, g_last)
+    j_star = min(min(v) for _, v in curves[:1])
+    for i, (label, values) in enumerate(curves):
+        rel = (np.array(values) - j_star) / abs(j_star)
+        axes[2].plot(np.arange(len(rel)), rel, "o-" if i == 0 else ".-", ms=3, label=label)
+    axes[2].set_yscale("symlog", linthresh=1e-6)
+    axes[2].set_xlabel("step t")
+    axes[2].set_ylabel("(objective - J(C*)) / J(C*)  (dimensionless)")
+    axes[2].set_title(f"J, F_sigma, G_sigma along the trajectories (k={k_last})")
     for i, (k, g) in enumerate(results):
         color = f"C{i % 10}"
         t = g["x"] * g["delta_path"]
@@ -372,5 +399,5 @@ def run(ds, ks, ctx):
         if sub_note:
             notes.append(sub_note)
         rows += _rows(ds.name, k, g, "; " + "; ".join(notes))
-    _figure(ds, results, ctx)
+    _figure(ds, results, ctx, X)
     return rows

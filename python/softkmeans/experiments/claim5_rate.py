@@ -370,7 +370,8 @@ def _figure(ds, curves, ctx):
         ax.set_xlabel("Delta_min / (2 sigma^2)  (dimensionless; slope -1 = rate Delta_min)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    axes[0].set_ylabel("||softmax step - Lloyd step||_F / ||Lloyd step||_F")
+    axes[0].set_ylabel("||softmax - Lloyd step|| / ||Lloyd step||")
+    axes[0].set_ylim(bottom=1e-20)  # below: float64 rounding of the step, nothing to read
     fig.suptitle(
         f"Claim 5, {ds.name}: softmax step -> Lloyd step at rate exp(-Delta_min/(2 sigma^2))"
         "\n(thick: least-squares fit over the coldest 4 decades above float64 rounding)"

@@ -59,6 +59,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import sources
 from ._stats import critical_sigma_of
+from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
 
@@ -84,7 +85,13 @@ def _streams(estimator):
     return estimator.anneal is None or estimator.anneal is False
 
 
-class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+class SoftKMeans(
+    CallbackSupportMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    ClusterMixin,
+    BaseEstimator,
+):
     """K-Means with hard (Lloyd), softmax or entmax15 assignments, and deterministic annealing.
 
     Temperature: sigma is the RBF width (units of X); T = 2 sigma^2; the scores are
@@ -232,6 +239,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
                 f"got {list(names)}, expected {list(fitted)}"
             )
 
+    @with_callbacks
     def fit(self, X, y=None, sample_weight=None):
         """Fit the centroids to X (n, d); sample_weight (n,) >= 0 optional.
 
@@ -239,11 +247,16 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
         np.memmap, an array-like read by row slices that is not in memory (an h5py or zarr
         dataset: copied block by block into a temporary memory-mapped file in ``TMPDIR``,
         fitted there and the file removed), or a Dask array or DataFrame (`softkmeans.dask`).
+
+        Callbacks set by ``set_callbacks`` (scikit-learn >= 1.9) see each run, width and
+        iteration and may stop the fit (`softkmeans.callbacks`).
         """
         training_data = _weak(X)
-        source = sources.source_of(self._validate(X, reset=True), sample_weight, fit=True)
+        X = self._validate(X, reset=True)
+        task = fit_task(self, X, y, sample_weight)
+        source = sources.source_of(X, sample_weight, fit=True)
         try:
-            fitter = Fitter(self._fit_params(), ConvergenceWarning).fit(source)
+            fitter = Fitter(self._fit_params(), ConvergenceWarning, task).fit(source)
         finally:
             source.close()
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
@@ -253,6 +266,7 @@ class SoftKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
             setattr(self, name, value)
         self._critical = _CriticalSigma(fitter.critical_sigma_known, training_data, source)
         self._n_features_out = self.cluster_centers_.shape[0]
+        task.end(dict)  # the fitted estimator itself
         return self
 
     @property

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _native, _stats
 from ..annealing import AnnealingSchedule
 from .steps import run_steps
+from .tasks import NO_TASKS
 
 __all__ = ["finish_exact", "run_annealing"]
 
@@ -64,6 +65,7 @@ def run_annealing(
     history,
     relocate,
     report=None,
+    task=NO_TASKS,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
@@ -72,6 +74,8 @@ def run_annealing(
     relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
     report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
     max_iter bounds the finishing Lloyd phase.
+    task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
+    leaves) and one for the finish; a width that asks to stop ends the cooling.
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
@@ -112,12 +116,25 @@ def run_annealing(
                 C = np.vstack([C, np.array(newC)])
                 p = np.concatenate([p, newp])
                 history.transition(sigma, history.n_iter, before, C.shape[0])
+        width = task.subtask(f"width {sigma:.6g}", max_subtasks=schedule.steps)
+        width.begin()
         C, step, shift = run_steps(
-            C, anneal_step, max_steps=schedule.steps, tol=tol, history=history, min_steps=2
+            C,
+            anneal_step,
+            max_steps=schedule.steps,
+            tol=tol,
+            history=history,
+            min_steps=2,
+            task=width,
         )
         if report is not None:
             report(sigma, step, shift, C.shape[0], time.perf_counter() - t0)
-        if sigma <= stop:
+        n_iter = history.n_iter
+
+        def state(C=C, sigma=sigma, n_iter=n_iter):
+            return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
+
+        if width.end(state) or sigma <= stop:
             break
         sigma = max(sigma * schedule.cooling, stop)
 
@@ -126,15 +143,19 @@ def run_annealing(
         C = source.add_farthest(C, n_clusters)
     exact = False
     if schedule.finish:
+        finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
+        finish.begin()
         C, sigma, exact = finish_exact(
-            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate
+            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate, task=finish
         )
+        n_iter = history.n_iter
+        finish.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
         if report is not None and history.n_iter:
             report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
     return C, sigma, exact
 
 
-def finish_exact(source, C, sigma, *, max_iter, history, relocate):
+def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
     Returns (centroids, last sigma, exact_lloyd of the last step). Each step is one pass:
@@ -173,5 +194,6 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate):
         tol=0.0,
         history=history,
         relocate=relocate,
+        task=task,
     )
     return C, sigma, exact

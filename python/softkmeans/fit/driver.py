@@ -38,6 +38,7 @@ from .progress import OncePerFit, Progress, converged_line, iteration_line, widt
 from .relocation import relocator, warn_about_empty_clusters
 from .seeding import check_random_state, greedy_kmeans_plusplus
 from .steps import History, run_steps
+from .tasks import NO_TASKS
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState", "threads_for"]
 
@@ -84,11 +85,14 @@ class Fitter:
 
     warning_category: the class of the convergence warnings (scikit-learn's
     ConvergenceWarning from the estimator, UserWarning otherwise).
+    task: the fit's `softkmeans.fit.tasks.Task` (scikit-learn's callbacks, through the
+    estimator): a subtask per n_init run, whose end may stop the runs.
     """
 
-    def __init__(self, params: FitParams, warning_category=UserWarning):
+    def __init__(self, params: FitParams, warning_category=UserWarning, task=NO_TASKS):
         self.params = params
         self.warning_category = warning_category
+        self.task = task
         self.source = None
         self._critical_sigma = None
 
@@ -134,7 +138,7 @@ class Fitter:
             centers = init
         return np.array(centers, dtype=source.dtype, order="C", copy=True)
 
-    def _run_iterative(self, C, kind, sigma, tol, notes, progress):
+    def _run_iterative(self, C, kind, sigma, tol, notes, progress, task):
         source = self.source
         bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
@@ -157,6 +161,7 @@ class Fitter:
             history=history,
             relocate=relocator(source, kind, notes, labels_at),
             on_step=line,
+            task=task,
         )
         # The final pass: labels, inertia, objective and margin at the final C (the
         # bounded pass gives block_stats's values with its bounds).
@@ -165,7 +170,7 @@ class Fitter:
             final = source.stats(C, kind, sigma, sums=False, labels=True)
         return C, sigma, history, final
 
-    def _run_annealing(self, k, schedule, tol, rng, relocate, progress):
+    def _run_annealing(self, k, schedule, tol, rng, relocate, progress, task):
         history = History()
 
         def report(s, step, shift, n_distinct, elapsed):
@@ -185,6 +190,7 @@ class Fitter:
             history=history,
             relocate=relocate,
             report=report if self.params.verbose else None,
+            task=task,
         )
         final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
         return C, sig, history, final
@@ -221,19 +227,26 @@ class Fitter:
             params.verbose, total=None if schedule is not None else params.max_iter * n_init
         )
         try:
-            for _ in range(n_init):
+            for r in range(n_init):
+                task = self.task.subtask(
+                    f"run {r}", max_subtasks=None if schedule is not None else params.max_iter
+                )
+                task.begin()
                 if schedule is not None:
                     relocate = relocator(source, kind, notes)
-                    run = self._run_annealing(k, schedule, tol, rng, relocate, progress)
+                    run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
                 else:
                     C0 = self._init_centroids(k, init, rng)
                     progress.line("Initialization complete", tick=False)
-                    run = self._run_iterative(C0, kind, sigma, tol, notes, progress)
+                    run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
                 C, sig, history, (final, labels) = run
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
                 ):
                     best = (final, C, labels, sig, history)
+                state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
+                if task.end(lambda state=state: state):
+                    break
         finally:
             progress.close()
         self._set_results(kind, schedule, k, *best)

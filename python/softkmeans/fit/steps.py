@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._types import StepResult
+from .tasks import NO_TASKS
 
 __all__ = ["History", "run_steps"]
 
@@ -74,6 +75,7 @@ def run_steps(
     relocate=None,
     min_steps: int = 1,
     on_step=None,
+    task=NO_TASKS,
 ):
     """C <- step(C) until the total squared shift is <= tol (after at least `min_steps`
     steps), at most `max_steps` steps. Returns (C, the last StepResult or None, its shift).
@@ -81,9 +83,13 @@ def run_steps(
     relocate(C_old, result) -> centroids: the empty-cluster policy, called when a step
     leaves a cluster empty (None: the step's own centroids, empty ones kept in place).
     on_step(i, sigma, result, shift): after each step (progress lines).
+    task: the `softkmeans.fit.tasks.Task` of these steps, one leaf a step; a step whose
+    task asks to stop ends them, as the tolerance does.
     """
     result, shift = None, 0.0
     for i in range(max_steps):
+        leaf = task.subtask(f"iteration {i}")
+        leaf.begin()
         result, sigma, kind = step(C)
         C_new = result.centroids
         if relocate is not None and result.empty.any():
@@ -93,6 +99,12 @@ def run_steps(
         if on_step is not None:
             on_step(i, sigma, result, shift)
         C = C_new
-        if i + 1 >= min_steps and shift <= tol:
+        n_iter = history.n_iter
+
+        def state(C=C, sigma=sigma, n_iter=n_iter):
+            return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
+
+        stop = leaf.end(state)
+        if stop or (i + 1 >= min_steps and shift <= tol):
             break
     return C, result, shift

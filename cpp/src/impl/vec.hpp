@@ -28,7 +28,7 @@
 
 #include "softkmeans/config.hpp"
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -178,19 +178,59 @@ inline bool any_less_equal(V a, V b) {
 // and an expression's bits do not depend on what it chose to contract in
 // which unit (SPEC.md, "Determinism across machines"); the kernels spell each
 // multiply-add they want fused with these. The AVX units use the FMA
-// instructions; the scalar unit (SSE2, no FMA) calls fma/fmaf per lane
-// (glibc's run the FMA instruction where the CPU has it, an exact emulation
-// where not): the same bits, slower.
+// instructions. The scalar unit (SSE2 code, no FMA in its instruction set)
+// calls one out-of-line multiply-add per vector: the FMA instruction in a
+// function compiled for it where the CPU has FMA, else fma/fmaf per lane
+// (glibc's exact emulation). An FMA is exact either way: the same bits, the
+// scalar level several times slower than with unfused multiply-adds.
+#if !defined(__FMA__) && defined(__x86_64__)
+namespace sse_fma {
+typedef float f4 __attribute__((vector_size(16)));
+typedef double d2 __attribute__((vector_size(16)));
+inline const bool kHardware = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("fma") != 0;
+}();
+[[gnu::target("fma"), gnu::noinline]] inline f4 hw(f4 a, f4 b, f4 c) {
+  return (f4)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+}
+[[gnu::target("fma"), gnu::noinline]] inline d2 hw(d2 a, d2 b, d2 c) {
+  return (d2)_mm_fmadd_pd((__m128d)a, (__m128d)b, (__m128d)c);
+}
+[[gnu::target("fma"), gnu::noinline]] inline float hw1(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+[[gnu::target("fma"), gnu::noinline]] inline double hw1(double a, double b, double c) {
+  return _mm_cvtsd_f64(_mm_fmadd_sd(_mm_set_sd(a), _mm_set_sd(b), _mm_set_sd(c)));
+}
+template <typename V>
+[[gnu::noinline]] inline V sw(V a, V b, V c) {
+  for (std::size_t q = 0; q < sizeof(V) / sizeof(a[0]); ++q) a[q] = __builtin_fma(a[q], b[q], c[q]);
+  return a;
+}
+[[gnu::noinline]] inline f4 sw(f4 a, f4 b, f4 c) {
+  for (int q = 0; q < 4; ++q) a[q] = __builtin_fmaf(a[q], b[q], c[q]);
+  return a;
+}
+}  // namespace sse_fma
+#endif
+
 template <typename T>
-inline T lane_mul_add(T a, T b, T c) {
+[[gnu::always_inline]] inline T lane_mul_add(T a, T b, T c) {
+#if !defined(__FMA__) && defined(__x86_64__)
+  if (sse_fma::kHardware) return sse_fma::hw1(a, b, c);
+#endif
   return __builtin_fma(a, b, c);
 }
 template <>
-inline float lane_mul_add(float a, float b, float c) {
+[[gnu::always_inline]] inline float lane_mul_add(float a, float b, float c) {
+#if !defined(__FMA__) && defined(__x86_64__)
+  if (sse_fma::kHardware) return sse_fma::hw1(a, b, c);
+#endif
   return __builtin_fmaf(a, b, c);
 }
 template <typename V>
-inline V vfma(V a, V b, V c) {
+[[gnu::always_inline]] inline V vfma(V a, V b, V c) {
   using E = std::remove_reference_t<decltype(a[0])>;
   constexpr bool f32 = std::is_same<E, float>::value;
 #if defined(__AVX512F__)
@@ -217,6 +257,23 @@ inline V vfma(V a, V b, V c) {
     a2[0] = vfma(a2[0], b2[0], c2[0]);
     a2[1] = vfma(a2[1], b2[1], c2[1]);
     __builtin_memcpy(&a, a2, 64);
+    return a;
+  }
+#endif
+#if !defined(__FMA__) && defined(__x86_64__)
+  if constexpr (sizeof(V) == 16) {
+    using U = std::conditional_t<f32, sse_fma::f4, sse_fma::d2>;
+    return (V)(sse_fma::kHardware ? sse_fma::hw((U)a, (U)b, (U)c) : sse_fma::sw((U)a, (U)b, (U)c));
+  } else if constexpr (sizeof(V) % 16 == 0) {
+    // 16-byte pieces (the scalar unit's 8-lane vectors).
+    typedef E H __attribute__((vector_size(16)));
+    constexpr std::size_t P = sizeof(V) / 16;
+    H a2[P], b2[P], c2[P];
+    __builtin_memcpy(a2, &a, sizeof(V));
+    __builtin_memcpy(b2, &b, sizeof(V));
+    __builtin_memcpy(c2, &c, sizeof(V));
+    for (std::size_t i = 0; i < P; ++i) a2[i] = vfma(a2[i], b2[i], c2[i]);
+    __builtin_memcpy(&a, a2, sizeof(V));
     return a;
   }
 #endif

@@ -72,7 +72,10 @@ struct StatsPass {
     const double m1 = static_cast<double>(m.m1);
     if (kind == Kind::softmax) {
       const double sum = softmax_row(row, E.kp, m.m1, inv_t, grad_X != nullptr, nz);
-      return softmax_assignment(m1, sum, std::log(sum), wi);
+      // NOTE: vlog, not std::log: libm's log differs in the last bit between
+      // glibc versions and between its FMA and SSE2 variants (one machine's
+      // dispatch), and the dense softmax rows take vlog's bits.
+      return softmax_assignment(m1, sum, vlog(vset<double>(sum))[0], wi);
     }
     const double margin = static_cast<double>(m.m2) - m1;
     // Margin >= 4 sigma^2 (> 0: a tie is never one-hot): the argmin is the only

@@ -282,6 +282,60 @@ def test_kmeans_plusplus_wrong_length_of_x_squared_norms_as_scikit_learn(shape):
             fn(X, 3, x_squared_norms=norms)
 
 
+def _sklearn_suite_data():
+    """The data of scikit-learn's KMeans tests (sklearn/cluster/tests/test_k_means.py):
+    100 blobs around three sparse, non-centred centres."""
+    from sklearn.datasets import make_blobs as sk_make_blobs
+
+    centers = np.array(
+        [[0.0, 5.0, 0.0, 0.0, 0.0], [1.0, 1.0, 4.0, 0.0, 0.0], [1.0, 0.0, 0.0, 5.0, 1.0]]
+    )
+    return sk_make_blobs(n_samples=100, centers=centers, cluster_std=1.0, random_state=42)[0]
+
+
+@pytest.mark.parametrize("container", ["dense", "csr"])
+@pytest.mark.parametrize("seed", [0, 42])
+def test_float_precision_as_scikit_learn(container, seed):
+    """scikit-learn's test_float_precision, both estimators side by side: the same fit in
+    float32 and float64 up to float32 rounding. With seed 42 a cluster of the dense fit
+    holds one point, exactly on its centre: its float32 distance is within rounding of
+    the float64 one, 0 (||x||^2 + ||c||^2 - 2 x.c in float32 left 1.4e-3 there; ours is
+    now exactly 0)."""
+    import scipy.sparse as sp
+
+    X = _sklearn_suite_data()
+    if container == "csr":
+        X = sp.csr_matrix(X)
+    for est in (KMeans(n_init=1, random_state=seed), _pair(n_init=1, random_state=seed)[1]):
+        inertia, Xt, centers, labels = {}, {}, {}, {}
+        for dtype in (np.float64, np.float32):
+            Xd = X.astype(dtype, copy=False)
+            est.fit(Xd)
+            inertia[dtype], Xt[dtype] = est.inertia_, est.transform(Xd)
+            centers[dtype], labels[dtype] = est.cluster_centers_, est.labels_
+            assert est.cluster_centers_.dtype == dtype
+            assert Xt[dtype].dtype == dtype
+        rtol = 1e-4
+        np.testing.assert_allclose(inertia[np.float32], inertia[np.float64], rtol=rtol)
+        np.testing.assert_allclose(Xt[np.float32], Xt[np.float64], atol=Xt[np.float64].max() * rtol)
+        np.testing.assert_allclose(
+            centers[np.float32], centers[np.float64], atol=centers[np.float64].max() * rtol
+        )
+        np.testing.assert_array_equal(labels[np.float32], labels[np.float64])
+        if isinstance(est, SoftKMeans):  # scikit-learn's float32 leaves 4.8e-7 there
+            np.testing.assert_array_equal(Xt[np.float32] == 0, Xt[np.float64] == 0)
+
+
+def test_transform_of_a_point_on_its_centre_is_zero_in_float32():
+    X = _sklearn_suite_data().astype(np.float32)
+    C = X[[3, 17, 60]]
+    for est in _pair(n_clusters=3, init=C, max_iter=1):
+        D = est.fit(X).transform(C)  # the centres move: distances to the fitted ones
+        D_self = est.transform(est.cluster_centers_)
+        assert D.dtype == D_self.dtype == np.float32
+        np.testing.assert_array_equal(np.diag(D_self), 0.0)
+
+
 # ---------------------------------------------------------------- warnings, as scikit-learn
 
 

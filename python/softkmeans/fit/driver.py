@@ -9,8 +9,7 @@ weights, the sigma default, annealing).
 
 The passes a fit makes over X: one validation, which also gives the features' variances
 (the tolerance); the seeding's (k-means++: one per centre, two where the candidates'
-distances are not kept; on float32 X one per centre in scikit-learn's arithmetic, see
-`softkmeans.fit.seeding`); one fused `block_stats` pass per iteration (a hard fit of an
+distances are not kept); one fused `block_stats` pass per iteration (a hard fit of an
 in-memory array with d > 4 and centroids of at least 8 KiB: one `hard_stats_bounded`
 pass, which computes only the distances that may change a row's label, see
 `softkmeans.fit.bounded`); and one final pass at the final centroids, which yields the
@@ -127,7 +126,7 @@ class Fitter:
         if isinstance(init, str):
             seeds = source.seeding_source(k, rng)
             if init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(seeds, k, rng, centered=True)
+                centers, _ = greedy_kmeans_plusplus(seeds, k, rng)
             else:  # "random"
                 w = seeds.weights
                 idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())

@@ -6,9 +6,7 @@ lowers the potential sum_i w_i D(x_i)^2 the most is kept. The default number of 
 ``2 + int(log(k))``, scikit-learn's choice, and the random draws are made in the same order
 as ``sklearn.cluster.kmeans_plusplus`` (one ``choice`` for the first centre, then one
 ``uniform(size=n_local_trials)`` per centre), so with the same ``RandomState`` both pick the
-same points except where rounding separates two candidates. On float32 X the draws and
-potentials are scikit-learn's float32 arithmetic itself (`_float32_draws`): a float64
-draw would land elsewhere at n >= 20,000 for most seeds.
+same points except where rounding separates two candidates.
 
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
@@ -141,13 +139,9 @@ def kmeans_plusplus(
     return greedy_kmeans_plusplus(source, n_clusters, rng, n_local_trials=n_local_trials)
 
 
-def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, centered=False):
+def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
     """`kmeans_plusplus` over a `softkmeans.sources.Source` (1 <= n_clusters <= n), rng a
-    RandomState; returns (centers, indices). Unit weights skip the product w * closest.
-
-    float32 X: scikit-learn's float32 arithmetic (`_float32_draws`); centered: on
-    X - X.mean(axis=0) in float32 where X is dense, as ``KMeans.fit`` seeds (the
-    estimator's seeding; `kmeans_plusplus` does not centre, as scikit-learn's)."""
+    RandomState; returns (centers, indices). Unit weights skip the product w * closest."""
     n, d = source.shape
     w = source.weights
     unit_weights = source.unit_weights
@@ -156,13 +150,6 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, cent
     passes = source.seeding_passes(n_local_trials)
     centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
-    if source.dtype == np.float32:
-        shift = passes.float32_mean() if centered else None
-        draws = _float32_draws(passes, n, n_clusters, w, rng, n_local_trials, shift)
-        for c, index in enumerate(draws):
-            centers[c] = source.rows([index])[0]
-            indices[c] = index
-        return centers, indices
 
     # scikit-learn draws the first centre with rng.choice(n, p=w / w.sum()): one uniform
     # draw, searched in the cumulative weights. The same draw, searched without the three
@@ -196,47 +183,3 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, cent
         centers[c] = source.rows([cand[best]])[0]
         indices[c] = cand[best]
     return centers, indices
-
-
-def _float32_draws(passes, n, n_clusters, w, rng, n_local_trials, shift):
-    """The indices of k-means++ on float32 X in scikit-learn's arithmetic, step for step,
-    so that the same RandomState picks the same points (its `_kmeans_plusplus`):
-
-    - weights rounded to float32 (its `_check_sample_weight(..., dtype=X.dtype)`);
-    - the first centre by ``rng.choice(n, p=w / w.sum())``;
-    - squared distances in float64 rounded to float32 (`sq_distances_upcast`), of X -
-      shift where KMeans centres X (the centring changes float32 bits, hence draws);
-    - the potentials as float32 matrix products, ``closest @ w`` and ``D @ w[:, None]``:
-      the same NumPy call on the same shapes, hence the same BLAS sum;
-    - the draws searched (side "left") in the float32 ``np.cumsum(w * closest)``.
-
-    The float32 cumulative sum drifts by ~n eps_32 of the total (0.02 at n = 3e5), the
-    float32 potentials by ~1e-6: a draw in float64 (`greedy_kmeans_plusplus`'s) lands on
-    another point at n >= 2e4 for most seeds. One deviation, the zero-weight guarantee: a
-    draw beyond the rounded total (scikit-learn clips it to n - 1) goes to the last point
-    with a positive increment (the same point unless that one has weight 0).
-    """
-    w = w.astype(np.float32)
-    index = int(rng.choice(n, p=w / w.sum()))
-    yield index
-    closest = passes.sq_distances_upcast([index], shift)  # (1, n), as scikit-learn's
-    current_pot = closest @ w
-    for _ in range(1, n_clusters):
-        rand_vals = rng.uniform(size=n_local_trials) * current_pot
-        if not current_pot[0] > 0:
-            # Every point coincides with a chosen centre: any positive-weight point will do.
-            positive = np.flatnonzero(w > 0)
-            cand = positive[(rand_vals * 0).astype(np.int64) + rng.randint(positive.size)]
-        else:
-            weighted = w * closest
-            cand = np.searchsorted(np.cumsum(weighted), rand_vals)
-            if (cand >= n).any():
-                cand[cand >= n] = _last_positive(weighted.ravel())
-        D = passes.sq_distances_upcast(cand, shift)
-        np.minimum(closest, D, out=D)
-        pots = D @ w.reshape(-1, 1)
-        best = int(np.argmin(pots))
-        current_pot = pots[best]
-        closest = D[best].copy()  # D is dropped before the next is made: one at a time
-        del D
-        yield int(cand[best])

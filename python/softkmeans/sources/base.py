@@ -39,46 +39,37 @@ class Farthest(NamedTuple):
     labels: np.ndarray  # (m,) int64, their labels at the centroids
 
 
-# Rows of float32 X upcast at a time (scikit-learn's chunk: about 10 MiB of float64 rows;
-# here 512 KiB for the rows plus the (rows, k) result, in cache between the copy and the
-# kernel, which runs these on one thread).
-_UPCAST_BYTES = 1 << 19
-
-
-def sq_distances_upcast(rows, C, n_threads, out=None, shift=None):
-    """||x_i - c_j||^2 (n, k) of float32 rows (dense or CSR) as scikit-learn computes them
-    (`_euclidean_distances_upcast`): in float64, a chunk of rows at a time, clamped at 0
-    and rounded to float32. out: an (n, k) float32 array (or a transposed view) to fill.
-    shift: (d,) float32 subtracted from dense rows in float32 first (KMeans centres X;
-    C is given shifted).
-
-    NOTE: SPEC.md's D = ||x||^2 + ||c||^2 - 2 x.c loses float32's bits where x is near c:
-    at a point exactly on its centre of norm ~5 it leaves ~2e-6 (a distance of 1.4e-3
-    where the float64 one is 0). Products of float32 numbers are exact in float64, and
-    the norms and dot product of x = c cancel to 0 there.
-    """
-    n, d = rows.shape
-    k = C.shape[0]
-    C64 = np.ascontiguousarray(C, dtype=np.float64)
-    if out is None:
-        out = np.empty((n, k), dtype=np.float32)
-    width = k + (d if isinstance(rows, np.ndarray) else 0)  # a CSR chunk holds its entries
-    step = max(1, _UPCAST_BYTES // (8 * width))
-    for s in range(0, n, step):
-        chunk = rows[s : s + step] if shift is None else rows[s : s + step] - shift
-        out[s : s + step] = _native.sq_distances(chunk.astype(np.float64), C64, n_threads)
-    return out
+# Rows of float32 X upcast at a time by `euclidean_distances` (scikit-learn's chunk: about
+# 10 MiB of float64 rows, here 4 MiB for the rows plus the (rows, k) result).
+_UPCAST_BYTES = 1 << 22
 
 
 def euclidean_distances(rows, C, n_threads):
-    """||x_i - c_j|| (n, k) of a block (dense or CSR) in its dtype (`transform`); float32
-    rows as scikit-learn's (`sq_distances_upcast`, then the square root)."""
+    """||x_i - c_j|| (n, k) of a block (dense or CSR) in its dtype (`transform`).
+
+    NOTE: SPEC.md's D = ||x||^2 + ||c||^2 - 2 x.c loses float32's bits where x is near c:
+    at a point exactly on its centre of norm ~5 it leaves ~2e-6, whose square root is
+    1.4e-3 where the float64 distance is 0. So float32 rows are upcast to float64, a
+    chunk at a time, and the distances rounded back to float32 (scikit-learn's
+    `_euclidean_distances_upcast`): products of float32 numbers are exact in float64
+    and the norms and dot products of x = c cancel to 0; each distance is within float32
+    rounding of the float64 one. The squared distances are clamped at 0 by the kernel.
+    """
     C = np.asarray(C)
-    if rows.dtype == np.float32:
-        D = sq_distances_upcast(rows, C, n_threads)
-    else:
+    if rows.dtype != np.float32:
         D = _native.sq_distances(rows, C.astype(rows.dtype, copy=False), n_threads)
-    return np.sqrt(D, out=D)
+        return np.sqrt(D, out=D)
+    n, d = rows.shape
+    k = C.shape[0]
+    C64 = np.ascontiguousarray(C, dtype=np.float64)
+    out = np.empty((n, k), dtype=np.float32)
+    width = k + (d if isinstance(rows, np.ndarray) else 0)  # a CSR chunk holds its entries
+    step = max(1, _UPCAST_BYTES // (8 * width))
+    for s in range(0, n, step):
+        chunk = rows[s : s + step].astype(np.float64)
+        D = _native.sq_distances(chunk, C64, n_threads)
+        out[s : s + step] = np.sqrt(D, out=D)
+    return out
 
 
 def check_weights(sample_weight, n, fit=False):

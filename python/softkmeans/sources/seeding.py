@@ -2,12 +2,7 @@
 
 - ``update_closest(closest, index)``: in place, closest_i = min(closest_i,
   ||x_i - X[index]||^2);
-- ``candidate_potentials(closest, cand)``: (L,) sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2);
-- ``sq_distances_upcast(idx, shift)``: (len(idx), n) float32 ||X[idx_l] - x_i||^2 of a
-  float32 X (shifted by -shift) as scikit-learn computes them
-  (`softkmeans.sources.base.sq_distances_upcast`), and ``float32_mean()``, the shift
-  KMeans applies (``X.mean(axis=0)`` of C-ordered X; None for sparse X, which it does
-  not centre): its float32 seeding.
+- ``candidate_potentials(closest, cand)``: (L,) sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2).
 
 `KeptDistancePasses` reads an X the kernels take whole (dense or CSR); `BlockSeedingPasses`
 a `RowBlockSource`'s blocks. Both give every distance the same bits.
@@ -18,12 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
-from .base import sq_distances_upcast
 
 __all__ = ["BlockSeedingPasses", "KeptDistancePasses"]
-
-# Rows added at a time to the running float32 sum of `BlockSeedingPasses.float32_mean`.
-_MEAN_ROWS = 1024
 
 
 class KeptDistancePasses:
@@ -44,19 +35,6 @@ class KeptDistancePasses:
             np.minimum(closest, self._dist[self._cand.index(index)], out=closest)
             return
         _native.kmeanspp_update_closest(self.X, closest, index, self.n_threads)
-
-    def float32_mean(self):
-        return None if hasattr(self.X, "indptr") else self.X.mean(axis=0)
-
-    def sq_distances_upcast(self, idx, shift=None):
-        centers = self.X[np.asarray(idx, dtype=np.int64)]
-        if hasattr(centers, "toarray"):
-            centers = centers.toarray()
-        if shift is not None:
-            centers = centers - shift
-        out = np.empty((len(idx), self.X.shape[0]), dtype=np.float32)
-        sq_distances_upcast(self.X, centers, self.n_threads, out=out.T, shift=shift)
-        return out
 
     def candidate_potentials(self, closest, cand):
         n, d = self.X.shape
@@ -100,25 +78,6 @@ class BlockSeedingPasses:
             cl[:b] = closest[start:stop]
             _native.kmeanspp_update_closest(buf[: b + 1], cl, b, threads)
             closest[start:stop] = cl[:b]
-
-    def float32_mean(self):
-        """X.mean(axis=0) with NumPy's bits for a C-ordered X: its axis-0 sum adds the
-        rows in order, so each block continues the running sum."""
-        total = np.zeros(self.source.shape[1], dtype=np.float32)
-        for _, _, buf in self.source.blocks():
-            for s in range(0, buf.shape[0], _MEAN_ROWS):  # small copies, not the block's
-                total = np.add.reduce(np.concatenate([total[None, :], buf[s : s + _MEAN_ROWS]]))
-        return np.true_divide(total, np.intp(self.source.shape[0]), out=total, casting="unsafe")
-
-    def sq_distances_upcast(self, idx, shift=None):
-        centers = self.source.rows(idx)
-        if shift is not None:
-            centers = centers - shift
-        out = np.empty((len(idx), self.source.shape[0]), dtype=np.float32)
-        for start, stop, buf in self.source.blocks():
-            sq_distances_upcast(buf, centers, self.source.n_threads,
-                                out=out.T[start:stop], shift=shift)  # fmt: skip
-        return out
 
     def candidate_potentials(self, closest, cand):
         L = len(cand)

@@ -101,6 +101,19 @@ def test_n_init_and_seeding_match_kmeans(data, k, n_init, init, weighted):
     _assert_same_fit(km.fit(X, sample_weight=w), ours.fit(X, sample_weight=w), 1e-10)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_float32_seeds_match_kmeans_below_a_few_ten_thousand_rows(seed):
+    """The README's limit: float32 X of 20,000 rows gets KMeans's seeds, labels and n_iter
+    (beyond a few 10^4 rows scikit-learn's float32 cumulative sum moves its draws)."""
+    X = make_blobs(20_000, 8, 16, seed=seed, dtype=np.float32)[0]
+    _, sk_idx = sk_kmeans_plusplus(X, 16, random_state=seed)
+    np.testing.assert_array_equal(softkmeans.kmeans_plusplus(X, 16, random_state=seed)[1], sk_idx)
+    km, ours = _pair(n_clusters=16, random_state=seed)
+    ref, got = km.fit(X), ours.fit(X)
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    assert got.n_iter_ == ref.n_iter_
+
+
 def test_random_state_forms_and_the_draws_they_consume():
     X = _blobs(seed=4)
     r_sk, r_ours = np.random.RandomState(7), np.random.RandomState(7)

@@ -88,3 +88,12 @@ def test_oracle_agrees_with_the_library():
         )
     assert math.sqrt(O.covariance_top(X)) == pytest.approx(sk.critical_sigma(X), rel=1e-12)
     np.testing.assert_allclose(O.margins(O.sq_distances(X, C)), sk.margins(X, C), atol=1e-10)
+
+
+def test_cold_softmax_keeps_exact_ties_exact():
+    # z = -D / T is ~ -1e10 here: shifting by the row minimum before dividing keeps a tie
+    # at exactly 1/2 (unshifted, logsumexp's rounding at 1e10 moves it by ~1e-6).
+    X = np.array([[0.0], [10.0]])
+    C = np.array([[-1.0], [1.0], [100.0]])
+    r = O.softmax(O.sq_distances(X, C), 1e-5)
+    assert r[0, 0] == 0.5 and r[0, 1] == 0.5 and r[1, 1] == 1.0

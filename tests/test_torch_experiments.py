@@ -218,3 +218,22 @@ def test_fashion_mnist_loads_when_installed():
         pytest.skip(f"Fashion-MNIST is not installed: {fashion_mnist.INSTALL}")
     ds = datasets.load("fashion5k")
     assert ds.X.shape == (fashion_mnist.N_KEEP, 784) and 0.0 <= ds.X.min() <= ds.X.max() <= 1.0
+
+
+# ------------------------------------------------------------------ findings
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="softkmeans.torch._shifted_scores: torch.where(gap > 0, -gap / T, 0) drops the "
+    "gradient of an exactly tied non-argmin score (its gap is 0 at x but not near it); "
+    "-gap / T alone is right. Found by experiment 9's implementation check on digits.",
+)
+def test_autograd_through_r_at_an_exact_tie_matches_the_closed_form():
+    import numpy as np
+
+    X = np.array([[0.0, 1.0], [3.0, 0.5]])
+    C = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, 4.0]])  # x_0 is at distance 2 from c_0, c_1
+    ag, agr = torch_gradients.autograd(X, C, 1.5, "softmax")
+    np.testing.assert_allclose(ag, torch_gradients.full_gradient(X, C, 1.5, "softmax"), atol=1e-12)
+    np.testing.assert_allclose(agr, torch_gradients.through_r(X, C, 1.5, "softmax"), atol=1e-12)

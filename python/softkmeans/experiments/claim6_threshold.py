@@ -60,11 +60,11 @@ def threshold_check(X, C):
     lo, hi = BELOW * s_star, ABOVE * s_star
     out.update(sigma_star=s_star, lo=lo, hi=hi)
     lab = O.labels(D)
-    r_lo = O.entmax15(-D / (2.0 * lo * lo))
+    r_lo = O.entmax15(O.scores(D, lo))
     on_label = r_lo[np.arange(len(lab)), lab] == 1.0
     out["below_off"] = int(np.count_nonzero((np.count_nonzero(r_lo, axis=1) != 1) | ~on_label))
-    r_hi = O.entmax15(-D / (2.0 * hi * hi))
-    r_bis = O.entmax15_bisect(-D / (2.0 * hi * hi))
+    r_hi = O.entmax15(O.scores(D, hi))
+    r_bis = O.entmax15_bisect(O.scores(D, hi))
     support = np.count_nonzero(r_hi, axis=1)
     out["left"] = np.flatnonzero(support > 1)
     out["expected"] = np.flatnonzero(m < FOUR * hi * hi)
@@ -202,7 +202,7 @@ def _figure(ds, X, fixed_points, ctx):
         if no_margin_note(dmin, margin_floor(X, C)):
             continue
         s_star = np.sqrt(dmin) / 2.0
-        ent = np.array([1.0 - O.entmax15(-D / (2.0 * (q * s_star) ** 2)).max(axis=1).min()
+        ent = np.array([1.0 - O.entmax15(O.scores(D, q * s_star)).max(axis=1).min()
                         for q in ratios])  # fmt: skip
         soft = np.array([1.0 - O.softmax(D, q * s_star).max(axis=1).min() for q in ratios])
         ax.semilogy(ratios, np.where(ent > 0, ent, zero), "o", color=f"C{i}", ms=3,

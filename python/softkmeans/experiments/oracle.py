@@ -52,9 +52,16 @@ def hard(D):
     return r
 
 
+def scores(D, sigma):
+    """z_ij = -(D_ij - min_l D_il) / (2 sigma^2): SPEC.md's scores shifted by their row
+    maximum before the division, so that a cold sigma (|D / 2 sigma^2| ~ 1e10) does not
+    round the differences that r depends on (r is invariant to the shift)."""
+    return -(D - D.min(axis=1, keepdims=True)) / (2.0 * sigma * sigma)
+
+
 def softmax(D, sigma):
-    """r_ij = exp(z_ij - logsumexp_j z_ij), z = -D / (2 sigma^2); subnormal entries are 0."""
-    z = -D / (2.0 * sigma * sigma)
+    """r_ij = exp(z_ij - logsumexp_j z_ij), z = scores(D, sigma); subnormal entries are 0."""
+    z = scores(D, sigma)
     with np.errstate(under="ignore"):
         r = np.exp(z - logsumexp(z, axis=1, keepdims=True))
     r[r < np.finfo(np.float64).tiny] = 0.0
@@ -98,7 +105,7 @@ def responsibilities(D, sigma=None, kind="softmax"):
     if kind == "softmax":
         return softmax(D, sigma)
     if kind == "entmax15":
-        return entmax15(-D / (2.0 * sigma * sigma))
+        return entmax15(scores(D, sigma))
     raise ValueError(f"unknown kind {kind!r}")
 
 

@@ -253,9 +253,9 @@ class SoftKMeans(
         """
         training_data = _weak(X)
         X = self._validate(X, reset=True)
-        task = fit_task(self, X, y, sample_weight)
         source = sources.source_of(X, sample_weight, fit=True)
         try:
+            task = fit_task(self, X, y, sample_weight)
             fitter = Fitter(self._fit_params(), ConvergenceWarning, task).fit(source)
         finally:
             source.close()

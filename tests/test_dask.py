@@ -127,7 +127,7 @@ def test_numpy_input_is_passed_through(problem):
 def test_kmeanspp_on_small_data_equals_the_in_memory_seeding(client, problem):
     X, _, _ = problem
     Xd = da.from_array(X, chunks=900)  # referenced: critical_sigma_ reads it
-    got = skd.SoftKMeans(5, assignment="hard", random_state=0).fit(Xd)
+    got = skd.SoftKMeans(5, assignment="hard", init="k-means++", random_state=0).fit(Xd)
     expected = softkmeans.SoftKMeans(5, assignment="hard", random_state=0).fit(X)
     assert_same_fit(got, expected)
 
@@ -217,7 +217,7 @@ def _stream_attributes(model):
 def test_partial_fit_equals_the_in_memory_partial_fit(client, problem, kind):
     X, _, w = problem
     bounds = [0, 1000, 1700, 3000]  # uneven batches, the first seeds (k-means++)
-    got = skd.SoftKMeans(5, assignment=kind, random_state=2)
+    got = skd.SoftKMeans(5, assignment=kind, init="k-means++", random_state=2)
     expected = softkmeans.SoftKMeans(5, assignment=kind, random_state=2)
     for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         # Dask arrays, a NumPy batch in between, a DataFrame; with and without weights.
@@ -291,3 +291,16 @@ def test_a_lost_unrecomputable_input_is_reported(client, problem, monkeypatch):
     with pytest.raises(RuntimeError, match="lost data it cannot recompute"):
         _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=6)
     client.wait_for_workers(2)
+
+
+def test_kmeans_parallel_is_the_default_and_equals_the_in_memory_seeding(client, problem):
+    # k-means|| over all blocks (uneven, one of one row), weighted: the draws are hashed
+    # from the row index, so the seeding and the fit are the in-memory ones.
+    X, _, w = problem
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    got = skd.SoftKMeans(5, assignment="hard", random_state=7, max_iter=1).fit(Xd, sample_weight=w)
+    assert skd.SoftKMeans().init == "k-means||"
+    expected = softkmeans.SoftKMeans(5, assignment="hard", init="k-means||", random_state=7)
+    expected.set_params(max_iter=1).fit(X, sample_weight=w)
+    np.testing.assert_allclose(got.cluster_centers_, expected.cluster_centers_, rtol=RTOL)
+    np.testing.assert_array_equal(got.labels_, expected.labels_)

@@ -18,13 +18,17 @@ Where X cannot be recomputed (blocks scattered from the client), the fit raises 
 RuntimeError that says so. Without a distributed client, each pass recomputes the blocks
 with the local scheduler (out-of-core, at the cost of re-reading the source).
 
-Initialisation. ``init="k-means++"`` runs the in-memory greedy k-means++ on a uniform
+Initialisation. The default, ``init="k-means||"`` (dask-ml's default), runs
+`softkmeans.fit.kmeans_parallel` over all of X: 1 + 5 passes of one task per block (each
+row's distance to its nearest candidate, kept per block between passes; the draws are
+hashed from the row index, so any chunking draws the same rows), then the weighted greedy
+k-means++ on the ~10 k candidates on the client; it equals the in-memory k-means|| seeding
+of the same rows. ``init="k-means++"`` runs the in-memory greedy k-means++ on a uniform
 sample of rows (with their weights) gathered to the client: max(10 000, 100 x n_clusters)
 rows at most, so it never pulls all the data to the client; when X has no more rows than
 that, the sample is all of X and the seeding equals the in-memory fit's. ``"random"`` draws
-among the same sample. (Not k-means||, dask-ml's default: its O(log n) passes cost more
-than one sample on the data sizes we target.) An array is used as given; a callable is
-called as ``init(X, n_clusters, random_state=rng)`` with the Dask array.
+among the same sample. An array is used as given; a callable is called as
+``init(X, n_clusters, random_state=rng)`` with the Dask array.
 
 Fitted attributes are NumPy arrays: ``labels_`` comes from the final pass (n int64 gathered
 to the client, as the in-memory fit gives them), so the fitted model pickles without the
@@ -35,7 +39,8 @@ method is passed to `softkmeans.SoftKMeans` unchanged.
 Progress: ``verbose=1`` prints the estimator's per-iteration lines (a tqdm bar on a
 terminal); the tasks appear in the Dask dashboard's task stream as
 ``softkmeans-block_stats``, ``softkmeans-merge``, ``softkmeans-moments``,
-``softkmeans-anneal-moments`` and ``softkmeans-farthest``.
+``softkmeans-anneal-moments``, ``softkmeans-farthest`` and k-means||'s
+``softkmeans-kmeans-parallel-*``.
 
 Annealing (``anneal=...``) runs `softkmeans.annealing`'s schedule, the in-memory one, with
 its reads of X as block passes: each step one block_stats pass over the blocks augmented
@@ -47,7 +52,7 @@ relative, ``sigma_``, set by a minimum margin, ~1e-13; same labels and iteration
 
 Streaming: ``partial_fit`` takes a stream of Dask arrays or DataFrames (NumPy batches too):
 each batch's statistics are one pass on the workers, the running-mean update (SPEC.md,
-"Streaming") runs on the client, and the first batch seeds (k-means++ on its sample, as
+"Streaming") runs on the client, and the first batch seeds (with ``init`` on the batch, as
 ``fit``) and fixes sigma. A batch of another width than the first is refused before any
 work is scheduled.
 """
@@ -55,6 +60,7 @@ work is scheduled.
 from __future__ import annotations
 
 from . import estimator as _estimator
+from .fit.params import DEFAULTS
 from .sources import dask as _dask_source  # noqa: F401 - without Dask: an ImportError naming the extra
 
 __all__ = ["SoftKMeans"]
@@ -62,6 +68,32 @@ __all__ = ["SoftKMeans"]
 
 class SoftKMeans(_estimator.SoftKMeans):
     __doc__ = (
-        "`softkmeans.SoftKMeans` on Dask arrays and Dask DataFrames (see `softkmeans.dask`).\n"
-        + (_estimator.SoftKMeans.__doc__ or "").split("\n", 1)[1]
+        "`softkmeans.SoftKMeans` on Dask arrays and Dask DataFrames (see `softkmeans.dask`);"
+        ' init defaults to "k-means||".\n' + (_estimator.SoftKMeans.__doc__ or "").split("\n", 1)[1]
     )
+
+    def __init__(
+        self,
+        n_clusters=DEFAULTS.n_clusters,
+        *,
+        assignment=DEFAULTS.assignment,
+        sigma=DEFAULTS.sigma,
+        anneal=DEFAULTS.anneal,
+        init="k-means||",
+        n_init=DEFAULTS.n_init,
+        max_iter=DEFAULTS.max_iter,
+        tol=DEFAULTS.tol,
+        random_state=DEFAULTS.random_state,
+        n_threads=DEFAULTS.n_threads,
+        verbose=DEFAULTS.verbose,
+        copy_x=DEFAULTS.copy_x,
+        algorithm=DEFAULTS.algorithm,
+        stream_memory=DEFAULTS.stream_memory,
+        decay=DEFAULTS.decay,
+    ):
+        super().__init__(
+            n_clusters, assignment=assignment, sigma=sigma, anneal=anneal, init=init,
+            n_init=n_init, max_iter=max_iter, tol=tol, random_state=random_state,
+            n_threads=n_threads, verbose=verbose, copy_x=copy_x, algorithm=algorithm,
+            stream_memory=stream_memory, decay=decay,
+        )  # fmt: skip

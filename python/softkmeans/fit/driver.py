@@ -9,7 +9,7 @@ weights, the sigma default, annealing).
 
 The passes a fit makes over X: one validation, which also gives the features' variances
 (the tolerance); the seeding's (k-means++: one per centre, two where the candidates'
-distances are not kept); one fused `block_stats` pass per iteration (a hard fit of an
+distances are not kept; k-means||: 1 + 5, `softkmeans.fit.kmeans_parallel`); one fused `block_stats` pass per iteration (a hard fit of an
 in-memory array with d > 4 and centroids of at least 8 KiB: one `hard_stats_bounded`
 pass, which computes only the distances that may change a row's label, see
 `softkmeans.fit.bounded`); and one final pass at the final centroids, which yields the
@@ -32,6 +32,7 @@ from .. import _stats, sources
 from .. import _validation as v
 from .annealing import run_annealing
 from .bounded import BoundedHardPass
+from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
 from .relocation import relocator, warn_about_empty_clusters
@@ -73,7 +74,8 @@ class StreamState:
     """What a streaming fit carries from one batch to the next (SPEC.md, "Streaming")."""
 
     centroids: np.ndarray  # (k, d), the dtype of the first batch
-    totals: np.ndarray  # (k,) float64, the running N_j(t)
+    totals: np.ndarray  # (k,) float64, T_j(t): the weight seen (forgotten by decay)
+    memory: np.ndarray  # (k,) float64, M_j(t): the weight the centroid remembers
     sigma: float  # fixed at the first batch (0.0 for "hard")
     critical_sigma: float  # of the first batch
     n_steps: int  # batches seen
@@ -124,10 +126,12 @@ class Fitter:
     def _init_centroids(self, k, init, rng):
         source = self.source
         if isinstance(init, str):
-            seeds = source.seeding_source(k, rng)
-            if init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(seeds, k, rng)
+            if init == "k-means||":
+                centers, _ = kmeans_parallel(source, k, rng)
+            elif init == "k-means++":
+                centers, _ = greedy_kmeans_plusplus(source.seeding_source(k, rng), k, rng)
             else:  # "random"
+                seeds = source.seeding_source(k, rng)
                 w = seeds.weights
                 idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())
                 centers = seeds.rows(idx)
@@ -283,7 +287,8 @@ class Fitter:
         The first batch (state None) checks the parameters, fixes sigma (from this batch's
         critical width when sigma is None) and initialises the centroids on this batch;
         every batch then makes one `block_stats` pass at the current centroids and moves
-        them by the running-mean rule. Returns (the new StreamState, the batch's
+        them to the mean of the remembered statistics (``stream_memory``, ``decay``).
+        Returns (the new StreamState, the batch's
         BlockStats at the centroids before the update, its labels there).
         """
         params = self.params
@@ -314,13 +319,23 @@ class Fitter:
         # temporary batches would leave nothing to compute it from later).
         crit = self.critical_sigma_
         C = self._init_centroids(k, init, check_random_state(params.random_state))
-        return StreamState(C, np.zeros(k), _width(kind, params.sigma, crit), crit, 0)
+        sigma = _width(kind, params.sigma, crit)
+        return StreamState(C, np.zeros(k), np.zeros(k), sigma, crit, 0)
 
     def _stream_step(self, source, state):
         C = state.centroids.astype(source.dtype, copy=False)
         stats, labels = source.stats(C, self.params.assignment, state.sigma, labels=True)
-        C_new, totals = _stats.running_update(state.centroids, state.totals, stats)
-        new_state = StreamState(C_new, totals, state.sigma, state.critical_sigma, state.n_steps + 1)
+        C_new, totals, memory = _stats.stream_update(
+            state.centroids,
+            state.totals,
+            state.memory,
+            stats,
+            bound=self.params.stream_memory,
+            decay=self.params.decay,
+        )
+        new_state = dataclasses.replace(
+            state, centroids=C_new, totals=totals, memory=memory, n_steps=state.n_steps + 1
+        )
         return new_state, stats, labels
 
 

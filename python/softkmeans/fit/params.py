@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _validation as v
+from .._stats import STREAM_MEMORIES
 from ..annealing import AnnealingSchedule, check_schedule
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
@@ -20,8 +21,9 @@ __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterE
 # sigma=None: sigma = DEFAULT_SIGMA_FRACTION x critical_sigma(X).
 DEFAULT_SIGMA_FRACTION = 0.1
 
-INITS = ("k-means++", "random")
+INITS = ("k-means++", "k-means||", "random")
 ALGORITHMS = ("lloyd", "elkan")
+_INIT_ALLOWED = "a str among {'k-means++', 'k-means||', 'random'}, a callable or an array-like"
 
 # n_init="auto" (scikit-learn's meaning): runs per init method. One k-means++ seeding is
 # as good as the best of several random ones; an array is a single start; "random" and a
@@ -70,7 +72,7 @@ class Resolved(NamedTuple):
     n_clusters: int
     kind: str
     schedule: AnnealingSchedule | None
-    init: Any  # "k-means++", "random", a callable, or a checked (k, d) array
+    init: Any  # "k-means++", "k-means||", "random", a callable, or a checked (k, d) array
     n_init: int  # runs, "auto" resolved
 
 
@@ -91,6 +93,8 @@ class FitParams:
     verbose: int = 0
     copy_x: bool = True
     algorithm: str = "lloyd"
+    stream_memory: str = "sqrt"
+    decay: float = 0.0
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -124,15 +128,13 @@ class FitParams:
         init = self.init
         if isinstance(init, str):
             if init not in INITS:
-                allowed = "a str among {'k-means++', 'random'}, a callable or an array-like"
-                raise InvalidParameterError(_sklearn_phrase("init", allowed, init))
+                raise InvalidParameterError(_sklearn_phrase("init", _INIT_ALLOWED, init))
         elif callable(init):
             pass
         elif _is_array_like(init):
             init = check_init_centers(init, X, k)
         else:
-            allowed = "a str among {'k-means++', 'random'}, a callable or an array-like"
-            raise InvalidParameterError(_sklearn_phrase("init", allowed, init))
+            raise InvalidParameterError(_sklearn_phrase("init", _INIT_ALLOWED, init))
         return Resolved(k, self.assignment, schedule, init, self._resolve_n_init(k, schedule))
 
     def _check_scalars(self):
@@ -158,10 +160,22 @@ class FitParams:
         if not isinstance(self.algorithm, str) or self.algorithm not in ALGORITHMS:
             allowed = "a str among {'lloyd', 'elkan'}"
             raise InvalidParameterError(_sklearn_phrase("algorithm", allowed, self.algorithm))
+        if not isinstance(self.stream_memory, str) or self.stream_memory not in STREAM_MEMORIES:
+            allowed = "a str among {'sqrt', 'all'}"
+            raise InvalidParameterError(
+                _sklearn_phrase("stream_memory", allowed, self.stream_memory)
+            )
+        if (
+            isinstance(self.decay, (bool, np.bool_))
+            or not isinstance(self.decay, (int, float, np.integer, np.floating))
+            or not 0.0 <= self.decay <= 1.0
+        ):
+            allowed = "a float in the range [0.0, 1.0]"
+            raise InvalidParameterError(_sklearn_phrase("decay", allowed, self.decay))
         return schedule
 
     def _resolve_n_init(self, k, schedule):
-        """n_init as an int: "auto" is 1 for k-means++ or an array, 10 for "random" or a
+        """n_init as an int: "auto" is 1 for k-means++, k-means|| or an array, 10 for "random" or a
         callable (scikit-learn's rule), and 1 when annealing (which does not use init).
         Also issues scikit-learn's warning for algorithm="elkan" with one cluster (both
         algorithms run Lloyd here)."""
@@ -176,7 +190,7 @@ class FitParams:
         if schedule is not None:
             return 1
         if isinstance(self.init, str):
-            return 1 if self.init == "k-means++" else AUTO_N_INIT_RANDOM
+            return 1 if self.init in ("k-means++", "k-means||") else AUTO_N_INIT_RANDOM
         return AUTO_N_INIT_RANDOM if callable(self.init) else 1
 
 

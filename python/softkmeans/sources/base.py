@@ -10,7 +10,8 @@ reads. Its methods, by who needs them:
   a `LocalSource`'s `map_rows` for the functional API);
 - the tolerance: `feature_variances`; the critical width (only when asked): `moments`;
 - seeding: `seeding_source` (a `LocalSource`: X, or a sample of it) and its
-  `seeding_passes` and `rows`;
+  `seeding_passes` and `rows` (k-means++, "random"); `parallel_passes` (k-means||'s
+  passes over all of X, `softkmeans.sources.parallel`) and `rows`;
 - empty clusters: `farthest` (relocation), `positive`, `n_distinct_rows` (the warning);
 - annealing: `augmented`, `responsibility_moments`, `add_farthest`;
 - the bounded hard step, which keeps per-row state between passes: `dense_array`.
@@ -28,6 +29,7 @@ import numpy as np
 
 from .. import _native, _stats
 from .. import _validation as v
+from .parallel import LocalParallelPasses
 
 
 class Farthest(NamedTuple):
@@ -131,6 +133,14 @@ class Source(abc.ABC):
     @abc.abstractmethod
     def seeding_source(self, n_clusters, rng):
         """The in-process source k-means++ and "random" draw from (self, or a sample)."""
+
+    @abc.abstractmethod
+    def parallel_passes(self):
+        """k-means||'s passes over X (`softkmeans.fit.kmeans_parallel`): an object with
+        ``first(seed)`` (the first candidate's row index), ``update(C)`` (one pass: each
+        row's distance to its nearest candidate, C appended; returns the potential),
+        ``draw(seed, round_, scale)`` (the row indices drawn, sorted) and
+        ``candidate_weights()``, as `softkmeans.sources.parallel.LocalParallelPasses`."""
 
     @abc.abstractmethod
     def farthest(self, C, m, labels=None):
@@ -263,6 +273,9 @@ class LocalSource(Source):
     def seeding_source(self, n_clusters, rng):
         return self
 
+    def parallel_passes(self):
+        return LocalParallelPasses(self)
+
     def augmented(self):
         return _Augmented(self)
 
@@ -348,3 +361,4 @@ class _Augmented(LocalSource):
         raise NotImplementedError("an augmented source is only read by stats")
 
     feature_variances = moments = rows = n_distinct_rows = seeding_passes = _unused
+    parallel_passes = _unused

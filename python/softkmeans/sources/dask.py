@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from .. import _native, _stats
 from .. import _validation as v
 from .base import Farthest, Source, euclidean_distances
+from .dask_parallel import DaskParallelPasses
 from .dense import ArraySource, FeatureMoments
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
@@ -131,6 +132,11 @@ def _blocks(X, w):
     xs = X.to_delayed().ravel()
     ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
     return [(x, wb) for x, wb, rows in zip(xs, ws, X.chunks[0]) if rows > 0]
+
+
+def _row_counts(X):
+    """The row counts of the non-empty row blocks of X, in order (as `_blocks`)."""
+    return [rows for rows in X.chunks[0] if rows > 0]
 
 
 def _weights(w, n):
@@ -480,6 +486,14 @@ class DaskSource(Source):
                 "weight; pass init as an array of centroids"
             )
         return ArraySource(rows, ws, n_threads=self.n_threads, checked=True)
+
+    def parallel_passes(self):
+        """k-means||'s passes as block tasks (`softkmeans.sources.dask_parallel`)."""
+        blocks = [
+            (x, wb, int(rows))
+            for (x, wb), rows in zip(_blocks(self.data, self.weights), _row_counts(self.data))
+        ]
+        return DaskParallelPasses(blocks, _compute, self.n_threads)
 
     def farthest(self, C, m, labels=None):
         args = (_broadcast(C), m, self.n_threads)

@@ -1,0 +1,70 @@
+"""k-means|| seeding (Bahmani, Moseley, Vattani, Kumar & Vassilvitskii 2012, "Scalable
+K-Means++"): a few passes over X draw an oversampled set of candidates, and the greedy
+k-means++ of `softkmeans.fit.seeding` picks the k centres among them, each candidate
+weighted by the weight of the rows nearest to it.
+
+1. The first candidate: one row drawn with probability w_i / sum w.
+2. ``ROUNDS`` rounds: one pass over X brings every row's squared distance D_i^2 to its
+   nearest candidate up to date (the candidates added last) and gives the potential
+   phi = sum_i w_i D_i^2; each row is then drawn independently with probability
+   min(1, l w_i D_i^2 / phi), l = ``OVERSAMPLING`` x k (about l new candidates a round).
+3. A last pass with the last round's candidates; its nearest-candidate labels weight
+   the candidates (no further pass), and the weighted greedy k-means++ (scikit-learn's
+   draws, ``2 + log k`` local trials) runs in memory on them.
+
+Passes over X: 1 + ROUNDS (6), whatever k; rounds stop early when phi is 0 (every row at
+a candidate). The random draws (the first candidate and each row's draw) are uniforms
+hashed from (seed, round, row index), the seed drawn once from ``random_state``
+(`softkmeans.sources.parallel`): the same rows for any chunking, thread count or
+scheduler, so a Dask array seeds as the in-memory array of the same rows.
+
+Where fewer than k candidates come out (X has fewer than k distinct positive-weight
+rows, or very few rows), the seeding is k-means++'s on the source's seeding rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import sources
+from .seeding import greedy_kmeans_plusplus
+
+__all__ = ["OVERSAMPLING", "ROUNDS", "kmeans_parallel"]
+
+# Bahmani et al.'s l = 2k and r = 5 (their experiments: r = 5 suffices for l >= k/2).
+OVERSAMPLING = 2.0
+ROUNDS = 5
+
+
+def kmeans_parallel(source, n_clusters, rng, *, rounds=ROUNDS, oversampling=OVERSAMPLING):
+    """k-means|| over a `softkmeans.sources.Source`: (centers (k, d) of X's dtype, and
+    the number of passes over X made). rng: a RandomState (one draw for the hashed
+    uniforms' seed, then the in-memory k-means++'s draws)."""
+    seed = int(rng.randint(0, 2**32, dtype=np.uint64)) << 32 | int(
+        rng.randint(0, 2**32, dtype=np.uint64)
+    )
+    passes = source.parallel_passes()
+    l = oversampling * n_clusters  # noqa: E741 - the paper's name
+    first = passes.first(seed)
+    chosen = [np.array([first], dtype=np.int64)]
+    phi = passes.update(source.rows(chosen[0]))
+    n_passes = 1
+    for r in range(1, rounds + 1):
+        if not phi > 0:
+            break
+        drawn = passes.draw(seed, r, l / phi)
+        if drawn.size == 0:
+            continue
+        chosen.append(drawn)
+        phi = passes.update(source.rows(drawn))
+        n_passes += 1
+    idx = np.concatenate(chosen)
+    weights = passes.candidate_weights()
+    if int((weights > 0).sum()) < n_clusters:
+        seeds = source.seeding_source(n_clusters, rng)
+        return greedy_kmeans_plusplus(seeds, n_clusters, rng)[0], n_passes
+    candidates = sources.ArraySource(
+        source.rows(idx), weights, n_threads=source.n_threads, checked=True
+    )
+    centers, _ = greedy_kmeans_plusplus(candidates, n_clusters, rng)
+    return centers, n_passes

@@ -1,5 +1,6 @@
 """Data beyond memory: a fit on a memory-mapped file copies nothing of size n x d, and
-streaming fits (`partial_fit`, SPEC.md "Streaming") follow the running-mean rule."""
+streaming fits (`partial_fit`, SPEC.md "Streaming") with stream_memory="all" follow the
+running-mean rule (the default memory and decay: tests/test_streaming.py)."""
 
 from __future__ import annotations
 
@@ -77,12 +78,13 @@ def _stream(X, n_passes=5, batch=4096, seed=0):
             yield np.ascontiguousarray(X[order[s : s + batch]])
 
 
-def test_partial_fit_converges_to_the_batch_solution_and_matches_minibatch_kmeans():
+def test_partial_fit_with_all_memory_is_minibatch_kmeans():
+    """stream_memory="all" is the running mean (SPEC.md before issue 26), MiniBatchKMeans's."""
     X, _ = make_blobs(200_000, n_features=16, centers=32, cluster_std=2.0, random_state=0)
     X = X.astype(np.float32)
     C0, _ = softkmeans.kmeans_plusplus(X, 32, random_state=0)
     full = SoftKMeans(32, assignment="hard", init=C0, tol=0, max_iter=300).fit(X)
-    ours = SoftKMeans(32, assignment="hard", init=C0)
+    ours = SoftKMeans(32, assignment="hard", init=C0, stream_memory="all")
     mbk = MiniBatchKMeans(32, init=C0, n_init=1, batch_size=4096, random_state=0)
     for batch in _stream(X):
         ours.partial_fit(batch)
@@ -98,7 +100,7 @@ def test_partial_fit_converges_to_the_batch_solution_and_matches_minibatch_kmean
 
 
 @pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
-def test_partial_fit_is_the_running_weighted_mean(kind):
+def test_partial_fit_with_all_memory_is_the_running_weighted_mean(kind):
     """Two batches by hand: after each, c_j = sum of w r x over both batches / sum of w r,
     with r computed at the centroids the batch met (independent NumPy reference)."""
     from softkmeans import reference
@@ -106,7 +108,7 @@ def test_partial_fit_is_the_running_weighted_mean(kind):
     X, _ = make_blobs(600, n_features=3, centers=4, random_state=1)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=600)
     C0 = X[[0, 100, 200, 300]].copy()
-    model = SoftKMeans(4, assignment=kind, init=C0, sigma=0.7)
+    model = SoftKMeans(4, assignment=kind, init=C0, sigma=0.7, stream_memory="all")
     model.partial_fit(X[:300], sample_weight=w[:300])
     R1 = reference.responsibilities(X[:300], C0, 0.7, kind=kind) * w[:300, None]
     N1, S1 = R1.sum(axis=0), R1.T @ X[:300]

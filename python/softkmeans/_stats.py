@@ -124,6 +124,40 @@ def running_update(
     return C64.astype(C.dtype), new_totals
 
 
+STREAM_MEMORIES = ("sqrt", "all")
+
+
+def stream_update(
+    C: np.ndarray,
+    totals: np.ndarray,
+    memory: np.ndarray,
+    batch: BlockStats,
+    *,
+    bound: str = "sqrt",
+    decay: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SPEC.md, "Streaming": (new C in the dtype of C, new totals T(t), new memory M(t)).
+
+    T_j(t) = (1 - decay) T_j(t-1) + N_j(batch), the weight seen (forgotten by decay);
+    M_j(t) = min((1 - decay) M_j(t-1), B_j) + N_j(batch), the weight the centroid
+    remembers, bounded by B_j = sqrt((1 - decay) T_j(t-1)) ("sqrt") or not at all
+    ("all"); c_j <- c_j + (S_j(batch) - N_j(batch) c_j) / M_j(t): the weighted mean of
+    the remembered statistics (closed form, no learning rate). Clusters the batch does
+    not touch stay where they are. bound="all" with decay=0 is `running_update`.
+    """
+    keep = 1.0 - decay
+    N_b, S_b = batch.cluster_weights, batch.sums
+    old = keep * memory
+    if bound == "sqrt":
+        old = np.minimum(old, np.sqrt(keep * totals))
+    new_memory = old + N_b
+    new_totals = keep * totals + N_b
+    touched = N_b > 0
+    C64 = C.astype(np.float64)
+    C64[touched] += (S_b[touched] - N_b[touched, None] * C64[touched]) / new_memory[touched, None]
+    return C64.astype(C.dtype), new_totals, new_memory
+
+
 def merge_moment_pair(a, b):
     """Chan, Golub & LeVeque's pairwise update of (W, weighted mean (d,), W x covariance
     (d, d)) for the union of two disjoint blocks; a block of zero weight is skipped."""

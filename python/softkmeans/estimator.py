@@ -141,6 +141,16 @@ class SoftKMeans(
         Accepted for scikit-learn compatibility; both run Lloyd's iteration (the fused
         native pass costs about what Elkan's bound bookkeeping saves, and "elkan" gives
         the same result as "lloyd" in scikit-learn too, up to rounding).
+    stream_memory : {"sqrt", "all"}, default="sqrt"
+        ``partial_fit`` only: how much of the stream a centroid remembers. "sqrt": at most
+        sqrt(T_j) of the weight T_j it has seen, plus the batch (old assignments are
+        forgotten, so the stream reaches the batch fit's inertia: within 1 % after 5
+        passes in bench/streaming.py); "all": everything, the running mean of SPEC.md
+        before issue 26 and of ``MiniBatchKMeans`` (which freezes early assignments).
+    decay : float in [0, 1], default=0.0
+        ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
+        batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
+        1 - decay). 0: none; 1: each batch alone moves the centroids to its own means.
 
     Attributes
     ----------
@@ -180,6 +190,8 @@ class SoftKMeans(
         verbose=DEFAULTS.verbose,
         copy_x=DEFAULTS.copy_x,
         algorithm=DEFAULTS.algorithm,
+        stream_memory=DEFAULTS.stream_memory,
+        decay=DEFAULTS.decay,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -194,6 +206,8 @@ class SoftKMeans(
         self.verbose = verbose
         self.copy_x = copy_x
         self.algorithm = algorithm
+        self.stream_memory = stream_memory
+        self.decay = decay
 
     # ------------------------------------------------------------------ validation
 
@@ -304,17 +318,18 @@ class SoftKMeans(
     def partial_fit(self, X, y=None, sample_weight=None):
         """Update the centroids with one batch X (n_b, d): streaming K-Means (SPEC.md).
 
-        Each centroid moves to the running weighted mean of the points it has been
-        responsible for, N_j(t) = N_j(t-1) + N_j(batch), c_j <- c_j + (S_j - N_j c_j) / N_j(t):
-        closed form, no learning rate; clusters the batch does not touch stay where they
-        are. The first call (or the first after `fit`) checks the parameters, initialises
-        the centroids on this batch with ``init`` and fixes sigma (None: 0.1 x this batch's
-        critical width). Not available with ``anneal`` (annealing needs all the data at
-        every width).
+        Each centroid moves to the weighted mean of the statistics it remembers,
+        M_j(t) = min((1 - decay) M_j(t-1), sqrt(T_j)) + N_j(batch),
+        c_j <- c_j + (S_j - N_j c_j) / M_j(t), T_j the weight it has seen (``stream_memory``
+        "all": no sqrt bound, the running mean): closed form, no learning rate; clusters
+        the batch does not touch stay where they are. The first call (or the first after
+        `fit`) checks the parameters, initialises the centroids on this batch with ``init``
+        and fixes sigma (None: 0.1 x this batch's critical width). Not available with
+        ``anneal`` (annealing needs all the data at every width).
 
-        After each call: ``cluster_centers_``, ``cluster_weights_`` (the running N_j),
-        ``n_steps_`` (batches seen), and of this batch at the centroids before its update:
-        ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
+        After each call: ``cluster_centers_``, ``cluster_weights_`` (T_j, forgotten by
+        ``decay``), ``n_steps_`` (batches seen), and of this batch at the centroids before
+        its update: ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
         """
         first = self.__dict__.get("_stream") is None
         source = sources.source_of(self._validate(X, reset=first), sample_weight, fit=first)

@@ -223,13 +223,10 @@ def test_fashion_mnist_loads_when_installed():
 # ------------------------------------------------------------------ findings
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="softkmeans.torch._shifted_scores: torch.where(gap > 0, -gap / T, 0) drops the "
-    "gradient of an exactly tied non-argmin score (its gap is 0 at x but not near it); "
-    "-gap / T alone is right. Found by experiment 9's implementation check on digits.",
-)
 def test_autograd_through_r_at_an_exact_tie_matches_the_closed_form():
+    """Regression: softkmeans.torch._shifted_scores used torch.where(gap > 0, -gap / T, 0),
+    which dropped the gradient of an exactly tied non-argmin score (found by experiment 9's
+    implementation check on digits)."""
     import numpy as np
 
     X = np.array([[0.0, 1.0], [3.0, 0.5]])

@@ -154,16 +154,18 @@ def _sq_distances(x, c):
 
 
 def _shifted_scores(D, sigma):
-    """z_ij - max_l z_il = -(D_ij - min_l D_il) / (2 sigma^2) <= 0; an exact gap 0 gives 0.
+    """z_ij - max_l z_il = -(D_ij - min_l D_il) / (2 sigma^2) <= 0.
 
     The gap is formed before the division (the scores keep the accuracy of the distance
     gaps); a quotient that overflows is clamped to the dtype's most negative finite value
-    (exp and entmax15 give such an entry exactly 0 either way).
+    (exp and entmax15 give such an entry exactly 0 either way). No special case for a gap
+    of exactly 0: an entry tied with the minimum keeps its gradient (a `where` that set it
+    to 0 dropped the gradient of an exactly tied non-argmin score, found by the reproduce
+    oracle's experiment 9 on digits).
     """
     T = 2.0 * sigma * sigma
     gap = D - D.min(dim=1, keepdim=True).values
-    z = torch.where(gap > 0, -gap / T, torch.zeros_like(gap))
-    return z.clamp_min(torch.finfo(D.dtype).min)
+    return (-gap / T).clamp_min(torch.finfo(D.dtype).min)
 
 
 def _entmax15_rows(z):

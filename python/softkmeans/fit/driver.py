@@ -9,15 +9,15 @@ weights, the sigma default, annealing).
 
 The passes a fit makes over X: one validation, which also gives the features' variances
 (the tolerance); the seeding's (k-means++: one per centre, two where the candidates'
-distances are not kept; k-means||: 1 + 5, `softkmeans.fit.kmeans_parallel`); one fused `block_stats` pass per iteration (a hard fit of an
-in-memory array with d > 4 and centroids of at least 8 KiB: one `hard_stats_bounded`
-pass, which computes only the distances that may change a row's label, see
-`softkmeans.fit.bounded`); and one final pass at the final centroids, which yields the
-labels, inertia, objective and minimum margin at once. The weighted covariance and its
-largest eigenvalue (`critical_sigma_`) are computed only where the fit needs them (a
-soft kind with sigma=None, annealing), or on first read of `critical_sigma_`. Relocating
-an empty cluster adds one `assign` pass (scikit-learn's policy needs the labels at the
-step's input), except after a bounded step, which has them.
+distances are not kept; k-means||: 1 + 5, `softkmeans.fit.kmeans_parallel`); one fused
+`block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
+centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes only the
+distances that may change a row's label, see `softkmeans.fit.bounded`); and one final pass
+at the final centroids, which yields the labels, inertia, objective and minimum margin at
+once. The weighted covariance and its largest eigenvalue (`critical_sigma_`) are computed
+only where the fit needs them (a soft kind with sigma=None, annealing), or on first read
+of `critical_sigma_`. Relocating an empty cluster adds one `assign` pass (scikit-learn's
+policy needs the labels at the step's input), except after a bounded step, which has them.
 """
 
 from __future__ import annotations

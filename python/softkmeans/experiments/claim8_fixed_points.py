@@ -202,7 +202,21 @@ def _figure(ds, results, ctx):
     results = [(k, a) for k, a in results if not a["why"]]
     if plt is None or path is None or not results:
         return
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, (ax, hx) = plt.subplots(1, 2, figsize=(13, 4.6))
+    floor = 1e-17
+    for i, (k, a) in enumerate(results):
+        idx = sorted(a["eig"])
+        dev = np.array([max(1.0 - a["eig"][j], floor) for j in idx])
+        hx.semilogy(a["t"][idx], dev, "o", color=f"C{i % 10}", ms=3, label=f"k={k}")
+    tt = np.linspace(0.5, 45.0, 200)
+    hx.semilogy(tt, np.maximum(2 * tt * np.exp(-tt), floor), "k-", lw=1,
+                label="(Delta*/sigma^2) exp(-Delta*/(2 sigma^2))")  # fmt: skip
+    hx.set_ylim(floor / 2, 10.0)
+    hx.set_xlabel("Delta* / (2 sigma^2)  (dimensionless)")
+    hx.set_ylabel("1 - lambda_min(Hessian) / (2 N_min)  (dimensionless)")
+    hx.set_title("Hessian at C_sigma vs the hard 2 N_j I (oracle; > 1: not positive)")
+    hx.grid(True, which="both", alpha=0.3)
+    hx.legend(fontsize=7)
     for i, (k, a) in enumerate(results):
         color = f"C{i % 10}"
         rel = a["dist"] / a["scale"]

@@ -97,3 +97,11 @@ def test_cold_softmax_keeps_exact_ties_exact():
     C = np.array([[-1.0], [1.0], [100.0]])
     r = O.softmax(O.sq_distances(X, C), 1e-5)
     assert r[0, 0] == 0.5 and r[0, 1] == 0.5 and r[1, 1] == 1.0
+
+
+def test_lanczos_hessian_eigenvalue_is_deterministic():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 30))
+    C = X[:15] + 0.05
+    values = {O.softmax_hessian_min(X, C, 2.0, dense_max=1) for _ in range(3)}
+    assert len(values) == 1

@@ -111,10 +111,16 @@ class SoftKMeans(
         Deterministic annealing (see `softkmeans.annealing`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
         below sqrt(Delta_min)/2, i.e. exactly Lloyd. ``init`` is not used when annealing.
-    init : "k-means++", "random", array-like (n_clusters, d) or callable, default="k-means++"
+    init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
+default="k-means++"
+        "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 5 passes
+        over X, each drawing about 2 x n_clusters candidates, then the weighted greedy
+        k-means++ on the candidates; the draws are hashed from the row index, so every
+        reader of X (memmap, row blocks, Dask chunks) seeds the same rows.
         A callable is called as ``init(X, n_clusters, random_state=RandomState)`` and
         returns an array-like (n_clusters, d). ``sample_weight`` is used by the seeding of
-        "k-means++" and "random", not by an array or a callable (as scikit-learn).
+        "k-means++", "k-means||" and "random", not by an array or a callable (as
+        scikit-learn).
     n_init : "auto" or int, default="auto"
         Runs from different initializations; the best (lowest objective) is kept.
         "auto" (scikit-learn's default and meaning): 1 run for "k-means++" or an array,

@@ -8,6 +8,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse
 
 import softkmeans
 from conftest import make_blobs
@@ -71,6 +72,16 @@ def test_dask_equals_the_in_memory_seeding(blobs, weighted):
         with dask.config.set(scheduler="threads"):
             got = _seed_source(sources.source_of(Xd, wd), 12, 4)
         np.testing.assert_array_equal(got, expected, err_msg=str(chunks))
+
+
+def test_sparse_input_seeds_rows_of_x(blobs):
+    X, w = blobs
+    X = np.where(np.abs(X) > 1.5, X, 0.0)
+    centers = _seed(scipy.sparse.csr_matrix(X), 12, 0, w)
+    assert centers.shape == (12, X.shape[1])
+    assert all((X == c).all(axis=1).any() for c in centers)
+    # The same rows as the dense seeding (float64 distances: the same draws here).
+    np.testing.assert_array_equal(centers, _seed(X, 12, 0, w))
 
 
 def _seed_source(source, k, random_state):

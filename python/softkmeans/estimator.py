@@ -114,7 +114,7 @@ class SoftKMeans(
     init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
 default="k-means++"
         "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 5 passes
-        over X, each drawing about 2 x n_clusters candidates, then the weighted greedy
+        over X, each drawing about n_clusters candidates, then the weighted greedy
         k-means++ on the candidates; the draws are hashed from the row index, so every
         reader of X (memmap, row blocks, Dask chunks) seeds the same rows.
         A callable is called as ``init(X, n_clusters, random_state=RandomState)`` and

@@ -1,9 +1,9 @@
 """k-means||'s passes over a Dask array (`softkmeans.sources.dask.DaskSource`): the block
 functions of `softkmeans.sources.parallel`, one task per row block.
 
-The per-row state (closest, nearest) of each block is one persisted result per block
-(on the workers with a distributed client; in the client's memory with the local
-scheduler), updated by one task per block in each pass; only scalars (the blocks'
+The per-row state (closest, nearest: 16 bytes a row) of each block is one persisted
+result per block (on the workers with a distributed client; in the client's memory with
+the local scheduler), updated by one task per block in each pass; only scalars (the blocks'
 potentials and first-centre races), the drawn row indices and the (m,) candidate
 weights reach the client, each combined in block order. Every row's draw and distance is
 the in-memory one, so the seeding equals the in-memory seeding of the same rows (up to

@@ -234,3 +234,27 @@ def test_autograd_through_r_at_an_exact_tie_matches_the_closed_form():
     ag, agr = torch_gradients.autograd(X, C, 1.5, "softmax")
     np.testing.assert_allclose(ag, torch_gradients.full_gradient(X, C, 1.5, "softmax"), atol=1e-12)
     np.testing.assert_allclose(agr, torch_gradients.through_r(X, C, 1.5, "softmax"), atol=1e-12)
+
+
+def test_exp9_planted_tie_gradient_bug_exceeds_the_implementation_tolerance(monkeypatch):
+    # planted: the historical softkmeans.torch bug (the where() that dropped a tied score's
+    # gradient); the implementation check's tolerance at sigma does not hide it.
+    import numpy as np
+    import torch
+
+    skt = torch_gradients._skt()
+
+    def buggy(D, sigma):
+        gap = D - D.min(dim=1, keepdim=True).values
+        return torch.where(gap > 0, -gap / (2.0 * sigma * sigma), torch.zeros_like(gap))
+
+    monkeypatch.setattr(skt, "_shifted_scores", buggy)
+    X = np.array([[0.0, 1.0], [3.0, 0.5]])
+    C = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, 4.0]])
+    sigma = 1.5
+    _, agr = torch_gradients.autograd(X, C, sigma, "softmax")
+    err = np.linalg.norm(agr - torch_gradients.through_r(X, C, sigma, "softmax"))
+    k_norm = np.linalg.norm(torch_gradients.kmeans_gradient(X, C))
+    d_max = torch_gradients.O.sq_distances(X, C).max()
+    tol = max(torch_gradients.IMPL_RTOL, 64 * torch_gradients.EPS * d_max / (2 * sigma**2))
+    assert err / k_norm > 1e3 * tol

@@ -378,3 +378,18 @@ def test_warnings_print_as_one_line_like_the_errors(tmp_path, capsys):
     assert code == 0, err
     lines = _err_lines(err)
     assert lines and all(ln.startswith("softkmeans: warning: ") for ln in lines), err
+
+
+@pytest.mark.parametrize("has_matplotlib", [False, True])
+def test_reproduce_says_whether_it_drew_figures(tmp_path, monkeypatch, capsys, has_matplotlib):
+    """Without matplotlib the command said it wrote figures/ (empty); it says it drew none."""
+    import sys
+    import types
+
+    monkeypatch.setattr(cli, "_reproduce_rows", lambda args, names, claims: [])
+    fake = types.ModuleType("matplotlib") if has_matplotlib else None
+    monkeypatch.setitem(sys.modules, "matplotlib", fake)
+    assert cli.main(["reproduce", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("and figures/ to" in out) == has_matplotlib
+    assert ("no figures (matplotlib is not installed" in out) != has_matplotlib

@@ -313,7 +313,13 @@ def cmd_reproduce(args):
         f"{len(rows) - n_pass - n_fail} hypothesis not met [{time.perf_counter() - t0:.1f} s]"
     )
     if args.out is not None:
-        print(f"wrote report.md, results.csv and figures/ to {args.out}")
+        try:
+            import matplotlib  # noqa: F401 - the figures are drawn only with it
+        except ImportError:
+            drawn = "no figures (matplotlib is not installed: pip install 'softkmeans[plot]')"
+        else:
+            drawn = "figures/"
+        print(f"wrote report.md, results.csv and {drawn} to {args.out}")
     return 1 if n_fail else 0
 
 

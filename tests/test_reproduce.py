@@ -119,6 +119,15 @@ def test_quick_run_every_row_passes(quick_run):
     assert len(progress) == len({r.claim for r in rows}) * len(datasets.names(quick=True))
 
 
+def test_quick_run_has_the_constructed_edge_cases(quick_run):
+    # claim 7's near-tie path and claim 8's one-point cluster, once each, with their host
+    _, rows, _ = quick_run
+    tie = [r for r in rows if r.claim == 7 and "constructed near-tie path" in r.quantity]
+    small = [r for r in rows if r.claim == 8 and "constructed small cluster" in r.note]
+    assert len(tie) == 2 and len(small) == 3
+    assert all(r.status == "PASS" for r in tie + small), [r.note for r in tie + small]
+
+
 def test_quick_run_results_csv(quick_run):
     out, rows, _ = quick_run
     with open(out / "results.csv", newline="", encoding="utf-8") as f:

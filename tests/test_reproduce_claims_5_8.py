@@ -272,6 +272,30 @@ def test_claim7_planted_native_bit_fails(monkeypatch):
     assert [r.status for r in rows] == ["PASS"] * 4 + ["FAIL"]
 
 
+def test_claim7_near_tie_path_rows(monkeypatch):
+    # The constructed path: kept at and below sigma_cond, lost at 1.73 sigma_cond.
+    t = claim7_trajectories.near_tie(_ctx())
+    rows = claim7_trajectories.near_tie_rows("host", t)
+    assert [r.status for r in rows] == ["PASS", "PASS"], [r.note for r in rows]
+    assert 1.0 < rows[1].measured <= claim7_trajectories.SHARP_FACTOR
+    # planted: a bound 1e30 too small certifies sigmas at which the partition is lost
+    monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e-30)
+    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    assert rows[0].status == "FAIL", rows[0].note
+    # planted: a bound 1e6 too large is no longer sharp within the factor
+    monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e6)
+    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    assert [r.status for r in rows] == ["PASS", "FAIL"], [r.note for r in rows]
+
+
+def test_claim7_near_tie_rows_go_with_the_host_only():
+    X = _blobs(n=120)
+    host = claim7_trajectories.run(_dataset(X, claim7_trajectories.NEAR_TIE_HOST), [2], _ctx())
+    other = claim7_trajectories.run(_dataset(X), [2], _ctx())
+    assert len(host) == len(other) + 2
+    assert all("constructed near-tie path" in r.quantity for r in host[-2:])
+
+
 def test_claim7_tie_at_init_starts_after_it():
     X = np.array([[0.0], [1.0], [2.0], [6.0]])  # x=1 ties at C_0; C_1 = [0.5, 4] has margins
     g = claim7_trajectories.analyse(X, np.array([[0.0], [2.0]]), _ctx(), 20, 8)
@@ -345,6 +369,33 @@ def test_claim8_empty_cluster_is_degenerate():
     C = np.array([[1.0], [35.0 / 3.0], [100.0]])  # the third centroid has no point
     a = claim8_fixed_points.analyse(X1, C, 20, 50)
     assert "empty" in a["why"]
+
+
+def test_claim8_constructed_small_cluster_fixed_point():
+    X, C = claim8_fixed_points.SMALL_X, claim8_fixed_points.SMALL_C
+    path, converged = oracle.lloyd(X, C, 5)
+    assert converged and np.array_equal(path[-1], C)  # a Lloyd fixed point
+    a = claim8_fixed_points.analyse(X, C, 24, 200)
+    assert a["n_min"] == 1 and a["delta"] == pytest.approx(DELTA_STAR)
+    rows = claim8_fixed_points._rows("toy", 3, a, "")
+    assert [r.status for r in rows] == ["PASS"] * 3, [r.note for r in rows]
+    a["eig"] = {i: v - 1.0 for i, v in a["eig"].items()}  # planted: the hard part 2 N_min lost
+    assert claim8_fixed_points._rows("toy", 3, a, "")[1].status == "FAIL"
+    host = _dataset(_blobs(n=120), claim8_fixed_points.SMALL_HOST)
+    rows = claim8_fixed_points.run(host, [2], _ctx())
+    small = [r for r in rows if "constructed small cluster" in r.note]
+    assert len(small) == 3 and all(r.status == "PASS" for r in small)
+
+
+def test_claim8_smallest_cluster_fixed_point_from_outlier_seeds():
+    # Two blobs and a far pair: some seed's fixed point keeps the pair as a cluster.
+    X = make_blobs(200, 2, 2, seed=0, centre_scale=6.0)[0]
+    X = np.vstack([X, X.mean(0) + [40.0, 40.0], X.mean(0) + [40.5, 40.0]])
+    fps = claim8_fixed_points._fixed_points(X, 3, _ctx(), "toy", 2, 100)
+    sizes = [oracle.hard(oracle.sq_distances(X, C)).sum(axis=0).min() for _, C, _ in fps]
+    assert min(sizes) == 2
+    C = claim8_fixed_points._outlier_seed(X, 3, 0)
+    assert C.shape == (3, 2) and np.any(np.all(C == X[-1], axis=1) | np.all(C == X[-2], axis=1))
 
 
 def test_claim8_run_on_blobs_passes():

@@ -30,6 +30,15 @@ trajectories against the oracle's are a separate "implementation check" row.
   the log-slope fitted over the coldest decades above rounding (claim 5's window) is at
   least as steep as -Delta_path.
 
+The condition is sharp up to a small factor where a path passes near a tie: on a
+constructed 1-D data set (X = [0, 0.5, 1, 1.5, 2, 3, 10], C_0 = [0, 10], k = 2: the point
+x = 3 between the cluster and the lone point at 10 has the path's smallest margin, 40, and
+the softmax step pulls the lone centroid towards it) the oracle's softmax trajectory
+keeps the partition at every sigma <= sigma_cond of a grid 2^(-2..1) sigma_cond, and the
+boundary where it is lost (bisection above the grid's first loss) is <= SHARP_FACTOR
+sigma_cond (1.73 sigma_cond). Those two rows are written once per
+run, with the data set NEAR_TIE_HOST (the quantity names the constructed path).
+
 If the init has a tie (Delta_min(C_0) within rounding, e.g. integer pixel data with data
 points as centroids) the trajectories start from Lloyd's first iterate with a margin,
 and the note says so; a path with a tie later on does not meet the hypothesis.
@@ -63,6 +72,11 @@ BELOW, ABOVE = 0.999, 1.001
 DEPART_ULPS = 1e4
 BOUND_SCALE = 1.0  # B_t is multiplied by this (1: the derived bound; tests plant others)
 IMPL_RTOL = 1e-9  # native vs oracle trajectories (T steps of 1e-10-accurate steps)
+# The constructed path near a tie (its rows go with the data set NEAR_TIE_HOST).
+NEAR_TIE_X = np.array([[0.0], [0.5], [1.0], [1.5], [2.0], [3.0], [10.0]])
+NEAR_TIE_C0 = np.array([[0.0], [10.0]])
+NEAR_TIE_HOST = "blobs-separated"  # in both --quick and the full run
+SHARP_FACTOR = 2.0  # the partition must be lost at some sigma <= this x sigma_cond
 
 
 def path_geometry(X, path):
@@ -334,6 +348,74 @@ def _rows(ds_name, k, g, extra):
     return [lo, hi, soft, slope, impl]
 
 
+def near_tie(ctx, X=None, C0=None, n_grid=25):
+    """The constructed near-tie path: sigma_cond, and the oracle's softmax trajectory on a
+    grid sigma / sigma_cond = 2^(-2..1) (1 included); the loss boundary refined by
+    bisection between the last kept and the first lost grid sigma."""
+    X = NEAR_TIE_X if X is None else np.asarray(X, dtype=np.float64)
+    C0 = NEAR_TIE_C0 if C0 is None else np.asarray(C0, dtype=np.float64)
+    g = analyse(X, C0, ctx, 50, 4)
+    out = {"why": g["why"], "n": X.shape[0], "k": C0.shape[0]}
+    if g["why"] or not np.isfinite(g["sigma_cond"]):
+        out["why"] = out["why"] or "the bound certifies no sigma on the constructed path"
+        return out
+    path, s_cond = g["path"], g["sigma_cond"]
+    _, _, labels, _ = path_geometry(X, path)
+    ratios = np.exp2(np.linspace(-2.0, 1.0, n_grid))
+    kept = [softmax_run(X, path, labels, q * s_cond)[1] for q in ratios]
+    out.update(sigma_cond=s_cond, sigma_e=g["sigma_e"], delta_path=g["delta_path"])
+    out.update(steps=g["steps"], cond_kept=g["cond_kept"], ratios=ratios, kept=np.array(kept))
+    out["boundary"] = float("nan")
+    lost = np.flatnonzero(~out["kept"] & (ratios > 1.0))
+    if lost.size:
+        lo, hi = ratios[lost[0] - 1], ratios[lost[0]]
+        for _ in range(30):
+            mid = float(np.sqrt(lo * hi))
+            if softmax_run(X, path, labels, mid * s_cond)[1]:
+                lo = mid
+            else:
+                hi = mid
+        out["boundary"] = hi
+    return out
+
+
+def near_tie_rows(ds_name, t):
+    """Two rows: the partition is kept at and below sigma_cond, and lost above it within
+    SHARP_FACTOR (both decided by the oracle's softmax trajectories)."""
+    what = f"constructed near-tie path ({t['n']} points in 1-D, k={t['k']})"
+    q_kept = f"oracle: {what}: softmax keeps Lloyd's partition at every grid sigma <= sigma_cond"
+    q_lost = f"oracle: {what}: sigma / sigma_cond where it is lost, vs {SHARP_FACTOR:g}"
+    nan = float("nan")
+    if t["why"]:
+        return [Row(NUMBER, ds_name, t["k"], q, nan, nan, FAIL, t["why"]) for q in (q_kept, q_lost)]
+    ratios, kept = t["ratios"], t["kept"]
+    head = (
+        f"X = {NEAR_TIE_X.ravel().tolist()}, C_0 = {NEAR_TIE_C0.ravel().tolist()}; "
+        f"Delta_path={t['delta_path']:.5g}, sigma_e={t['sigma_e']:.5g}, "
+        f"sigma_cond={t['sigma_cond']:.5g} ({t['sigma_cond'] / t['sigma_e']:.3g} sigma_e, "
+        f"{t['steps']} steps); grid sigma / sigma_cond = 2^(-2..1), {len(ratios)} points"
+    )
+    below = ratios <= 1.0
+    n_bad = int(np.sum(~kept[below])) + (0 if t["cond_kept"] else 1)
+    kept_row = Row(
+        NUMBER, ds_name, t["k"], q_kept, float(n_bad), 0.0, PASS if n_bad == 0 else FAIL,
+        f"{head}; kept at sigma_cond: {t['cond_kept']}; grid sigmas <= sigma_cond that lose "
+        f"it: {n_bad}",
+    )  # fmt: skip
+    lost = np.flatnonzero(~kept & ~below)
+    bound = t["boundary"]
+    ok = lost.size > 0 and bound <= SHARP_FACTOR
+    note = f"{head}; " + (
+        f"lost first at {ratios[lost[0]]:.3g} sigma_cond of the grid, boundary {bound:.4g} "
+        "sigma_cond by bisection"
+        + (": the condition is sharp within that factor" if ok else ": not sharp")
+        if lost.size
+        else f"kept at every grid sigma up to {SHARP_FACTOR:g} sigma_cond: not sharp"
+    )
+    lost_row = Row(NUMBER, ds_name, t["k"], q_lost, bound, SHARP_FACTOR, PASS if ok else FAIL, note)
+    return [kept_row, lost_row]
+
+
 def _figure(ds, results, ctx, X):
     plt = pyplot()
     path = ctx.figure_path(f"claim7_trajectories_{ds.name}")
@@ -400,4 +482,6 @@ def run(ds, ks, ctx):
             notes.append(sub_note)
         rows += _rows(ds.name, k, g, "; " + "; ".join(notes))
     _figure(ds, results, ctx, X)
+    if ds.name == NEAR_TIE_HOST:
+        rows += near_tie_rows(ds.name, near_tie(ctx))
     return rows

@@ -17,9 +17,18 @@ converges to C_sigma (found by the native core, fast). Every verdict is the orac
 - ||C_sigma - C*|| = O(exp(-Delta* / (2 sigma^2))): the fitted slope of its log against
   1 / (2 sigma^2) is at least as steep as -Delta* (claim 5's window and tolerance).
 
-Two fixed points per k: the one from the k-means++ seed of claims 5-7, and the one with
-the smallest margin among a few more seeds (small margins and small clusters are where
-the statement is tested hardest). The native step's agreement with the oracle's at
+Up to three fixed points per k: the one from the k-means++ seed of claims 5-7, the one
+with the smallest margin among a few more seeds, and the one with the smallest cluster
+(fewest points, N_min) among those seeds and as many "outlier" seeds (k - 1 k-means++
+centroids plus the data point farthest from them, which tends to leave a tiny cluster
+around an outlier at the fixed point): small margins and small clusters are where the
+statement is tested hardest (the hard Hessian is 2 N_j I, so the correction is relative
+to 2 N_min). A fixed point is a candidate only with a margin and no empty cluster; one
+equal to an earlier one is not repeated. Real data sets seldom keep a cluster of a few
+points at a Lloyd fixed point, so the run also checks, once (with the data set
+SMALL_HOST), a constructed one: X = [0, 1, 2, 10, 11, 14, 30] and C* = [1, 35/3, 30],
+k = 3, a Lloyd fixed point whose third cluster is the single point 30 (N_min = 1,
+Delta* = 704/9 at x = 10). The native step's agreement with the oracle's at
 C_sigma is a separate "implementation check" row.
 """
 
@@ -52,6 +61,10 @@ TITLE = "Softmax fixed points near Lloyd's"
 PD_RTOL = 1e-9
 STATIONARY_RTOL = 1e-10  # the oracle's step at C_sigma moves it by at most this x ||C*||
 IMPL_RTOL = 1e-10
+# The constructed fixed point with a one-point cluster (its rows go with SMALL_HOST).
+SMALL_X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [14.0], [30.0]])
+SMALL_C = np.array([[1.0], [35.0 / 3.0], [30.0]])
+SMALL_HOST = "blobs-separated"  # in both --quick and the full run
 DENSE_MAX = 400  # kd up to which the Hessian is formed densely (oracle); above, Lanczos
 MAX_HESSIANS = 8  # sigmas at which a Lanczos Hessian is computed (kd > DENSE_MAX)
 
@@ -242,25 +255,51 @@ def _figure(ds, results, ctx):
     plt.close(fig)
 
 
+def _outlier_seed(X, k, seed):
+    """k - 1 k-means++ centroids plus the data point farthest from them."""
+    C = np.asarray(sk.kmeans_plusplus(X, k - 1, random_state=seed)[0], dtype=np.float64)
+    far = int(np.argmax(O.sq_distances(X, C).min(axis=1)))
+    return np.vstack([C, X[far : far + 1]])
+
+
 def _fixed_points(X, k, ctx, name, n_seeds, max_iter):
-    """[(label, C*, note)]: the fixed point from claims 5-7's seed, and the one with the
-    smallest margin among n_seeds more seeds (when it differs)."""
+    """[(label, C*, note)]: the fixed point from claims 5-7's seed, the one with the
+    smallest margin among n_seeds more seeds, and the one with the smallest cluster among
+    those and n_seeds outlier seeds (each when it differs from the ones before)."""
     out = []
     C0 = np.asarray(initial_centroids(X, k, ctx, name), dtype=np.float64)
     path, converged = lloyd_path(X, C0, max_iter)
     out.append(("seed", path[-1] if converged else None, f"Lloyd: {len(path) - 1} steps"))
-    best = None
-    for i in range(n_seeds):
+    best, small = None, None
+    for i in range(2 * n_seeds):
         seed = int(ctx.rng("claim8", name, k, i).integers(2**31 - 1))
-        Ci = np.asarray(sk.kmeans_plusplus(X, k, random_state=seed)[0], dtype=np.float64)
+        if i < n_seeds:
+            Ci = np.asarray(sk.kmeans_plusplus(X, k, random_state=seed)[0], dtype=np.float64)
+        else:
+            Ci = _outlier_seed(X, k, seed)
         p, c = lloyd_path(X, Ci, max_iter)
         if not c:
             continue
-        m = float(O.margins(O.sq_distances(X, p[-1])).min())
-        if m > margin_floor(X, p[-1]) and (best is None or m < best[0]):
+        D = O.sq_distances(X, p[-1])
+        m = float(O.margins(D).min())
+        n_min = int(O.hard(D).sum(axis=0).min())
+        if m <= margin_floor(X, p[-1]) or n_min == 0:
+            continue
+        if i < n_seeds and (best is None or m < best[0]):
             best = (m, p[-1], len(p) - 1)
+        if small is None or (n_min, m) < small[:2]:
+            small = (n_min, m, p[-1], "outlier" if i >= n_seeds else "k-means++")
     if best is not None and not np.array_equal(best[1], out[0][1]):
         out.append(("smallest margin", best[1], f"smallest margin of {n_seeds} seeds"))
+    if small is not None and not any(np.array_equal(small[2], C) for _, C, _ in out):
+        out.append(
+            (
+                "smallest cluster",
+                small[2],
+                f"N_min = {small[0]}, the fewest of {n_seeds} k-means++ and {n_seeds} outlier "
+                f"seeds (a {small[3]} seed)",
+            )
+        )
     return out
 
 
@@ -283,4 +322,11 @@ def run(ds, ks, ctx):
                 results.append((k, a))
             rows += _rows(ds.name, k, a, extra)
     _figure(ds, results, ctx)
+    if ds.name == SMALL_HOST:
+        a = analyse(SMALL_X, SMALL_C, 24 if ctx.quick else 40, 200 if ctx.quick else 1000)
+        extra = (
+            f"; C* = constructed small cluster: X = {SMALL_X.ravel().tolist()}, "
+            "C* = [1, 35/3, 30] (a Lloyd fixed point; the cluster {30} has one point)"
+        )
+        rows += _rows(ds.name, SMALL_C.shape[0], a, extra)
     return rows

@@ -21,12 +21,14 @@ HEAD = [
 
 
 def _pick(rows, claim, name, start, where=None):
-    """The row of the largest k whose quantity starts with `start` (and contains where)."""
+    """The row of the largest k whose quantity starts with `start` (and contains where);
+    the constructed cases that claims 7 and 8 attach to a host data set are not its own."""
     mine = [
         r
         for r in rows
         if r.claim == claim
         and r.dataset == name
+        and "constructed" not in r.quantity + r.note
         and r.quantity.startswith(start)
         and (where is None or where in r.quantity)
         and r.status == PASS

@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--k", type=int, default=1024)
     ap.add_argument("--max-iter", type=int, default=30, help="Lloyd iterations after each seeding")
+    ap.add_argument("--tol", type=float, default=0.0, help="the fits' tol (0: --max-iter steps)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--target-n", type=int, default=10_000_000)
     ap.add_argument("--oversampling", type=float, default=kp.OVERSAMPLING, help="l / k")
@@ -91,7 +92,7 @@ def main():
     for name, C in (("k-means++", C_pp), ("k-means||", C_par)):
         t = time.perf_counter()
         model = softkmeans.SoftKMeans(
-            k, assignment="hard", init=C, n_init=1, max_iter=args.max_iter, tol=0.0
+            k, assignment="hard", init=C, n_init=1, max_iter=args.max_iter, tol=args.tol
         ).fit(X)
         inertia[name] = model.inertia_
         print(f"fit from {name}: inertia {model.inertia_:.6e} after {model.n_iter_} "

@@ -142,8 +142,7 @@ def test_scoring_monitor_logs_a_score_per_task():
     ]
 
 
-def test_progress_bar_runs():
-    pytest.importorskip("rich")
+def test_progress_bar_runs():  # ProgressBar needs rich: in the test extra
     X = _X(seed=5)
     km = SoftKMeans(4, random_state=0).set_callbacks(callback.ProgressBar()).fit(X)
     assert km.n_iter_ >= 1

@@ -157,3 +157,13 @@ def assert_identical(got, expected, what, *, nan_equal=False):
             np.testing.assert_array_equal(a, b, err_msg=what)
         else:
             assert a == b or (nan_equal and a != a and b != b), f"{what}: {a!r} != {b!r}"
+
+
+def shuffled_batches(X, n_passes=5, batch=4096, seed=0):
+    """A stationary stream: n_passes passes over X in a fresh random order each, as
+    C-contiguous batches of `batch` rows (the streaming tests' input)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_passes):
+        order = rng.permutation(X.shape[0])
+        for s in range(0, X.shape[0], batch):
+            yield np.ascontiguousarray(X[order[s : s + batch]])

@@ -13,6 +13,7 @@ from sklearn.cluster import MiniBatchKMeans
 from sklearn.datasets import make_blobs
 
 import softkmeans
+from conftest import shuffled_batches
 from softkmeans import SoftKMeans
 
 
@@ -70,14 +71,6 @@ def test_memmap_fit_grows_anonymous_memory_by_less_than_a_quarter_of_the_file(tm
     np.testing.assert_array_equal(model.labels_, in_memory.labels_)
 
 
-def _stream(X, n_passes=5, batch=4096, seed=0):
-    rng = np.random.default_rng(seed)
-    for _ in range(n_passes):
-        order = rng.permutation(X.shape[0])
-        for s in range(0, X.shape[0], batch):
-            yield np.ascontiguousarray(X[order[s : s + batch]])
-
-
 def test_partial_fit_with_all_memory_is_minibatch_kmeans():
     """stream_memory="all" is the running mean (SPEC.md before issue 26), MiniBatchKMeans's."""
     X, _ = make_blobs(200_000, n_features=16, centers=32, cluster_std=2.0, random_state=0)
@@ -86,7 +79,7 @@ def test_partial_fit_with_all_memory_is_minibatch_kmeans():
     full = SoftKMeans(32, assignment="hard", init=C0, tol=0, max_iter=300).fit(X)
     ours = SoftKMeans(32, assignment="hard", init=C0, stream_memory="all")
     mbk = MiniBatchKMeans(32, init=C0, n_init=1, batch_size=4096, random_state=0)
-    for batch in _stream(X):
+    for batch in shuffled_batches(X):
         ours.partial_fit(batch)
         mbk.partial_fit(batch)
     J_ours = softkmeans.objective(X, ours.cluster_centers_, kind="hard")

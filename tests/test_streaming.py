@@ -10,23 +10,16 @@ import pytest
 from sklearn.datasets import make_blobs
 
 import softkmeans
+from conftest import shuffled_batches
 from softkmeans import SoftKMeans, reference
 from softkmeans.fit.params import InvalidParameterError
-
-
-def _passes(X, n_passes=5, batch=1024, seed=0):
-    rng = np.random.default_rng(seed)
-    for _ in range(n_passes):
-        order = rng.permutation(X.shape[0])
-        for s in range(0, X.shape[0], batch):
-            yield np.ascontiguousarray(X[order[s : s + batch]])
 
 
 def _stream_over_full(X, k, **params):
     C0, _ = softkmeans.kmeans_plusplus(X, k, random_state=0)
     full = SoftKMeans(k, assignment="hard", init=C0, tol=0, max_iter=300).fit(X)
     model = SoftKMeans(k, assignment="hard", init=C0, **params)
-    for batch in _passes(X):
+    for batch in shuffled_batches(X, batch=1024):
         model.partial_fit(batch)
     return softkmeans.objective(X, model.cluster_centers_, kind="hard") / full.inertia_
 

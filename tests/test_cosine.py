@@ -260,3 +260,24 @@ def test_bad_metric_and_zero_data():
         softkmeans.SoftKMeans(2, metric="cosine").fit(sp.csr_matrix((10, 3)))
     with pytest.raises(ValueError, match="init has a zero row"):
         softkmeans.SoftKMeans(2, metric="cosine", init=np.zeros((2, 3))).fit(X)
+
+
+def test_torch_cosine_form_is_the_reference_objective():
+    """softkmeans.torch's documented cosine form: free_energy of the normalized rows and
+    centroids is the reference's cosine objective; the centroid gradient through the
+    normalization is tangent to the sphere; critical_sigma(metric="cosine") the width."""
+    torch = pytest.importorskip("torch")
+    from softkmeans import torch as skt
+
+    X, C = sphere_blobs(120, 5, 3, seed=16, zero_rows=2)
+    w = (np.linalg.norm(X, axis=1) > 0).astype(np.float64)
+    x = torch.nn.functional.normalize(torch.from_numpy(X), dim=1)
+    c = torch.from_numpy(C * 3.0).requires_grad_()
+    F = skt.free_energy(x, torch.nn.functional.normalize(c, dim=1), SIGMA, sample_weight=w)
+    want = reference.cosine_centroid_step(X, C, SIGMA, kind="softmax").objective
+    assert F.item() == pytest.approx(want, rel=1e-10)
+    F.backward()
+    radial = (c.grad * c.detach()).sum(dim=1)
+    assert float(radial.abs().max()) < 1e-10 * float(c.grad.abs().max())
+    got = skt.critical_sigma(torch.from_numpy(X), metric="cosine")
+    assert got == pytest.approx(reference.cosine_critical_sigma(X), rel=1e-10)

@@ -115,8 +115,9 @@ def test_fit_is_bitwise_the_same_for_every_thread_count(kind, sparse):
     X = X.astype(np.float32)
     Xin = sp.csr_matrix(X) if sparse else X
     fits = [
-        softkmeans.SoftKMeans(6, assignment=kind, metric="cosine", random_state=0, n_threads=t)
-        .fit(Xin)
+        softkmeans.SoftKMeans(6, assignment=kind, metric="cosine", random_state=0, n_threads=t).fit(
+            Xin
+        )
         for t in THREAD_COUNTS
     ]
     for other in fits[1:]:
@@ -247,7 +248,9 @@ def test_dask_fit_matches_in_memory():
         remote = softkmeans.SoftKMeans(3, **kw).fit(Xd)
     np.testing.assert_allclose(remote.cluster_centers_, local.cluster_centers_, atol=1e-10)
     assert remote.critical_sigma_ == pytest.approx(local.critical_sigma_, rel=1e-10)
-    np.testing.assert_allclose(remote.predict_proba(Xd).compute(), local.predict_proba(X), atol=1e-10)
+    np.testing.assert_allclose(
+        remote.predict_proba(Xd).compute(), local.predict_proba(X), atol=1e-10
+    )
 
 
 def test_bad_metric_and_zero_data():

@@ -446,7 +446,9 @@ def _cosine_distances64(X, C, sample_weight, n_threads, sigma=None, kind="hard")
     Xn = np.zeros_like(X64)
     Xn[nonzero] = X64[nonzero] / norms[nonzero, None]
     w = w * nonzero
-    D = np.maximum(nonzero.astype(np.float64)[:, None] + 1.0 - 2.0 * Xn @ C.astype(np.float64).T, 0.0)
+    D = np.maximum(
+        nonzero.astype(np.float64)[:, None] + 1.0 - 2.0 * Xn @ C.astype(np.float64).T, 0.0
+    )
     return Xn, D, w, sigma, kind, X.dtype
 
 

@@ -160,9 +160,7 @@ def run_annealing(
     return C, sigma, exact
 
 
-def finish_exact(
-    source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS, metric=EUCLIDEAN
-):
+def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS, metric=EUCLIDEAN):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
     Returns (centroids, last sigma, exact_lloyd of the last step). Each step is one pass:

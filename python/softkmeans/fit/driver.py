@@ -31,8 +31,8 @@ import numpy as np
 from .. import _stats, sources
 from .. import _validation as v
 from .annealing import run_annealing
-from .cosine import EUCLIDEAN
 from .bounded import BoundedHardPass
+from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line

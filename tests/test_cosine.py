@@ -284,3 +284,15 @@ def test_torch_cosine_form_is_the_reference_objective():
     assert float(radial.abs().max()) < 1e-10 * float(c.grad.abs().max())
     got = skt.critical_sigma(torch.from_numpy(X), metric="cosine")
     assert got == pytest.approx(reference.cosine_critical_sigma(X), rel=1e-10)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_relocated_clusters_get_unit_centroids(sparse):
+    """Two equal initial centroids: the second is empty at the first step, moves to the
+    farthest row (scikit-learn's policy) and its donor cluster is recomputed: both unit."""
+    X, C = sphere_blobs(300, 4, 3, seed=17, zero_rows=3)
+    init = C[[0, 0, 1]]
+    model = softkmeans.SoftKMeans(3, assignment="hard", metric="cosine", init=init, max_iter=1)
+    model.fit(sp.csr_matrix(X) if sparse else X)
+    assert not np.allclose(model.cluster_centers_[1], init[1])
+    np.testing.assert_allclose(np.linalg.norm(model.cluster_centers_, axis=1), 1.0, rtol=1e-12)

@@ -51,12 +51,10 @@ def normalized(source):
     """The source of the normalized rows of `source` (a validated `Source`); ValueError
     when every row of positive weight is zero (no direction to cluster)."""
     if isinstance(source, CSRSource):
-        out = UnitCSRSource(source)
-    elif isinstance(source, LocalSource):
-        out = UnitArraySource(source)
-    else:
-        out = _dask_normalized(source)
-    return out
+        return UnitCSRSource(source)
+    if isinstance(source, LocalSource):
+        return UnitArraySource(source)
+    return _dask_normalized(source)
 
 
 def _direction_weights(norms, source):
@@ -118,12 +116,11 @@ class UnitCSRSource(_UnitRows, CSRSource):
         super().__init__(X, None, n_threads=source.n_threads)
         n = X.shape[0]
         lengths = np.diff(X.indptr)
-        row_of = np.repeat(np.arange(n), lengths)
         norms = np.zeros(n)
         for a, b in self.spans():
-            lo, hi = X.indptr[a], X.indptr[b]
-            vals = X.data[lo:hi].astype(np.float64)
-            norms[a:b] = np.bincount(row_of[lo:hi] - a, weights=vals * vals, minlength=b - a)
+            vals = X.data[X.indptr[a] : X.indptr[b]].astype(np.float64)
+            row_of = np.repeat(np.arange(b - a), lengths[a:b])
+            norms[a:b] = np.bincount(row_of, weights=vals * vals, minlength=b - a)
         self.row_norms = np.sqrt(norms)
         self.set_weights(_direction_weights(self.row_norms, source))
         with np.errstate(divide="ignore"):

@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import softkmeans
-from conftest import DTYPES, KINDS, THREAD_COUNTS, assert_rel_close
-from softkmeans import reference, sources
+from conftest import DTYPES, KINDS, SIMD_LEVELS, THREAD_COUNTS, assert_rel_close
+from softkmeans import _native, reference, sources
 from softkmeans.fit.cosine import COSINE
 
 SIGMA = 0.3  # 2 sigma^2 = 0.18 >= 1e5 eps_32 x 2: r within float32's 1e-4 (SPEC.md)
@@ -296,3 +296,21 @@ def test_relocated_clusters_get_unit_centroids(sparse):
     model.fit(sp.csr_matrix(X) if sparse else X)
     assert not np.allclose(model.cluster_centers_[1], init[1])
     np.testing.assert_allclose(np.linalg.norm(model.cluster_centers_, axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fit_is_bitwise_the_same_at_every_simd_level(kind):
+    X, _ = sphere_blobs(1000, 16, 4, seed=18, zero_rows=2)
+    X = X.astype(np.float32)
+    before = _native.selected_simd_level()
+    fits = []
+    try:
+        for level in SIMD_LEVELS:
+            _native.set_simd_level(level)
+            model = softkmeans.SoftKMeans(4, assignment=kind, metric="cosine", random_state=0)
+            fits.append(model.fit(sp.csr_matrix(X) if kind == "softmax" else X))
+    finally:
+        _native.set_simd_level(before)
+    for other in fits[1:]:
+        assert other.cluster_centers_.tobytes() == fits[0].cluster_centers_.tobytes()
+        assert other.objective_ == fits[0].objective_

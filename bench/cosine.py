@@ -215,16 +215,21 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--sets", default="embeddings,tfidf", help="comma-separated data sets")
     args = ap.parse_args(argv)
 
     print(cpu_line())
     print(f"numpy sgemm (same run, {args.threads} threads): "
           f"{P.gemm_rate(np.float32, n_threads=args.threads):.1f} GFLOP/s")  # fmt: skip
-    X = embeddings(args.n, args.d, args.topics)
-    compare("embeddings", X, unit_init(X, args.k), args.iters, args.threads, args.repeats, True)
-    del X
-    T = tfidf(args.docs, args.vocabulary, args.topics)
-    compare("tf-idf", T, unit_init(T, args.k), args.iters, args.threads, args.repeats, False)
+    sets = args.sets.split(",")
+    if "embeddings" in sets:
+        X = embeddings(args.n, args.d, args.topics)
+        C0 = unit_init(X, args.k)
+        compare("embeddings", X, C0, args.iters, args.threads, args.repeats, True)
+        del X
+    if "tfidf" in sets:
+        T = tfidf(args.docs, args.vocabulary, args.topics)
+        compare("tf-idf", T, unit_init(T, args.k), args.iters, args.threads, args.repeats, False)
 
 
 if __name__ == "__main__":

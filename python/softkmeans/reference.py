@@ -42,9 +42,6 @@ __all__ = [
     "StepResult",
     "assign",
     "centroid_step",
-    "cosine_centroid_step",
-    "cosine_critical_sigma",
-    "cosine_responsibilities",
     "critical_sigma",
     "entmax15",
     "gradients",
@@ -431,7 +428,9 @@ def critical_sigma(X, *, sample_weight=None):
 
 # ---------------------------------------------------------------------------------------
 # Cosine (spherical) K-Means (SPEC.md, "Cosine (spherical) K-Means"): the definitions
-# above on the rows x_i / ||x_i|| (zero rows 0) and unit centroids C.
+# above on the rows x_i / ||x_i|| (zero rows 0) and unit centroids C. Public, but not in
+# __all__, which is SPEC.md's functional API table (the native side has no such
+# functions: a cosine fit reads its normalized source, `softkmeans.fit.cosine`).
 # ---------------------------------------------------------------------------------------
 
 

@@ -45,6 +45,12 @@ inline constexpr index_t kSmallK = 64;
 // lanes (one masked add per centroid and coordinate per W rows).
 inline constexpr index_t kLaneAccK = 16;
 
+// From these d and k on, float row reductions (min2_rows) on a CPU with
+// AVX512_BF16 find candidates with bf16 products first (impl/bf16_bound.hpp):
+// below them the candidates' exact recomputation costs more than it saves.
+inline constexpr index_t kBf16MinDim = 32;
+inline constexpr index_t kBf16MinK = 128;
+
 // Rows per step of the direct k-means++ candidate potentials (candidates in the
 // lanes, one independent accumulator per row to hide the FMA latency).
 inline constexpr index_t kPPRows = 8;

@@ -1,0 +1,86 @@
+"""The bf16 candidate pass (issue 23 item 2): the hard step's effective rate with the pass
+on and off against the same-run sgemm.
+
+The hard step (``block_stats``, kind hard, 2 n k d flops counted whether or not the pass
+skips them) runs with the pass on, with it off, and a square float32 sgemm through NumPy's
+BLAS, interleaved (``peers.interleaved``: round-robin, medians). Target: on / sgemm >= 1.6
+at d >= 64, k >= 256. Each row also gives the mean candidates a row (from the bound entry
+on a sample of rows) and checks that on and off gave the same bytes.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bf16.py [--quick]
+
+``bench/compare.py --only bf16`` runs the same rows in its table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers as P  # noqa: E402
+
+from softkmeans import _core, _native  # noqa: E402
+
+SHAPES = [(400_000, 64, 256), (200_000, 128, 1024), (100_000, 256, 1024)]
+TARGET = 1.6
+
+
+def mean_candidates(X, C, rows=2048):
+    """Mean candidates a row of the pass on the first `rows` rows."""
+    got = _core._bf16_distance_bounds(X[:rows], C)
+    return float("nan") if got is None else float(got[2].sum(axis=1).mean())
+
+
+def rows_bf16(shapes, threads, repeats, quick):
+    """(shape, on GFLOP/s, off GFLOP/s, sgemm GFLOP/s, candidates a row, same bytes) per shape."""
+    gemm, gemm_flops = P.sgemm_call(2048 if quick else 4096, threads)
+    out = []
+    for n, d, k in shapes:
+        X = P.make_blobs(n, d, k, np.float32)
+        C = P.initial_centroids(X, k)
+        w = np.ones(n)
+
+        def step(on):
+            def run():
+                _native.set_bf16_enabled(on)
+                return _native.block_stats(X, C, "hard", 1.0, w, threads)
+
+            return run
+
+        same = repr(step(True)()) == repr(step(False)())
+        t = P.interleaved({"on": step(True), "off": step(False), "sgemm": gemm}, repeats=repeats)
+        flops = 2.0 * n * k * d
+        on, off = flops / t["on"].median / 1e9, flops / t["off"].median / 1e9
+        sgemm = gemm_flops / t["sgemm"].median / 1e9
+        out.append(((n, d, k), on, off, sgemm, mean_candidates(X, C), same))
+    _native.set_bf16_enabled(True)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="n / 10, sgemm 2048^3")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args(argv)
+    if not _native.bf16_available():
+        print("bf16 pass not available on this CPU/build: nothing to measure")
+        return
+    shapes = [(n // 10 if args.quick else n, d, k) for n, d, k in SHAPES]
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    print(f"# {P.cpu_description()}  threads={args.threads}  loadavg {' '.join(load)}")
+    print(f"{'shape (n, d, k)':>24} {'on':>8} {'off':>8} {'sgemm':>8} {'on/sgemm':>9} "
+          f"{'on/off':>7} {'cand/row':>9} same-bits")  # fmt: skip
+    for shape, on, off, sgemm, cand, same in rows_bf16(shapes, args.threads, args.repeats,
+                                                       args.quick):  # fmt: skip
+        print(f"{str(shape):>24} {on:8.1f} {off:8.1f} {sgemm:8.1f} {on / sgemm:8.2f}x "
+              f"{on / off:6.2f}x {cand:9.1f} {same}   (GFLOP/s; target on/sgemm >= {TARGET})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -119,6 +119,8 @@ struct Bf16Scratch {
   std::vector<float> thr;          // (G,) each row's threshold
   std::vector<std::int32_t> cand;  // (G, kl) each row's candidates, increasing
   std::vector<std::int32_t> n_cand;  // (G,)
+  std::vector<std::int32_t> pairs;   // (G kl) positions in cand of the candidates to compute
+  std::vector<float> dots;           // (G, kl) the candidates' float dot products
 };
 
 }  // namespace SOFTKMEANS_ISA

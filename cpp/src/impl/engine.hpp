@@ -249,7 +249,7 @@ struct Engine {
   void prepare_bf16();
   void init_bf16(Workspace<T>& ws) const;
   bool bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws, float* dot) const;
-  void bf16_exact(const T* xg, const V* xnv, index_t rn, const Workspace<T>& ws,
+  void bf16_exact(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws,
                   RowMin<T>* out) const;
 #endif
 };

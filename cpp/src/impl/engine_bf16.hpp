@@ -58,6 +58,8 @@ inline void Engine<T>::init_bf16(Workspace<T>& ws) const {
   ws.bf16.thr.assign(G, 0.0f);
   ws.bf16.cand.assign(G * kl, 0);
   ws.bf16.n_cand.assign(G, 0);
+  ws.bf16.pairs.assign(G * kl, 0);
+  ws.bf16.dots.assign(G * kl, 0.0f);
 }
 
 // The pass for one packed group (xg (d, G) shifted rows, xnv their norms; rn
@@ -160,42 +162,49 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
 // candidates' distances, each computed as lanes_min2 computes it: a chain of
 // d fused multiply-adds in coordinate order from 0, (xn + cn) - 2 a by one
 // fused multiply-add, clamped at 0; folded in increasing slot order with its
-// strict <. out [out] (rn,).
+// strict <. out [out] (rn,). The chains of B candidates (of any rows) run
+// side by side: one chain waits on its multiply-add's latency.
 template <typename T>
-inline void Engine<T>::bf16_exact(const T* xg, const V* xnv, index_t rn, const Workspace<T>& ws,
+inline void Engine<T>::bf16_exact(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws,
                                   RowMin<T>* out) const {
   constexpr index_t G = LR * W;
-  constexpr index_t B = 4;  // chains in flight (the multiply-add's latency)
-  const Bf16Scratch& s = ws.bf16;
+  constexpr index_t B = 8;
+  Bf16Scratch& s = ws.bf16;
+  // The candidates of all rows as positions r kl + c of s.cand, row by row.
+  index_t m = 0;
+  for (index_t r = 0; r < rn; ++r)
+    for (index_t c = 0; c < s.n_cand[r]; ++c) s.pairs[m++] = static_cast<std::int32_t>(r * kl + c);
+  for (index_t p0 = 0; p0 < m; p0 += B) {
+    const T* xp[B];
+    const T* cp_[B];
+    T a[B];
+#pragma GCC unroll 8
+    for (index_t b = 0; b < B; ++b) {
+      const index_t pos = s.pairs[std::min(p0 + b, m - 1)];
+      const index_t j = s.cand[pos];
+      xp[b] = xg + pos / kl;
+      cp_[b] = cl.data() + j / LC * d * LC + j % LC;
+      a[b] = T(0);
+    }
+    for (index_t l = 0; l < d; ++l)
+#pragma GCC unroll 8
+      for (index_t b = 0; b < B; ++b) a[b] = lane_mul_add(xp[b][l * G], cp_[b][l * LC], a[b]);
+#pragma GCC unroll 8
+    for (index_t b = 0; b < B; ++b)
+      if (p0 + b < m) s.dots[s.pairs[p0 + b]] = static_cast<float>(a[b]);
+  }
   for (index_t r = 0; r < rn; ++r) {
     const T xn = xnv[r / W][r % W];
-    const std::int32_t* cand = s.cand.data() + r * kl;
-    const index_t m = s.n_cand[r];
     T v1 = std::numeric_limits<T>::infinity(), v2 = v1;
     index_t i1 = 0;
-    for (index_t c0 = 0; c0 < m; c0 += B) {
-      const index_t nb = std::min(B, m - c0);
-      const T* cp_[B];
-      T a[B];
-      for (index_t b = 0; b < B; ++b) {
-        const index_t j = cand[c0 + std::min(b, nb - 1)];
-        cp_[b] = cl.data() + j / LC * d * LC + j % LC;
-        a[b] = T(0);
-      }
-      for (index_t l = 0; l < d; ++l) {
-        const T x = xg[l * G + r];
-#pragma GCC unroll 4
-        for (index_t b = 0; b < B; ++b) a[b] = lane_mul_add(x, cp_[b][l * LC], a[b]);
-      }
-      for (index_t b = 0; b < nb; ++b) {
-        const index_t j = cand[c0 + b];
-        const T u = lane_mul_add(a[b], T(-2), xn + cnl[j]);
-        const T dist = u > T(0) ? u : T(0);
-        v2 = std::min(v2, std::max(v1, dist));
-        if (dist < v1) {
-          v1 = dist;
-          i1 = j;
-        }
+    for (index_t c = 0; c < s.n_cand[r]; ++c) {
+      const index_t j = s.cand[r * kl + c];
+      const T u = lane_mul_add(static_cast<T>(s.dots[r * kl + c]), T(-2), xn + cnl[j]);
+      const T dist = u > T(0) ? u : T(0);
+      v2 = std::min(v2, std::max(v1, dist));
+      if (dist < v1) {
+        v1 = dist;
+        i1 = j;
       }
     }
     out[r] = {v1, v2, i1};

@@ -121,6 +121,7 @@ struct Bf16Scratch {
   std::vector<std::int32_t> n_cand;  // (G,)
   std::vector<std::int32_t> pairs;   // (G kl) positions in cand of the candidates to compute
   std::vector<float> dots;           // (G, kl) the candidates' float dot products
+  std::vector<float> xr;             // (G, d) the shifted rows, row-major
 };
 
 }  // namespace SOFTKMEANS_ISA

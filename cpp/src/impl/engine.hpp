@@ -104,6 +104,7 @@ struct Engine {
   bool bf16 = false;
   std::vector<std::uint32_t> cbf;  // (kl / LC) panels of (ceil(d / 2), LC) bf16 pairs of cl
   std::vector<float> cn_lo, cn_hi;  // (kl,) cnl -/+ the centroid's share of the bound
+  std::vector<float> crow;          // (kl, d) the shifted centroids of cl, row-major
 #endif
 
   // block_bytes: size of the distance block (rows x kp) a row block fills.
@@ -249,7 +250,7 @@ struct Engine {
   void prepare_bf16();
   void init_bf16(Workspace<T>& ws) const;
   bool bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws, float* dot) const;
-  void bf16_exact(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws,
+  void bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                   RowMin<T>* out) const;
 #endif
 };

@@ -30,6 +30,7 @@ inline void Engine<T>::prepare_bf16() {
   const index_t dh = (d + 1) / 2;
   const float inf = std::numeric_limits<float>::infinity();
   cbf.assign(kl * dh, 0u);
+  crow.assign(kl * d, 0.0f);
   cn_lo.assign(kl, inf);
   cn_hi.assign(kl, inf);
   for (index_t j = 0; j < kl; ++j) {
@@ -39,6 +40,7 @@ inline void Engine<T>::prepare_bf16() {
       return;
     }
     const T* c = cl.data() + j / LC * d * LC + j % LC;  // coordinate l at c[l LC]
+    for (index_t l = 0; l < d; ++l) crow[j * d + l] = static_cast<float>(c[l * LC]);
     for (index_t p = 0; p < dh; ++p) {
       const std::uint32_t even = to_bf16(static_cast<float>(c[2 * p * LC]));
       const std::uint32_t odd = 2 * p + 1 < d ? to_bf16(static_cast<float>(c[(2 * p + 1) * LC])) : 0u;
@@ -60,6 +62,7 @@ inline void Engine<T>::init_bf16(Workspace<T>& ws) const {
   ws.bf16.n_cand.assign(G, 0);
   ws.bf16.pairs.assign(G * kl, 0);
   ws.bf16.dots.assign(G * kl, 0.0f);
+  ws.bf16.xr.assign(G * d, 0.0f);
 }
 
 // The pass for one packed group (xg (d, G) shifted rows, xnv their norms; rn
@@ -162,36 +165,41 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
 // candidates' distances, each computed as lanes_min2 computes it: a chain of
 // d fused multiply-adds in coordinate order from 0, (xn + cn) - 2 a by one
 // fused multiply-add, clamped at 0; folded in increasing slot order with its
-// strict <. out [out] (rn,). The chains of B candidates (of any rows) run
-// side by side: one chain waits on its multiply-add's latency.
+// strict <. X [in] (rn, d) the group's rows; out [out] (rn,). The chains of B candidates (of any rows) run
+// side by side, one multiply-add's latency hidden by the others; the rows
+// and centroids are read row-major (s.xr, crow), B of each plus one shared
+// index fitting the general registers (8 spilled, and the loop ran at half
+// the speed).
 template <typename T>
-inline void Engine<T>::bf16_exact(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws,
+inline void Engine<T>::bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                                   RowMin<T>* out) const {
-  constexpr index_t G = LR * W;
-  constexpr index_t B = 8;
+  constexpr index_t B = 6;
   Bf16Scratch& s = ws.bf16;
   // The candidates of all rows as positions r kl + c of s.cand, row by row.
   index_t m = 0;
   for (index_t r = 0; r < rn; ++r)
     for (index_t c = 0; c < s.n_cand[r]; ++c) s.pairs[m++] = static_cast<std::int32_t>(r * kl + c);
+  // The rows minus the shift: pack_group's subtractions, row-major.
+  for (index_t r = 0; r < rn; ++r)
+    for (index_t l = 0; l < d; ++l)
+      s.xr[r * d + l] = static_cast<float>(X[r * d + l] - shift[l]);
   for (index_t p0 = 0; p0 < m; p0 += B) {
-    const T* xp[B];
-    const T* cp_[B];
-    T a[B];
+    const float* xp[B];
+    const float* cp_[B];
+    float a[B];
 #pragma GCC unroll 8
     for (index_t b = 0; b < B; ++b) {
       const index_t pos = s.pairs[std::min(p0 + b, m - 1)];
-      const index_t j = s.cand[pos];
-      xp[b] = xg + pos / kl;
-      cp_[b] = cl.data() + j / LC * d * LC + j % LC;
-      a[b] = T(0);
+      xp[b] = s.xr.data() + pos / kl * d;
+      cp_[b] = crow.data() + s.cand[pos] * d;
+      a[b] = 0.0f;
     }
     for (index_t l = 0; l < d; ++l)
 #pragma GCC unroll 8
-      for (index_t b = 0; b < B; ++b) a[b] = lane_mul_add(xp[b][l * G], cp_[b][l * LC], a[b]);
+      for (index_t b = 0; b < B; ++b) a[b] = lane_mul_add(xp[b][l], cp_[b][l], a[b]);
 #pragma GCC unroll 8
     for (index_t b = 0; b < B; ++b)
-      if (p0 + b < m) s.dots[s.pairs[p0 + b]] = static_cast<float>(a[b]);
+      if (p0 + b < m) s.dots[s.pairs[p0 + b]] = a[b];
   }
   for (index_t r = 0; r < rn; ++r) {
     const T xn = xnv[r / W][r % W];

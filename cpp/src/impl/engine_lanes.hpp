@@ -252,7 +252,7 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
       V* sg = st + 3 * g * LR;
       pack_group(X, g * G, rn, xg, sg + 2 * LR);
       if (bf16_group(xg, sg + 2 * LR, rn, ws, nullptr)) {
-        bf16_exact(xg, sg + 2 * LR, rn, ws, out + g * G);
+        bf16_exact(X + g * G * d, sg + 2 * LR, rn, ws, out + g * G);
         continue;
       }
       reset_lanes(g, ws);

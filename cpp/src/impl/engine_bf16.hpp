@@ -161,19 +161,43 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
   }
 }
 
+// A 16 x 16 transpose in registers: row i of r becomes column i.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = (__m512)_mm512_unpacklo_pd((__m512d)t[i], (__m512d)t[i + 2]);
+    r[i + 1] = (__m512)_mm512_unpackhi_pd((__m512d)t[i], (__m512d)t[i + 2]);
+    r[i + 2] = (__m512)_mm512_unpacklo_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
+    r[i + 3] = (__m512)_mm512_unpackhi_pd((__m512d)t[i + 1], (__m512d)t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
 // v1, v2 and the first argmin of rows 0 .. rn of the group from their
 // candidates' distances, each computed as lanes_min2 computes it: a chain of
 // d fused multiply-adds in coordinate order from 0, (xn + cn) - 2 a by one
 // fused multiply-add, clamped at 0; folded in increasing slot order with its
-// strict <. X [in] (rn, d) the group's rows; out [out] (rn,). The chains of B candidates (of any rows) run
-// side by side, one multiply-add's latency hidden by the others; the rows
-// and centroids are read row-major (s.xr, crow), B of each plus one shared
-// index fitting the general registers (8 spilled, and the loop ran at half
-// the speed).
+// strict <. X [in] (rn, d) the group's rows; out [out] (rn,). The chains of
+// 16 candidates (of any rows) run in the lanes of one vector, fed 16
+// coordinates at a time by two 16 x 16 transposes of their rows and
+// centroids (s.xr, crow: row-major), a quarter of the time of scalar chains.
 template <typename T>
 inline void Engine<T>::bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                                   RowMin<T>* out) const {
-  constexpr index_t B = 6;
+  constexpr index_t P = 16;
   Bf16Scratch& s = ws.bf16;
   // The candidates of all rows as positions r kl + c of s.cand, row by row.
   index_t m = 0;
@@ -183,23 +207,36 @@ inline void Engine<T>::bf16_exact(const T* X, const V* xnv, index_t rn, Workspac
   for (index_t r = 0; r < rn; ++r)
     for (index_t l = 0; l < d; ++l)
       s.xr[r * d + l] = static_cast<float>(X[r * d + l] - shift[l]);
-  for (index_t p0 = 0; p0 < m; p0 += B) {
-    const float* xp[B];
-    const float* cp_[B];
-    float a[B];
-#pragma GCC unroll 8
-    for (index_t b = 0; b < B; ++b) {
+  for (index_t p0 = 0; p0 < m; p0 += P) {
+    const float* xp[P];
+    const float* cp_[P];
+    for (index_t b = 0; b < P; ++b) {
       const index_t pos = s.pairs[std::min(p0 + b, m - 1)];
       xp[b] = s.xr.data() + pos / kl * d;
       cp_[b] = crow.data() + s.cand[pos] * d;
-      a[b] = 0.0f;
     }
-    for (index_t l = 0; l < d; ++l)
-#pragma GCC unroll 8
-      for (index_t b = 0; b < B; ++b) a[b] = lane_mul_add(xp[b][l], cp_[b][l], a[b]);
-#pragma GCC unroll 8
-    for (index_t b = 0; b < B; ++b)
-      if (p0 + b < m) s.dots[s.pairs[p0 + b]] = a[b];
+    __m512 acc = _mm512_setzero_ps();
+    for (index_t l0 = 0; l0 < d; l0 += 16) {
+      const index_t len = std::min<index_t>(16, d - l0);
+      const __mmask16 mask = static_cast<__mmask16>((1u << len) - 1u);
+      __m512 xv[16], cv[16];
+#pragma GCC unroll 16
+      for (index_t b = 0; b < P; ++b) {
+        xv[b] = _mm512_maskz_loadu_ps(mask, xp[b] + l0);
+        cv[b] = _mm512_maskz_loadu_ps(mask, cp_[b] + l0);
+      }
+      transpose16(xv);
+      transpose16(cv);
+      if (len == 16) {
+#pragma GCC unroll 16
+        for (index_t t = 0; t < 16; ++t) acc = _mm512_fmadd_ps(xv[t], cv[t], acc);
+      } else {
+        for (index_t t = 0; t < len; ++t) acc = _mm512_fmadd_ps(xv[t], cv[t], acc);
+      }
+    }
+    alignas(64) float a[P];
+    _mm512_store_ps(a, acc);
+    for (index_t b = 0; b < P && p0 + b < m; ++b) s.dots[s.pairs[p0 + b]] = a[b];
   }
   for (index_t r = 0; r < rn; ++r) {
     const T xn = xnv[r / W][r % W];

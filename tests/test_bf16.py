@@ -100,9 +100,10 @@ def test_entry_rejects_bad_input():
         _core._bf16_distance_bounds(X, bad)
 
 
-# (n, d, k, data): the pass engages (d >= 32, k >= 128); blobs give a few candidates a
-# row, uniform rows many (the float path takes the groups where too many remain).
-FIT_SHAPES = [(1_500, 40, 130, "blobs"), (1_200, 64, 256, "blobs"), (900, 33, 140, "uniform")]
+# (n, d, k, data): the pass engages (softkmeans/config.hpp: d >= 64, k >= 512, k d >=
+# 65536); blobs give a few candidates a row, uniform rows many (the float path takes the
+# groups where too many remain). k is large for n: the bits, not the clustering, matter.
+FIT_SHAPES = [(1_100, 128, 512, "blobs"), (1_300, 64, 1024, "blobs"), (900, 131, 520, "uniform")]
 
 
 def _fit_data(n, d, k, data):
@@ -112,8 +113,9 @@ def _fit_data(n, d, k, data):
 
 
 def _fit_bytes(X, k, n_threads):
-    m = softkmeans.SoftKMeans(n_clusters=k, assignment="hard", random_state=0, max_iter=15,
-                              n_threads=n_threads).fit(X)
+    init = X[np.random.default_rng(k).choice(X.shape[0], size=k, replace=False)]
+    m = softkmeans.SoftKMeans(n_clusters=k, assignment="hard", init=init, n_init=1,
+                              max_iter=8, n_threads=n_threads).fit(X)
     return (m.labels_.tobytes(), m.cluster_centers_.tobytes(), m.inertia_, m.n_iter_)
 
 

@@ -69,7 +69,8 @@ namespace SOFTKMEANS_ISA {
 // 2^-45 of its precision, so nearly every centroid would stay a candidate).
 template <typename T>
 inline bool bf16_worthwhile(index_t k, index_t d) {
-  return std::is_same<T, float>::value && d >= kBf16MinDim && k >= kBf16MinK;
+  return std::is_same<T, float>::value && d >= kBf16MinDim && k >= kBf16MinK &&
+         k * d >= kBf16MinWork;
 }
 
 // Squared norms (xn, cn) at or above this take the float path: the shares and

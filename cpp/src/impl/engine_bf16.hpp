@@ -162,7 +162,7 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
 }
 
 // A 16 x 16 transpose in registers: row i of r becomes column i.
-inline void transpose16(__m512 r[16]) {
+[[gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);

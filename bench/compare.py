@@ -38,6 +38,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bf16  # noqa: E402
 import peers as P  # noqa: E402
 import scaling  # noqa: E402
 
@@ -477,6 +478,24 @@ def compare_kernel_sgemm(shapes, args):
     return rows
 
 
+def compare_bf16(args):
+    """The hard step with the bf16 candidate pass vs the same-run sgemm (bench/bf16.py's
+    rows; the note gives the rate without the pass and the candidates a row)."""
+    if not _native.bf16_available():
+        print("# bf16: no AVX512_BF16 on this CPU/build, skipped", flush=True)
+        return []
+    shapes = [(n // (10 if args.quick else 1), d, k) for n, d, k in bf16.SHAPES]
+    rows = []
+    for shape, on, off, sgemm, cand, same in bf16.rows_bf16(shapes, args.threads, args.repeats,
+                                                            args.quick):  # fmt: skip
+        rows.append(Row("hard step, bf16 pass vs same-run sgemm", shape, "float32", on, sgemm,
+                        "GFLOP/s", f">= {bf16.TARGET}x", on / sgemm, on / sgemm >= bf16.TARGET,
+                        f"off {off:.0f} GFLOP/s, {cand:.1f} candidates a row, "
+                        f"same bits {same}"))  # fmt: skip
+        print(_fmt(rows[-1]), flush=True)
+    return rows
+
+
 def compare_small_calls(args):
     """Small calls do not pay for a thread team: a 100 x 2, k = 3 fit and a loop of 1000
     `softkmeans.assign` calls on 100 x 2 data at n_threads=2 vs n_threads=1 (target: the
@@ -564,8 +583,9 @@ def main(argv=None):
     p.add_argument("--sk-iters", type=int, default=None, help="max_iter for peer fits")
     p.add_argument(
         "--only",
-        default="fit,defaults,kernel,small,sklearn,faiss,soft,peers,numpy,entmax,gemm,torch,sparse",
-        help="comma-separated subset of: fit, defaults, kernel, small, sklearn, faiss, soft, "
+        default="fit,defaults,kernel,bf16,small,sklearn,faiss,soft,peers,numpy,entmax,gemm,torch,"
+        "sparse",
+        help="comma-separated subset of: fit, defaults, kernel, bf16, small, sklearn, faiss, soft, "
         "peers, numpy, entmax, gemm, torch, sparse",
     )
     p.add_argument(
@@ -606,6 +626,7 @@ def main(argv=None):
         ("fit", lambda: compare_whole_fit(fit_shapes, dtypes, args)),
         ("defaults", lambda: compare_defaults(default_shapes, args)),
         ("kernel", lambda: compare_kernel_sgemm(kernel_shapes, args)),
+        ("bf16", lambda: compare_bf16(args)),
         ("small", lambda: compare_small_calls(args)),
         ("sklearn", lambda: compare_sklearn(shapes, dtypes, args)),
         ("faiss", lambda: compare_faiss(shapes, args)),

@@ -56,8 +56,10 @@ def _adversarial(rng, n, d, k):
 def _problem(name, n, d, k, seed):
     rng = np.random.default_rng(seed)
     if name == "random":
-        return (rng.normal(size=(n, d)).astype(np.float32),
-                rng.uniform(-1, 1, size=(k, d)).astype(np.float32))
+        return (
+            rng.normal(size=(n, d)).astype(np.float32),
+            rng.uniform(-1, 1, size=(k, d)).astype(np.float32),
+        )
     if name == "clustered":
         return make_blobs(n, d, k, dtype=np.float32, seed=seed, offset=50.0)
     if name == "near-tie":
@@ -114,8 +116,9 @@ def _fit_data(n, d, k, data):
 
 def _fit_bytes(X, k, n_threads):
     init = X[np.random.default_rng(k).choice(X.shape[0], size=k, replace=False)]
-    m = softkmeans.SoftKMeans(n_clusters=k, assignment="hard", init=init, n_init=1,
-                              max_iter=8, n_threads=n_threads).fit(X)
+    m = softkmeans.SoftKMeans(
+        n_clusters=k, assignment="hard", init=init, n_init=1, max_iter=8, n_threads=n_threads
+    ).fit(X)
     return (m.labels_.tobytes(), m.cluster_centers_.tobytes(), m.inertia_, m.n_iter_)
 
 

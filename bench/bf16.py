@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers as P  # noqa: E402
+import table  # noqa: E402
 
 from softkmeans import _core, _native  # noqa: E402
 
@@ -70,26 +71,38 @@ def rows_bf16(shapes, threads, repeats, quick):
     return out
 
 
+def compare_bf16(args):
+    """compare.py's bf16 stage: one table row a shape, on / sgemm against TARGET (the note
+    gives the rate without the pass, the candidates a row and whether the bits agreed)."""
+    if not _native.bf16_available():
+        print("# bf16: no AVX512_BF16 on this CPU/build, skipped", flush=True)
+        return []
+    shapes = [(n // (10 if args.quick else 1), d, k) for n, d, k in SHAPES]
+    rows = []
+    for shape, on, off, sgemm, cand, same in rows_bf16(shapes, args.threads, args.repeats,
+                                                       args.quick):  # fmt: skip
+        rows.append(table.Row("hard step, bf16 pass vs same-run sgemm", shape, "float32", on,
+                              sgemm, "GFLOP/s", f">= {TARGET}x", on / sgemm,
+                              on / sgemm >= TARGET and same,
+                              f"off {off:.0f} GFLOP/s ({on / off:.2f}x), {cand:.1f} "
+                              f"candidates a row, same bits {same}"))  # fmt: skip
+        print(table.format_row(rows[-1]), flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="n / 10, sgemm 2048^3")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args(argv)
-    if not _native.bf16_available():
-        print("bf16 pass not available on this CPU/build: nothing to measure")
-        return
-    shapes = [(n // 10 if args.quick else n, d, k) for n, d, k in SHAPES]
     with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    print(f"# {P.cpu_description()}  threads={args.threads}  loadavg {' '.join(load)}")
-    print(f"{'shape (n, d, k)':>24} {'on':>8} {'off':>8} {'sgemm':>8} {'on/sgemm':>9} "
-          f"{'on/off':>7} {'cand/row':>9} same-bits")  # fmt: skip
-    for shape, on, off, sgemm, cand, same in rows_bf16(shapes, args.threads, args.repeats,
-                                                       args.quick):  # fmt: skip
-        print(f"{str(shape):>24} {on:8.1f} {off:8.1f} {sgemm:8.1f} {on / sgemm:8.2f}x "
-              f"{on / off:6.2f}x {cand:9.1f} {same}")  # fmt: skip
-    print(f"# GFLOP/s (2 n k d over the median time); target on / sgemm >= {TARGET}")
+        print("# loadavg " + " ".join(f.read().split()[:3]))
+    gemm = P.gemm_rate(np.float32, n_threads=args.threads, size=2048 if args.quick else 4096)
+    print(table.machine_line(gemm, args.threads))
+    compare_bf16(args)
+    print(f"# ratio: effective GFLOP/s (2 n k d over the median time) / same-run sgemm; "
+          f"target >= {TARGET}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -555,25 +555,6 @@ def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
     return gemm, 2.0 * size**3
 
 
-def cpu_description() -> str:
-    """The CPU as /proc/cpuinfo names it: model name, family/model, AVX-512 and
-    AVX512_BF16 flags (Linux; "unknown" elsewhere)."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                key, _, value = line.partition(":")
-                fields[key.strip()] = value.strip()
-    except OSError:
-        return "unknown"
-    flags = set(fields.get("flags", "").split())
-    isa = [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
-    return (f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, "
-            f"model {fields.get('model', '?')}; {' '.join(isa)})")  # fmt: skip
-
-
 def gemm_rate(dtype=np.float32, *, n_threads: int = 2, size: int = 2048, repeats: int = 5) -> float:
     """The machine's matrix-product rate through NumPy's BLAS, GFLOP/s (2 size^3 per call)."""
     rng = np.random.default_rng(0)

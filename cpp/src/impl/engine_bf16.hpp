@@ -193,7 +193,8 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
 // strict <. X [in] (rn, d) the group's rows; out [out] (rn,). The chains of
 // 16 candidates (of any rows) run in the lanes of one vector, fed 16
 // coordinates at a time by two 16 x 16 transposes of their rows and
-// centroids (s.xr, crow: row-major), a quarter of the time of scalar chains.
+// centroids (s.xr, crow: row-major). Six scalar chains took 11.6% of a
+// (20000, 256, 1024) hard step's samples, these 9.5% (one thread, perf).
 template <typename T>
 inline void Engine<T>::bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                                   RowMin<T>* out) const {

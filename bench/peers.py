@@ -540,6 +540,21 @@ def entmax_scores(n: int, k: int, support: str, dtype=np.float32, seed: int = 0)
 # --------------------------------------------------------------------------------------
 
 
+def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
+    """A square float32 matrix product of `size` through NumPy's BLAS at n_threads, to
+    time interleaved with a kernel (the same-run sgemm), and its flops (2 size^3)."""
+    from threadpoolctl import threadpool_limits
+
+    A = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    out = np.empty_like(A)
+
+    def gemm():
+        with threadpool_limits(n_threads):
+            np.matmul(A, A, out=out)
+
+    return gemm, 2.0 * size**3
+
+
 def gemm_rate(dtype=np.float32, *, n_threads: int = 2, size: int = 2048, repeats: int = 5) -> float:
     """The machine's matrix-product rate through NumPy's BLAS, GFLOP/s (2 size^3 per call)."""
     rng = np.random.default_rng(0)

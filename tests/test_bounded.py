@@ -63,7 +63,7 @@ def _group(C, how):
             return BoundedHardPass.centroid_groups(C)
         finally:
             BoundedHardPass.MIN_GROUP_WORK = work
-    t = min(32, max(1, (k + 1) // 2))
+    t = min(64, max(1, (k + 1) // 2))
     return (np.arange(k) * 7 + 3) % t
 
 

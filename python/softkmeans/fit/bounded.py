@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
+from ..centroid_groups import principal_axis_groups
 
 __all__ = ["BoundedHardPass"]
 
@@ -80,25 +81,7 @@ class BoundedHardPass:
         t = 1
         while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE, k * d // cls.MIN_GROUP_WORK):
             t *= 2
-        group = np.zeros(k, dtype=np.int64)
-        members = [np.arange(k)]
-        while len(members) < t:
-            halves = []
-            for idx in members:
-                P = np.asarray(C[idx], dtype=np.float64)
-                P = P - P.mean(axis=0)
-                # About the principal axis: a few power iterations from the farthest point
-                # (an SVD of the (k, d) centroids would cost a good part of a step).
-                axis = P[np.argmax(np.einsum("ij,ij->i", P, P))]
-                for _ in range(8):
-                    axis = P.T @ (P @ axis)
-                    axis /= np.linalg.norm(axis) or 1.0
-                order = idx[np.argsort(P @ axis, kind="stable")]
-                halves += [np.sort(order[: len(idx) // 2]), np.sort(order[len(idx) // 2 :])]
-            members = halves
-        for g, idx in enumerate(members):
-            group[idx] = g
-        return group
+        return principal_axis_groups(C, t)
 
     def __call__(self, C):
         stats, n_distances = self._step(C, exact=False)

@@ -75,11 +75,13 @@ def clustered(n, d, k, *, dtype=np.float32, seed=0, uniform=False):
 
 
 def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None):
-    """Lloyd steps of the bounded hard step on `clustered` data from its centroids: per
-    step, the fraction of the n k row-centroid distances computed (and, separately, the
-    k^2 of Hamerly's separations, which the step computes when n >= 16 k). groups: the
-    number of groups (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
-    X, C = clustered(n, d, k, seed=seed)
+    """Lloyd steps of the bounded hard step on `clustered` data from k distinct rows drawn
+    at random (faiss's and a random init's start; seeded): per step, the fraction of the
+    n k row-centroid distances computed (and, separately, the k^2 of Hamerly's
+    separations, which the step computes when n >= 16 k). groups: the number of groups
+    (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
+    X, _ = clustered(n, d, k, seed=seed)
+    C = X[np.random.default_rng(seed + 1).choice(n, size=k, replace=False)]
     w = np.ones(n)
     if groups is None:
         group = BoundedHardPass.centroid_groups(C)
@@ -88,6 +90,7 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None):
     t = int(group.max()) + 1
     labels, lower = np.zeros(n, np.int64), np.zeros((n, t))
     C_prev, out = None, []
+    t0 = time.perf_counter()
     for _ in range(steps):
         stats, _, n_distances = _native.hard_stats_bounded(
             X, C, C_prev, w, labels, lower, group, n_threads
@@ -99,8 +102,9 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None):
         C_next[N > 0] = (stats.sums[N > 0] / N[N > 0, None]).astype(C.dtype)
         C_prev, C = C, C_next
     print(
-        f"distance_fraction n={n} d={d} k={k} groups={t}: per step (row-centroid"
-        f" [+ separations]) " + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out),
+        f"distance_fraction n={n} d={d} k={k} groups={t} ({time.perf_counter() - t0:.2f} s):"
+        " per step (row-centroid [+ separations]) "
+        + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out),
         flush=True,
     )
     return out
@@ -111,15 +115,17 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     `assign` pass and faiss `IndexFlatL2.search(X, 1)` on the same rows: median seconds of
     interleaved repeats, the ratio plain / pruned, and the labels checked equal."""
     X, C = clustered(n, d, k, seed=seed, uniform=uniform)
-    nearest = NearestCentroid(C, n_threads)
-    assert nearest.group is not None, "below NearestCentroid.MIN_CENTROIDS"
-    labels, dist = nearest(X)
+    group = NearestCentroid(C, n_threads).group
+    assert group is not None, "below NearestCentroid.MIN_CENTROIDS"
+    labels, dist = NearestCentroid(C, n_threads)(X)
     ref_labels, ref_dist = _native.assign(X, C, n_threads)
     same = np.array_equal(labels, ref_labels) and np.array_equal(dist, ref_dist)
-    _, _, n_distances = _native.assign_grouped(X, C, nearest.group, n_threads)
+    # The kernel alone on every row (the policy may stop pruning after a probe).
+    _, _, n_distances = _native.assign_grouped(X, C, group, n_threads)
     cases = {
         "plain": lambda: _native.assign(X, C, n_threads),
         "pruned": lambda: NearestCentroid(C, n_threads)(X),
+        "kernel": lambda: _native.assign_grouped(X, C, group, n_threads),
     }
     try:
         P.require("faiss")
@@ -144,7 +150,8 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     line = (
         f"assignment_speedup {kind} n={n} d={d} k={k} threads={n_threads}: plain "
         f"{med['plain']:.3f} s, pruned {med['pruned']:.3f} s (grouping {grouping:.3f} s; "
-        f"{n_distances / (n * k):.4f} of the distances)"
+        f"the kernel alone {med['kernel']:.3f} s, {n_distances / (n * k):.4f} of the "
+        "distances)"
     )
     if "faiss" in med:
         line += f", faiss IndexFlatL2 {med['faiss']:.3f} s"

@@ -173,6 +173,24 @@ def test_predict_takes_the_group_pruned_pass_at_large_k(monkeypatch):
     np.testing.assert_array_equal(model.predict(X), _native.assign(X, model.cluster_centers_, 0)[0])
 
 
+def test_predict_falls_back_to_the_plain_pass_where_balls_do_not_prune(monkeypatch):
+    """Uniform centres in 32 dimensions: the probe computes most distances, the rest of
+    the rows take the plain pass; the labels are the plain pass's either way."""
+    rng = np.random.default_rng(6)
+    k = NearestCentroid.MIN_CENTROIDS
+    X, C = rng.random((3 * NearestCentroid.PROBE_ROWS, 32)), rng.random((k, 32))
+    rows_pruned = []
+    pruned = _native.assign_grouped
+    monkeypatch.setattr(
+        _native, "assign_grouped", lambda X, *a: rows_pruned.append(len(X)) or pruned(X, *a)
+    )
+    labels, dist = NearestCentroid(C, 2)(X)
+    assert rows_pruned == [NearestCentroid.PROBE_ROWS]
+    ref_labels, ref_dist = _native.assign(X, C, 2)
+    np.testing.assert_array_equal(labels, ref_labels)
+    np.testing.assert_array_equal(dist, ref_dist)
+
+
 @pytest.mark.parametrize(
     "group,error",
     [

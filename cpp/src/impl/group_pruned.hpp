@@ -5,11 +5,12 @@
 //
 // The centroids are split into t <= kMaxGroups groups (the caller's; the slot
 // ranges of the engine's lane panels, as hard_stats_bounded's). Each group g
-// gets a centre m_g (the mean of its centroids, in double) and a radius r_g,
-// an upper bound on max_{j in g} ||c_j - m_g||. By the triangle inequality a
-// row x is at least lo_g = ||x - m_g|| - r_g from every centroid of g; lo_g
-// is computed as a lower bound on that exact value (group_lower). For each
-// row, in tiles of kPrunedRows rows:
+// gets a centre m_g (the mean of its centroids, rounded to T) and a radius
+// r_g, an upper bound on max_{j in g} ||c_j - m_g||. By the triangle
+// inequality a row x is at least lo_g = ||x - m_g|| - r_g from every centroid
+// of g; lo_g is computed as a lower bound on that exact value from the
+// kernel's distance to m_g and its rounding slack (GroupBalls::lower). For
+// each row, in tiles of kPrunedRows rows:
 //   1. the group of least lo_g is computed in the kernel's bits
 //      (packed_group_minima: Engine::lanes_min2 over the group's slots, the
 //      plain pass's distances), giving its argmin a;
@@ -45,46 +46,81 @@ namespace SOFTKMEANS_ISA {
 // a few lane groups of rows (padding is computed for nothing).
 constexpr index_t kPrunedRows = 8192;
 
-// Each group's centre (the mean of its members, in double: any point would
-// do, the radius is taken about the stored one) and radius, rounded up.
+// Each group's centre (the mean of its members, rounded to T: any point would
+// do, the radius is taken about the stored one) and radius about it, rounded
+// up (direct differences in double). The rows' distances to the centres are
+// the kernel's (an Engine on the t centres: a small product, not t d
+// double operations a row), turned into exact lower bounds by its slack.
+template <typename T>
 struct GroupBalls {
-  std::vector<double> centre;  // (t, d)
+  std::vector<T> centre;       // (t, d)
   std::vector<double> radius;  // (t,)
-  template <typename T>
+  std::vector<index_t> empty;  // the groups without centroids
+  index_t first_held = -1;     // the first group with centroids
+  Engine<T> engine;            // on the centres: distances into a block
+  KernelSlack<T> slack;        // of that engine
+
   GroupBalls(const T* C, index_t k, index_t d, const std::int64_t* group, index_t t,
              const GroupSlots& slots)
-      : centre(t * d, 0.0), radius(t, 0.0) {
-    for (index_t j = 0; j < k; ++j)
-      for (index_t l = 0; l < d; ++l) centre[group[j] * d + l] += static_cast<double>(C[j * d + l]);
-    for (index_t g = 0; g < t; ++g)
-      for (index_t l = 0; l < d; ++l) centre[g * d + l] /= std::max<index_t>(slots.count[g], 1);
+      : centre(means(C, k, d, group, t, slots)),
+        radius(t, 0.0),
+        engine(centre.data(), t, d),
+        slack(engine) {
     const double up = sq_rounding_up(d);
     for (index_t j = 0; j < k; ++j) {
       const double r = std::sqrt(direct_sq_distance(C + j * d, centre.data() + group[j] * d, d) * up);
       radius[group[j]] = std::max(radius[group[j]], r * (1.0 + 0x1p-50));
     }
+    for (index_t g = t - 1; g >= 0; --g)
+      if (slots.count[g] == 0)
+        empty.push_back(g);
+      else
+        first_held = g;
   }
-  // A lower bound on ||x - c_j||, c_j in g: ||x - m_g|| bounded below, less
-  // r_g, the difference rounded down. Each factor 1 - 2^-50 covers the one
-  // or two roundings (2^-53 each) of the square root and the products.
-  template <typename T>
-  double lower(const T* x, index_t g, index_t d, double down) const {
-    const double a = std::sqrt(direct_sq_distance(x, centre.data() + g * d, d) * down) *
-                     (1.0 - 0x1p-50);
-    const double lo = a - radius[g];
-    return lo > 0.0 ? lo * (1.0 - 0x1p-50) : lo;
+
+  // A lower bound on ||x - c_j|| for every c_j of group g, from the engine's
+  // D (x's squared distance to the centre m_g) and ax >= ||x - s|| (s the
+  // engine's shift): ||x - m_g|| >= sqrt(D - e_sq) - e_lin (KernelSlack), less
+  // r_g. The factor 1 - 2^-50 and the term 2^-50 (a + e_lin + r_g) cover the
+  // roundings in double of the square root and of the two subtractions (each
+  // within 2^-53 of its result, which is at most a + e_lin + r_g).
+  // lo [out] (t,): for each group, from D (t,) and ax (a loop the compiler
+  // vectorizes: no branch); +inf for the empty groups (never computed).
+  void lower(const T* D, double ax, double* lo) const {
+    const double e_lin = slack.lin(ax), e_sq = slack.sq(ax);
+    const index_t t = static_cast<index_t>(radius.size());
+    for (index_t g = 0; g < t; ++g) {
+      const double a =
+          std::sqrt(std::max(static_cast<double>(D[g]) - e_sq, 0.0)) * (1.0 - 0x1p-50);
+      lo[g] = (a - e_lin - radius[g]) - 0x1p-50 * (a + e_lin + radius[g]);
+    }
+    for (index_t g : empty) lo[g] = std::numeric_limits<double>::infinity();
+  }
+
+ private:
+  static std::vector<T> means(const T* C, index_t k, index_t d, const std::int64_t* group,
+                              index_t t, const GroupSlots& slots) {
+    std::vector<double> sum(t * d, 0.0);
+    for (index_t j = 0; j < k; ++j)
+      for (index_t l = 0; l < d; ++l) sum[group[j] * d + l] += static_cast<double>(C[j * d + l]);
+    std::vector<T> out(t * d);
+    for (index_t g = 0; g < t; ++g)
+      for (index_t l = 0; l < d; ++l)
+        out[g * d + l] = static_cast<T>(sum[g * d + l] / std::max<index_t>(slots.count[g], 1));
+    return out;
   }
 };
 
 // Per thread: one tile of rows and what is known of them.
 template <typename T>
 struct PrunedScratch : Workspace<T> {
-  std::vector<double> lo;         // (kPrunedRows, t) each row's lower bound per group
+  std::vector<double> lo;         // (kPrunedRows, tp) each row's lower bound per group
   std::vector<index_t> first;     // (kPrunedRows,) the group of least bound
   std::vector<GroupMask> want;    // (kPrunedRows,) the groups left after the first
   std::vector<RowMin<T>> best;    // (kPrunedRows,) the least over the computed groups
   std::vector<index_t> which;     // the tile's rows of the current group, up to mb
   std::vector<T> gathered;        // (mb, d) those rows
+  Workspace<T> centre_ws;         // GroupBalls::engine's
   std::int64_t n_distances = 0;
 };
 
@@ -119,23 +155,29 @@ void compute_group(const Engine<T>& E, const GroupSlots& slots, const T* X, inde
 
 // Rows i0 .. i0 + rows of X: labels and min_sq_dist.
 template <typename T>
-void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls& balls,
+void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls<T>& balls,
                  const KernelSlack<T>& slack, const T* X, const T* C, index_t i0, index_t rows,
                  std::int64_t* labels, T* min_sq_dist, PrunedScratch<T>& s) {
-  const index_t d = E.d, t = slots.t;
-  const double up = sq_rounding_up(d), down = 2.0 - up;
-  for (index_t r = 0; r < rows; ++r) {
-    const T* x = X + (i0 + r) * d;
-    double least = std::numeric_limits<double>::infinity();
-    index_t f = -1;
-    for (index_t g = 0; g < t; ++g) {
-      if (slots.count[g] == 0) continue;
-      const double lo = balls.lower(x, g, d, down);
-      s.lo[r * t + g] = lo;
-      if (f < 0 || lo < least) least = lo, f = g;
+  using VD = typename VT<double>::v;
+  constexpr index_t B = VT<double>::W;
+  const index_t d = E.d, t = slots.t, tp = round_up(t, B);
+  const double up = sq_rounding_up(d);
+  const Engine<T>& Eb = balls.engine;
+  for (index_t r0 = 0; r0 < rows; r0 += Eb.mb) {
+    const index_t rn = std::min(Eb.mb, rows - r0);
+    Eb.distances(X + (i0 + r0) * d, rn, s.centre_ws);
+    for (index_t r = r0; r < r0 + rn; ++r) {
+      const T* D = s.centre_ws.dbuf.data() + (r - r0) * Eb.ld;
+      const double ax = std::sqrt(direct_sq_distance(X + (i0 + r) * d, Eb.shift.data(), d) * up);
+      double* lo = s.lo.data() + r * tp;
+      balls.lower(D, ax, lo);
+      // The first least: a group with centroids (the others are +inf; from one,
+      // even when every bound is NaN).
+      index_t f = balls.first_held;
+      for (index_t g = 0; g < t; ++g) f = lo[g] < lo[f] ? g : f;
+      s.first[r] = f;
+      s.best[r] = RowMin<T>{T(0), T(0), -1};
     }
-    s.first[r] = f;
-    s.best[r] = RowMin<T>{T(0), T(0), -1};
   }
   for (index_t g = 0; g < t; ++g)
     if (slots.count[g] > 0)
@@ -144,10 +186,10 @@ void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls& 
   for (index_t r = 0; r < rows; ++r) {
     const index_t a = s.best[r].a;
     const double da2u = direct_sq_distance(X + (i0 + r) * d, C + a * d, d) * up;
-    GroupMask want = 0;
-    for (index_t g = 0; g < t; ++g)
-      if (slots.count[g] > 0 && g != s.first[r] && !slack.keeps_label(da2u, s.lo[r * t + g]))
-        want |= group_bit(g);
+    GroupMask kept = 0;  // B groups at a time (the padding's +inf is kept)
+    for (index_t g0 = 0; g0 < tp; g0 += B)
+      kept |= GroupMask{slack.keeps_labels(vset(da2u), vload(s.lo.data() + r * tp + g0))} << g0;
+    const GroupMask want = ~kept & slots.all_groups & ~group_bit(s.first[r]);
     s.want[r] = want;
     any |= want;
   }
@@ -172,15 +214,17 @@ void assign_grouped(const T* X, index_t n, index_t d, const T* C, index_t k,
   }
   const GroupSlots slots(group, k, t, Engine<T>::LC);
   E.order_lanes(slots.centroid_of_slot);
-  const GroupBalls balls(C, k, d, group, t, slots);
+  const GroupBalls<T> balls(C, k, d, group, t, slots);
   const KernelSlack<T> slack(E);
   const index_t n_tiles = (n + kPrunedRows - 1) / kPrunedRows;
   std::vector<PrunedScratch<T>> scratch(
       std::min<index_t>(resolve_threads(n_threads, distance_work(E, n)), n_tiles));
   for (PrunedScratch<T>& s : scratch) {
     E.init(s);
+    balls.engine.init(s.centre_ws);
     const index_t rows = std::min(n, kPrunedRows);
-    s.lo.assign(rows * t, 0.0);
+    // (rows, t rounded up to double vectors), the padding +inf: kept.
+    s.lo.assign(rows * round_up(t, VT<double>::W), std::numeric_limits<double>::infinity());
     s.first.assign(rows, 0);
     s.want.assign(rows, 0);
     s.best.assign(rows, RowMin<T>{});

@@ -149,6 +149,33 @@ def test_group_pruned_assignment_is_the_plain_assignment(
         assert n_distances < 0.5 * X.shape[0] * k  # it pruned (else this tests nothing)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", (1, 2))
+@pytest.mark.parametrize("per_group", [1, 2])
+@pytest.mark.parametrize("values", ["integer", "float"])
+def test_group_pruned_ties_between_groups_of_one_or_two_centroids(
+    simd_level, dtype, threads, per_group, values
+):
+    """Groups of one or two centroids (radius 0 or about half a distance), numbered against
+    the centroids' order: a row on duplicated centroids (or, integer, equidistant from two)
+    has the bound of the group of the smaller index equal to its best distance up to
+    rounding, and only the rounding margin keeps that group from being pruned. Float
+    values far from the origin make the engines' roundings differ."""
+    rng = np.random.default_rng(per_group)
+    if values == "integer":
+        X, C = _near_ties(dtype, 64, 9, 4000, rng)
+    else:
+        C = rng.normal(scale=10.0, size=(64, 9)) + 100.0
+        C[32:] = C[:32]
+        X = C[rng.integers(64, size=4000)] + rng.normal(scale=1e-3, size=(4000, 9))
+        X, C = X.astype(dtype), C.astype(dtype)
+    group = (63 - np.arange(64)) // per_group
+    labels, dist, _ = _native.assign_grouped(X, C, group, threads)
+    ref_labels, ref_dist = _native.assign(X, C, threads)
+    np.testing.assert_array_equal(labels, ref_labels)
+    np.testing.assert_array_equal(dist, ref_dist)
+
+
 def test_group_pruned_assignment_of_one_row_one_group_and_tiny_groups():
     rng = np.random.default_rng(2)
     X, C = make_blobs(9000, 7, 70, dtype=np.float32, seed=rng)

@@ -21,12 +21,14 @@ class NearestCentroid:
 
     # The group-pruned pass from this many centroids (d > SMALL_DIM, dense rows), with
     # k / CENTROIDS_PER_GROUP groups (a power of two, at most MAX_GROUPS: the kernel's
-    # limit). 2e5 x 128, k = 4096, 2 threads (`python bench/ivf_kernels.py`, bench/README.md
-    # "Issue 24"): the pruned pass took 0.16 of the plain pass's time where it computed 2.5%
-    # of the distances and 1.45 where it computed 99% (uniform centres): about
-    # 0.12 + 1.35 f of it for a fraction f.
+    # limit). Plain / pruned time, grouping included, 1e5 x 128 clustered rows
+    # (`bench/ivf_kernels.clustered`), 2 threads, loaded machine: at k = 512 / 1024 /
+    # 2048 / 4096, 1.30 / 1.74 / 2.90 / 5.05 with 64 groups; with 64 centroids a group
+    # 1.15 / 0.77 / 1.07 / - (fewer, wider balls). Where the balls do not separate the
+    # rows (uniform centres, 99% of the distances computed) the kernel takes about 1.5
+    # times the plain pass: PROBE_ROWS below.
     MIN_CENTROIDS = 1024
-    CENTROIDS_PER_GROUP = 64
+    CENTROIDS_PER_GROUP = 8
     MAX_GROUPS = 64
     # The first PROBE_ROWS rows of a larger block are assigned pruned; if that computed
     # more than MAX_FRACTION of their distances (balls that do not separate the data), the

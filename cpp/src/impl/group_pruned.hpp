@@ -158,7 +158,6 @@ template <typename T>
 void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls<T>& balls,
                  const KernelSlack<T>& slack, const T* X, const T* C, index_t i0, index_t rows,
                  std::int64_t* labels, T* min_sq_dist, PrunedScratch<T>& s) {
-  using VD = typename VT<double>::v;
   constexpr index_t B = VT<double>::W;
   const index_t d = E.d, t = slots.t, tp = round_up(t, B);
   const double up = sq_rounding_up(d);

@@ -63,7 +63,7 @@ def _group(C, how):
             return BoundedHardPass.centroid_groups(C)
         finally:
             BoundedHardPass.MIN_GROUP_WORK = work
-    t = min(32, max(1, (k + 1) // 2))
+    t = min(64, max(1, (k + 1) // 2))
     return (np.arange(k) * 7 + 3) % t
 
 
@@ -306,10 +306,10 @@ def test_bad_arguments_are_clear_errors():
         call(C_prev=C[:2].copy())
     with pytest.raises(TypeError, match="labels must be a C-contiguous array of dtype int64"):
         call(labels=labels.astype(np.int32))
-    with pytest.raises(ValueError, match="lower must have n rows and 1 to 32 columns"):
+    with pytest.raises(ValueError, match="lower must have n rows and 1 to 64 columns"):
         call(lower=lower[:5].copy())
-    with pytest.raises(ValueError, match="lower must have n rows and 1 to 32 columns"):
-        call(lower=np.zeros((20, 33)), group=np.array([0, 32, 1]))
+    with pytest.raises(ValueError, match="lower must have n rows and 1 to 64 columns"):
+        call(lower=np.zeros((20, 65)), group=np.array([0, 64, 1]))
     with pytest.raises(ValueError, match="lower must be 2-dimensional"):
         call(lower=np.zeros(20))
     with pytest.raises(ValueError, match=r"group must be in \[0, t\)"):
@@ -327,7 +327,7 @@ def test_the_fit_groups_are_balanced_and_keep_near_centroids_together(monkeypatc
     k d / MIN_GROUP_WORK, sizes within one of each other, and on well separated clumps of
     centroids, one clump a group."""
     rng = np.random.default_rng(0)
-    for k, d, t in ((1, 5, 1), (15, 5, 1), (16, 5, 2), (130, 5, 16), (1024, 5, 16),
+    for k, d, t in ((1, 5, 1), (15, 5, 1), (16, 5, 2), (130, 5, 16), (1024, 5, 64),
                     (256, 64, 1), (512, 64, 2), (1024, 256, 16)):  # fmt: skip
         monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 16384 if d > 5 else 1)
         group = BoundedHardPass.centroid_groups(rng.normal(size=(k, d)))

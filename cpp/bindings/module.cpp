@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "arrays.hpp"
 #include "bf16.hpp"
 #include "interrupt.hpp"
 #include "softkmeans/csr_check.hpp"
@@ -25,37 +26,16 @@
 
 namespace py = pybind11;
 using softkmeans::index_t;
+using softkmeans_bindings::as_matrix;
+using softkmeans_bindings::as_vector;
+using softkmeans_bindings::by_dtype;
+using softkmeans_bindings::carray;
 using softkmeans_bindings::run_native;
 
 namespace {
 
 template <typename T>
-using carray = py::array_t<T, py::array::c_style>;
-
-template <typename T>
 using Kernels = softkmeans::Kernels<T>;
-
-// Rejects anything but a C-contiguous 2-D array of T (the Python layer
-// converts; this layer only guards the raw-pointer contract).
-template <typename T>
-carray<T> as_matrix(const py::array& a, const char* name) {
-  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style))
-    throw py::type_error(std::string(name) + " must be a C-contiguous array of dtype " +
-                         py::str(py::dtype::of<T>()).cast<std::string>());
-  if (a.ndim() != 2) throw py::value_error(std::string(name) + " must be 2-dimensional");
-  return py::reinterpret_borrow<carray<T>>(a);
-}
-
-template <typename T>
-carray<T> as_vector(const py::array& a, const char* name, index_t n) {
-  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style))
-    throw py::type_error(std::string(name) + " must be a C-contiguous array of dtype " +
-                         py::str(py::dtype::of<T>()).cast<std::string>());
-  if (a.ndim() != 1 || a.shape(0) != n)
-    throw py::value_error(std::string(name) + " must be 1-dimensional with " + std::to_string(n) +
-                          " entries");
-  return py::reinterpret_borrow<carray<T>>(a);
-}
 
 // An output array of `shape` when `wanted`, its data in *data; else None and
 // nullptr.
@@ -331,7 +311,7 @@ py::array entmax15_t(const py::array& Za, int n_threads) {
 }
 
 // The checked arguments of hard_stats_bounded_t besides X and C: weights,
-// labels (n,) and lower (n, t) writeable, group (k,) in [0, t), t <= 32;
+// labels (n,) and lower (n, t) writeable, group (k,) in [0, t), t <= 64;
 // C_prev None, or (k, d) with labels in [0, k).
 template <typename T>
 struct BoundedArgs {
@@ -347,8 +327,8 @@ struct BoundedArgs {
         group(as_vector<std::int64_t>(ga, "group", k)) {
     lower = as_matrix<double>(lowa, "lower");
     t = lower.shape(1);
-    if (lower.shape(0) != x.n || t < 1 || t > 32)
-      throw py::value_error("lower must have n rows and 1 to 32 columns (groups)");
+    if (lower.shape(0) != x.n || t < 1 || t > 64)
+      throw py::value_error("lower must have n rows and 1 to 64 columns (groups)");
     if (!labels.writeable() || !lower.writeable())
       throw py::value_error("labels and lower must be writeable");
     for (index_t j = 0; j < k; ++j)
@@ -367,7 +347,7 @@ struct BoundedArgs {
 
 // (W, N, S, distortion, min_margin, n_computed, n_distances); labels (n,)
 // int64 and lower (n, t) float64 updated in place; group (k,) int64 in
-// [0, t), t <= 32. C_prev None: every row computed (labels and lower are
+// [0, t), t <= 64. C_prev None: every row computed (labels and lower are
 // outputs only); else C_prev (k, d) and labels in [0, k).
 template <typename T>
 py::tuple hard_stats_bounded_t(const DenseX<T>& x, const py::array& Ca, const py::object& Cpa,
@@ -416,16 +396,6 @@ py::array second_moment_matvec_t(const CsrX<T>& x, const py::array& wa, const py
 }
 
 // ---- the Python functions ----
-
-// Calls f(T{}) with T the dtype of X: float for float32, double otherwise (the
-// callee's as_matrix rejects anything but float64 there). By equivalence, not
-// identity: an equal but non-canonical float32 dtype object (e.g. a
-// byte-order-qualified one) is still float32.
-template <typename F>
-auto by_dtype(const py::array& X, F&& f) {
-  if (X.dtype().equal(py::dtype::of<float>())) return f(float{});
-  return f(double{});
-}
 
 // name(X, args...) -> entry(DenseX<T>, args...); extra: the py::arg of each
 // of args (and a docstring).
@@ -579,6 +549,7 @@ void def_runtime(py::module_& m) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
+  softkmeans_bindings::def_group_pruned(m);
   def_runtime(m);
   softkmeans_bindings::def_bf16(m);
 }

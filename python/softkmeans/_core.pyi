@@ -47,6 +47,10 @@ def hard_stats_bounded(
     """(W, N, S, distortion, min_margin, n_computed, n_distances) of the hard step with
     group distance bounds; labels (n,) and lower (n, t) updated in place."""
 
+def assign_grouped(X: _F, C: _F, group: _I64, n_threads: int = 0) -> tuple[_I64, _F, int]:
+    """(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that
+    may hold a row's nearest."""
+
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

@@ -23,6 +23,7 @@ from ._stats import BlockStats
 __all__ = [
     "SMALL_DIM",
     "assign",
+    "assign_grouped",
     "available_simd_levels",
     "block_stats",
     "build_info",
@@ -102,7 +103,7 @@ def block_stats(X, C, kind, sigma, w, n_threads, *, sums=True, labels=False, gra
 def hard_stats_bounded(X, C, C_prev, w, labels, lower, group, n_threads, *, exact=False):
     """The hard step of `block_stats` with group distance bounds, for a dense X:
     `(BlockStats, n_computed, n_distances)` (rows and distances computed, n k when all);
-    group (k,) int64 assigns each centroid one of t <= 32 groups, labels (n,) int64 and
+    group (k,) int64 assigns each centroid one of t <= 64 groups, labels (n,) int64 and
     lower (n, t) float64 carry the rows' labels and per-group bounds from one call to the
     next and are updated in place (C_prev None: the first call, every row computed).
     exact: distortion and min_margin are block_stats's bits even where rows are skipped.
@@ -111,6 +112,14 @@ def hard_stats_bounded(X, C, C_prev, w, labels, lower, group, n_threads, *, exac
         X, C, C_prev, w, labels, lower, group, exact, n_threads
     )
     return BlockStats(W, N, S, J, J, mm), n_computed, n_distances
+
+
+def assign_grouped(X, C, group, n_threads):
+    """`assign`'s (labels (n,) int64, min_sq_dist (n,) X's dtype) bit for bit, for a dense
+    X, computing only the groups of centroids (group (k,) int64 in [0, 64)) whose ball may
+    hold a row's nearest; and the number of distances computed (n k when all). See
+    `cpp/src/impl/group_pruned.hpp`."""
+    return _core.assign_grouped(X, C, group, n_threads)
 
 
 def weighted_covariance(X, w, n_threads):

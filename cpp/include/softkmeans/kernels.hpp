@@ -64,6 +64,14 @@ struct Kernels {
   void (*assign)(const T* X, index_t n, index_t d, const T* C, index_t k, std::int64_t* labels,
                  T* min_sq_dist, int n_threads) = nullptr;
 
+  // assign's labels and min_sq_dist, bit for bit, computing only the groups
+  // of centroids whose ball (centre, radius) may hold a row's nearest
+  // (cpp/src/impl/group_pruned.hpp). group [in] (k,): the group in [0, t) of
+  // each centroid, t <= 64. n_distances [out]: the distances computed.
+  void (*assign_grouped)(const T* X, index_t n, index_t d, const T* C, index_t k,
+                         const std::int64_t* group, index_t t, std::int64_t* labels,
+                         T* min_sq_dist, std::int64_t* n_distances, int n_threads) = nullptr;
+
   // margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
   // distances (inf when k == 1).
   void (*margins)(const T* X, index_t n, index_t d, const T* C, index_t k, T* margins,
@@ -94,7 +102,7 @@ struct Kernels {
 
   // The hard step of block_stats with distance bounds (cpp/src/impl/bounded.hpp):
   // W, N, S (both non-null), distortion J and min_margin of kind hard at C.
-  // group [in] (k,): the group in [0, t) of each centroid (t <= 32), the same
+  // group [in] (k,): the group in [0, t) of each centroid (t <= 64), the same
   // from one call to the next. labels [in,out] (n,) and lower [in,out] (n, t)
   // carry each row's label and, per group, a lower bound on its exact distance
   // (not squared) to the group's centroids other than its label's, from one
@@ -177,6 +185,7 @@ struct Kernels {
 #define SOFTKMEANS_KERNEL_NAMES(F)     \
   F(sq_distances)                      \
   F(assign)                            \
+  F(assign_grouped)                    \
   F(margins)                           \
   F(entmax15)                          \
   F(responsibilities)                  \

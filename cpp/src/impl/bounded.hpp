@@ -3,7 +3,7 @@
 // computing only the distances that may change a row's label since the
 // previous step.
 //
-// The centroids are split once into t <= 32 groups (the caller's; contiguous
+// The centroids are split once into t <= kMaxGroups (64) groups (the caller's; contiguous
 // slot ranges of the lane panels, Engine::order_lanes). Each row carries its
 // label a_i (at the previous step's C_prev) and, per group g, a lower bound
 // lower_ig on its exact distance (not squared) to the group's centroids other
@@ -103,7 +103,7 @@ struct BoundedStep {
                                                   : std::vector<double>{}),
         slots(group, k, t, Engine<T>::LC),
         drifts(bounded ? group_drifts(C, C_prev, k, d, group, t) : std::vector<Drifts>{}),
-        up(1.0 + 4.0 * static_cast<double>(d + 2) * 0x1p-53) {
+        up(sq_rounding_up(d_)) {
     if (grouped) engine.order_lanes(slots.centroid_of_slot);
   }
 };
@@ -112,8 +112,8 @@ struct BoundedStep {
 template <typename T>
 struct BoundedScratch : Workspace<T> {
   typename SparseAccumulator<T>::Tile tile;
-  std::vector<std::uint32_t> want;  // (mb,) the groups a row needs computed (0: skipped)
-  std::vector<std::uint32_t> got;   // (mb,) the groups computed for it
+  std::vector<GroupMask> want;  // (mb,) the groups a row needs computed (0: skipped)
+  std::vector<GroupMask> got;   // (mb,) the groups computed for it
   std::vector<index_t> full;        // the rows (positions in the block) that need every group
   std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
   std::vector<index_t> part;        // the other rows that need the current group
@@ -153,11 +153,11 @@ using UnsureRows = std::vector<std::pair<index_t, double>>;
 // failed: the groups whose centroids may be nearer than c_a, and c_a's own
 // group always (its distance in the kernel's bits).
 template <typename T>
-std::uint32_t group_test(const BoundedStep<T>& st, index_t i, index_t a, double da2u) {
+GroupMask group_test(const BoundedStep<T>& st, index_t i, index_t a, double da2u) {
   const double* lbr = st.lower + i * st.t;
-  std::uint32_t want = std::uint32_t{1} << st.group[a];
+  GroupMask want = group_bit(st.group[a]);
   for (index_t g = 0; g < st.t; ++g)
-    if (!st.slack.keeps_label(da2u, lbr[g])) want |= std::uint32_t{1} << g;
+    if (!st.slack.keeps_label(da2u, lbr[g])) want |= group_bit(g);
   return want & st.slots.all_groups;
 }
 
@@ -170,7 +170,7 @@ std::uint32_t group_test(const BoundedStep<T>& st, index_t i, index_t a, double 
 // row's time. The rows failing the global test (the least bound over all
 // groups) take the group test one by one.
 template <typename T>
-void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, std::uint32_t* want,
+void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, GroupMask* want,
                  double* da2) {
   using VD = typename VT<double>::v;
   using VI = typename VT<double>::i;
@@ -209,7 +209,7 @@ void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, std::uint32
     for (index_t q = 0; q < rn; ++q) {
       const index_t r = r0 + q;
       if (keep >> q & 1)
-        want[r] = st.exact ? std::uint32_t{1} << st.group[av[q]] : 0;
+        want[r] = st.exact ? group_bit(st.group[av[q]]) : 0;
       else
         want[r] = group_test(st, i0 + r, av[q], dv[q] * st.up);
     }
@@ -221,29 +221,12 @@ void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, std::uint32
 template <typename T>
 void group_minima(const BoundedStep<T>& st, index_t g, const std::vector<index_t>& which,
                   Workspace<T>& ws, BoundedScratch<T>& s) {
-  using En = Engine<T>;
-  constexpr index_t G = En::LR * En::W;  // rows of a lane group
-  const En& E = st.E;
-  const GroupSlots& slots = st.slots;
-  const index_t kc = E.lane_block();
-  const index_t m = static_cast<index_t>(which.size()), n_lane = (m + G - 1) / G;
-  for (index_t lg = 0; lg < n_lane; ++lg) E.reset_lanes(lg, ws);
-  for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
-    for (index_t lg = 0; lg < n_lane; ++lg) {
-      auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
-      E.lanes_min2(ws.xt.data() + lg * st.d * G, lanes + 2 * En::LR, j0,
-                   std::min(slots.end[g], j0 + kc), lanes, lanes + En::LR,
-                   ws.lane_idx.data() + lg * En::LR);
-    }
-  for (index_t q = 0; q < m; ++q) {
-    const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;
-    const auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
-    const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
-    s.per_group[which[q] * st.t + g] = {lanes[v][ln], lanes[En::LR + v][ln],
-                                        slots.centroid_of_slot[slot]};
-    s.got[which[q]] |= std::uint32_t{1} << g;
-  }
-  s.n_distances += m * slots.count[g];
+  const index_t m = static_cast<index_t>(which.size());
+  packed_group_minima(st.E, st.slots, g, m, ws, [&](index_t q, const RowMin<T>& mn) {
+    s.per_group[which[q] * st.t + g] = mn;
+    s.got[which[q]] |= group_bit(g);
+  });
+  s.n_distances += m * st.slots.count[g];
 }
 
 // The lane groups (of G rows, padded) that computing counts[g] rows of each
@@ -261,15 +244,15 @@ template <typename T>
 void promote_to_full(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t rows) {
   constexpr index_t G = Engine<T>::LR * Engine<T>::W;
   const index_t t = st.t;
-  const std::uint32_t all_groups = st.slots.all_groups;
+  const GroupMask all_groups = st.slots.all_groups;
   s.part.clear();
   for (index_t r = 0; r < rows; ++r)
     if (s.want[r] != 0 && s.want[r] != all_groups) s.part.push_back(r);
   if (s.part.empty()) return;
   std::stable_sort(s.part.begin(), s.part.end(), [&](index_t p, index_t q) {
-    return __builtin_popcount(s.want[p]) > __builtin_popcount(s.want[q]);
+    return __builtin_popcountll(s.want[p]) > __builtin_popcountll(s.want[q]);
   });
-  index_t per_group[32] = {}, after[32];
+  index_t per_group[kMaxGroups] = {}, after[kMaxGroups];
   for (index_t r : s.part)
     for (index_t g = 0; g < t; ++g) per_group[g] += s.want[r] >> g & 1;
   const index_t np = static_cast<index_t>(s.part.size());
@@ -317,7 +300,7 @@ index_t list_rows(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t rows) 
 template <typename T>
 void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, index_t rows) {
   const index_t d = st.d;
-  const std::uint32_t all_groups = st.slots.all_groups;
+  const GroupMask all_groups = st.slots.all_groups;
   const T* src = st.X + i0 * d;
   const index_t n_full = static_cast<index_t>(s.full.size());
   if (n_full > 0 && n_full < rows) {

@@ -16,6 +16,11 @@
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
+// A set of centroid groups, bit g for group g: at most kMaxGroups of them.
+using GroupMask = std::uint64_t;
+constexpr index_t kMaxGroups = 64;
+inline GroupMask group_bit(index_t g) { return GroupMask{1} << g; }
+
 // How far the kernel's squared distance of a row to a centroid can be from the
 // exact one, as two slacks: e_lin on the distance (the rounding of x - s and
 // c - s into T), e_sq on the squared distance (the expansion
@@ -151,13 +156,13 @@ struct GroupSlots {
   index_t t;
   std::vector<index_t> begin, end, count;  // (t,) slot ranges; real members
   std::vector<index_t> centroid_of_slot;   // (slots,) -1 in the padding
-  std::uint32_t all_groups = 0;            // bit g: group g is not empty
+  GroupMask all_groups = 0;                // bit g: group g is not empty
   index_t n_groups = 0;                    // the non-empty groups
   GroupSlots(const std::int64_t* group, index_t k, index_t t_, index_t lc)
       : t(t_), begin(t_), end(t_), count(t_, 0) {
     for (index_t j = 0; j < k; ++j) ++count[group[j]];
     for (index_t g = 0; g < t; ++g)
-      if (count[g] > 0) all_groups |= std::uint32_t{1} << g;
+      if (count[g] > 0) all_groups |= group_bit(g);
     for (index_t g = 0; g < t; ++g) n_groups += count[g] > 0;
     for (index_t g = 0; g < t; ++g) {
       begin[g] = static_cast<index_t>(centroid_of_slot.size());
@@ -169,12 +174,38 @@ struct GroupSlots {
   }
 };
 
+// The minima of group g's centroids (its slots) for the m rows packed in ws
+// (Engine::pack_lanes, m <= mb): f(q, RowMin) for row q of the packing, its
+// argmin a centroid (the first in slot order: the smallest of the group).
+// Each distance is the plain pass's bits (Engine::lanes_min2).
+template <typename T, typename F>
+void packed_group_minima(const Engine<T>& E, const GroupSlots& slots, index_t g, index_t m,
+                         Workspace<T>& ws, F f) {
+  using En = Engine<T>;
+  constexpr index_t G = En::LR * En::W;  // rows of a lane group
+  const index_t kc = E.lane_block(), n_lane = (m + G - 1) / G;
+  for (index_t lg = 0; lg < n_lane; ++lg) E.reset_lanes(lg, ws);
+  for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
+    for (index_t lg = 0; lg < n_lane; ++lg) {
+      auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
+      E.lanes_min2(ws.xt.data() + lg * E.d * G, lanes + 2 * En::LR, j0,
+                   std::min(slots.end[g], j0 + kc), lanes, lanes + En::LR,
+                   ws.lane_idx.data() + lg * En::LR);
+    }
+  for (index_t q = 0; q < m; ++q) {
+    const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;
+    const auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
+    const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
+    f(q, RowMin<T>{lanes[v][ln], lanes[En::LR + v][ln], slots.centroid_of_slot[slot]});
+  }
+}
+
 // Squared distance of x to y by direct differences in double (within
 // (d + 2) 2^-53 of the exact value, relative). Eight interleaved partial sums,
 // added pairwise at the end: vectorized, and no chain of d dependent adds
 // (a skipped row costs this and little else).
-template <typename T>
-[[gnu::always_inline]] inline double direct_sq_distance(const T* x, const T* y, index_t d) {
+template <typename T, typename U = T>
+[[gnu::always_inline]] inline double direct_sq_distance(const T* x, const U* y, index_t d) {
   constexpr index_t P = 8;
   double part[P] = {};
   index_t l = 0;
@@ -190,6 +221,11 @@ template <typename T>
   }
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
+
+// Rounds a squared distance by direct_sq_distance up (multiplied: the sum of
+// d squares in double is within (d + 2) 2^-53 of the exact one, relative;
+// 4 times that). 2 - sq_rounding_up(d) rounds it down.
+inline double sq_rounding_up(index_t d) { return 1.0 + 4.0 * static_cast<double>(d + 2) * 0x1p-53; }
 
 }  // namespace SOFTKMEANS_ISA
 }  // namespace softkmeans

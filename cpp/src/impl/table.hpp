@@ -6,6 +6,7 @@
 
 #include "impl/bounded.hpp"
 #include "impl/covariance.hpp"
+#include "impl/group_pruned.hpp"
 #include "impl/per_row.hpp"
 #include "impl/seeding.hpp"
 #include "impl/sparse_covariance.hpp"

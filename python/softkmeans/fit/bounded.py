@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
+from ..centroid_groups import principal_axis_groups
 
 __all__ = ["BoundedHardPass"]
 
@@ -18,23 +19,28 @@ class BoundedHardPass:
     distances that may change a row's label since the previous call. The centroids are
     split once, at the first call, into t groups (`centroid_groups`); each row carries its
     label and, per group, a lower bound on its distance to the group's other centroids
-    (8 + 8 t bytes a row, t <= MAX_GROUPS: at most 136) from one step to the next.
+    (8 + 8 t bytes a row, t <= MAX_GROUPS: at most 520) from one step to the next.
 
     History: J of a step that skipped distances sums the skipped rows' exact distances
     (within rounding of the kernel's); its min_margin is nan (not every margin is known).
     """
 
-    # 16 groups: 136 bytes a row. Distances computed per step of the (1e5, 256, 1024) fit
-    # with 16 and 32 groups: see bench/README.md ("Issue 10").
-    MAX_GROUPS = 16
+    # Up to 64 groups (the kernel's limit): 520 bytes a row. Distances computed per step of
+    # the (1e5, 256, 1024) fit with 16 and 32 groups: see bench/README.md ("Issue 10"). At
+    # (1e5, 128, 4096) on clustered data from random rows (`bench/ivf_kernels.py`), 64
+    # groups computed 4.7 / 8.8 / 24% of the distances at steps 2 / 3 / 4 where 16 computed
+    # 15 / 34 / 32%, in about the same time (8 steps, medians of 3 on a loaded 2-core
+    # machine: 7.2 s with 16 groups, 8.0 with 32, 7.2 with 64).
+    MAX_GROUPS = 64
     # At least this many centroids a group, and this many multiply-adds (group size x d) a
     # row's group: each group computed costs a row a fixed part (its minima, its bound)
     # that only a large group outweighs. Single-thread CPU time of the bounded steps over
     # the plain ones (`python bench/studies/bounded_steps.py N D K STEPS`), 1 / 2 / 4 / 16 groups:
     # at (2e5, 64, 256), 8 steps, 0.60 / 0.64 / 0.66 / 0.93; at (1e5, 256, 1024) 16 groups
     # 0.43 (Hamerly's single bound 0.47).
+    # Issue 24: 8192 (from 16384) so that k = 4096 at d = 128 takes 64 groups (above).
     MIN_GROUP_SIZE = 8
-    MIN_GROUP_WORK = 16384
+    MIN_GROUP_WORK = 8192
 
     def __init__(self, X, w, n_threads):
         self.X, self.w, self.n_threads = X, w, n_threads
@@ -80,25 +86,7 @@ class BoundedHardPass:
         t = 1
         while 2 * t <= min(cls.MAX_GROUPS, k // cls.MIN_GROUP_SIZE, k * d // cls.MIN_GROUP_WORK):
             t *= 2
-        group = np.zeros(k, dtype=np.int64)
-        members = [np.arange(k)]
-        while len(members) < t:
-            halves = []
-            for idx in members:
-                P = np.asarray(C[idx], dtype=np.float64)
-                P = P - P.mean(axis=0)
-                # About the principal axis: a few power iterations from the farthest point
-                # (an SVD of the (k, d) centroids would cost a good part of a step).
-                axis = P[np.argmax(np.einsum("ij,ij->i", P, P))]
-                for _ in range(8):
-                    axis = P.T @ (P @ axis)
-                    axis /= np.linalg.norm(axis) or 1.0
-                order = idx[np.argsort(P @ axis, kind="stable")]
-                halves += [np.sort(order[: len(idx) // 2]), np.sort(order[len(idx) // 2 :])]
-            members = halves
-        for g, idx in enumerate(members):
-            group[idx] = g
-        return group
+        return principal_axis_groups(C, t)
 
     def __call__(self, C):
         stats, n_distances = self._step(C, exact=False)

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _native, _stats
 from .. import _validation as v
+from .nearest import NearestCentroid
 from .parallel import LocalParallelPasses
 
 
@@ -251,7 +252,8 @@ class LocalSource(Source):
         return (parts[0] if len(parts) == 1 else _stats.merge(parts)), _concat(grads)
 
     def labels(self, C):
-        return self.map_rows(lambda rows: _native.assign(rows, C, self.n_threads)[0])
+        nearest = NearestCentroid(C, self.n_threads)
+        return self.map_rows(lambda rows: nearest(rows)[0])
 
     def distances(self, C):
         return self.map_rows(lambda rows: euclidean_distances(rows, C, self.n_threads))
@@ -289,9 +291,10 @@ class LocalSource(Source):
         n = self.shape[0]
         dist = np.empty(n, dtype=self.dtype)
         out_labels = np.empty(n, dtype=np.int64) if labels is None else labels
+        nearest = NearestCentroid(C, self.n_threads) if labels is None else None
         for start, stop, rows in self.blocks():
             if labels is None:
-                out_labels[start:stop], _ = _native.assign(rows, C, self.n_threads)
+                out_labels[start:stop], _ = nearest(rows)
             dist[start:stop] = self.block_sq_distances(rows, C, out_labels[start:stop])
         return out_labels, dist
 

@@ -1,0 +1,187 @@
+"""Issue 24, items 1 and 2, at the kernel level: the distances the bounded hard step
+computes per Lloyd step at large k, and the group-pruned exact assignment against the plain
+assignment pass and faiss's exact search, in one process on the same rows.
+
+    python bench/ivf_kernels.py                  # k = 1024 / 4096 fractions, 2e5 x 128 speed
+    python bench/ivf_kernels.py --quick          # n / 10
+
+`bench/ivf.py` (the whole-fit targets) imports `distance_fraction`, `assignment_speedup`
+and `clustered` from here; keep their names and arguments.
+
+The clustered data (`clustered`): 64 well separated "super" centres (normal, scale 1),
+k / 64 centres about each (scale 0.5), rows about the centres (scale 0.2), in d dimensions:
+clusters within clusters, as descriptors of real images have. The centroids assigned to are
+the centres moved by noise of the rows' scale (as a fit's centroids are). On data without
+such structure (independent uniform centres in 128 dimensions) no ball of centroids is far
+from any row, and the pruned pass computes nearly everything: `--uniform` prints that too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import peers as P  # noqa: E402
+
+import softkmeans  # noqa: E402
+from softkmeans import _native  # noqa: E402
+from softkmeans.centroid_groups import principal_axis_groups  # noqa: E402
+from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
+from softkmeans.sources.nearest import NearestCentroid  # noqa: E402
+
+
+def machine():
+    """The CPU (model name, family / model), the load average, and softkmeans's build."""
+    cpu = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in cpu:
+                    cpu[key] = val.strip()
+    except OSError:
+        cpu["model name"] = platform.processor()
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    return (
+        f"# CPU {cpu.get('model name', '?')} (family {cpu.get('cpu family', '?')}, model "
+        f"{cpu.get('model', '?')}); load average {' '.join(load)}; "
+        f"softkmeans {softkmeans.build_info()}"
+    )
+
+
+def clustered(n, d, k, *, dtype=np.float32, seed=0, uniform=False):
+    """(X (n, d), C (k, d)): rows about k centres in 64 super-clusters (module docstring),
+    C the centres plus noise of the rows' scale; uniform: independent uniform centres."""
+    rng = np.random.default_rng(seed)
+    if uniform:
+        centres = rng.random((k, d))
+        noise = 0.02
+    else:
+        supers = rng.normal(scale=1.0, size=(64, d))
+        centres = supers[np.arange(k) % 64] + rng.normal(scale=0.5, size=(k, d))
+        noise = 0.2
+    X = centres[rng.integers(k, size=n)] + rng.normal(scale=noise, size=(n, d))
+    C = centres + rng.normal(scale=noise, size=(k, d))
+    return X.astype(dtype), C.astype(dtype)
+
+
+def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None):
+    """Lloyd steps of the bounded hard step on `clustered` data from k distinct rows drawn
+    at random (faiss's and a random init's start; seeded): per step, the fraction of the
+    n k row-centroid distances computed (and, separately, the k^2 of Hamerly's
+    separations, which the step computes when n >= 16 k). groups: the number of groups
+    (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
+    X, _ = clustered(n, d, k, seed=seed)
+    C = X[np.random.default_rng(seed + 1).choice(n, size=k, replace=False)]
+    w = np.ones(n)
+    if groups is None:
+        group = BoundedHardPass.centroid_groups(C)
+    else:
+        group = principal_axis_groups(C, groups)
+    t = int(group.max()) + 1
+    labels, lower = np.zeros(n, np.int64), np.zeros((n, t))
+    C_prev, out = None, []
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        stats, _, n_distances = _native.hard_stats_bounded(
+            X, C, C_prev, w, labels, lower, group, n_threads
+        )
+        separations = k * k if C_prev is not None and n >= 16 * k else 0
+        out.append((n_distances / (n * k), separations / (n * k)))
+        N = stats.cluster_weights
+        C_next = C.copy()
+        C_next[N > 0] = (stats.sums[N > 0] / N[N > 0, None]).astype(C.dtype)
+        C_prev, C = C, C_next
+    print(
+        f"distance_fraction n={n} d={d} k={k} groups={t} ({time.perf_counter() - t0:.2f} s):"
+        " per step (row-centroid [+ separations]) "
+        + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out),
+        flush=True,
+    )
+    return out
+
+
+def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False):
+    """The group-pruned assignment (`NearestCentroid`, the grouping included) vs the plain
+    `assign` pass and faiss `IndexFlatL2.search(X, 1)` on the same rows: median seconds of
+    interleaved repeats, the ratio plain / pruned, and the labels checked equal."""
+    X, C = clustered(n, d, k, seed=seed, uniform=uniform)
+    group = NearestCentroid(C, n_threads).group
+    assert group is not None, "below NearestCentroid.MIN_CENTROIDS"
+    labels, dist = NearestCentroid(C, n_threads)(X)
+    ref_labels, ref_dist = _native.assign(X, C, n_threads)
+    same = np.array_equal(labels, ref_labels) and np.array_equal(dist, ref_dist)
+    # The kernel alone on every row (the policy may stop pruning after a probe).
+    _, _, n_distances = _native.assign_grouped(X, C, group, n_threads)
+    cases = {
+        "plain": lambda: _native.assign(X, C, n_threads),
+        "pruned": lambda: NearestCentroid(C, n_threads)(X),
+        "kernel": lambda: _native.assign_grouped(X, C, group, n_threads),
+    }
+    try:
+        P.require("faiss")
+        import faiss
+
+        index = faiss.IndexFlatL2(d)
+        index.add(C)
+
+        def faiss_search():
+            with P.thread_limit(n_threads):
+                return index.search(X, 1)
+
+        cases["faiss"] = faiss_search
+    except P.PeerUnavailable as e:
+        print(P.skip_message("faiss", e))
+    t0 = time.perf_counter()
+    NearestCentroid(C, n_threads)
+    grouping = time.perf_counter() - t0
+    res = P.interleaved(cases, repeats=repeats)
+    med = {name: r.median for name, r in res.items()}
+    kind = "uniform" if uniform else "clustered"
+    line = (
+        f"assignment_speedup {kind} n={n} d={d} k={k} threads={n_threads}: plain "
+        f"{med['plain']:.3f} s, pruned {med['pruned']:.3f} s (grouping {grouping:.3f} s; "
+        f"the kernel alone {med['kernel']:.3f} s, {n_distances / (n * k):.4f} of the "
+        "distances)"
+    )
+    if "faiss" in med:
+        line += f", faiss IndexFlatL2 {med['faiss']:.3f} s"
+    line += f"; plain / pruned {med['plain'] / med['pruned']:.2f}x (target >= 5x)"
+    if "faiss" in med:
+        line += f", faiss / pruned {med['faiss'] / med['pruned']:.2f}x"
+    line += f"; labels and minima equal: {same}"
+    print(line, flush=True)
+    return med, same
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--uniform", action="store_true", help="also the uniform-centre data")
+    args = p.parse_args(argv)
+    scale = 10 if args.quick else 1
+    print(machine())
+    print(f"# same-run sgemm: {P.gemm_rate(np.float32, n_threads=args.threads):.1f} GFLOP/s")
+    for k in (1024, 4096):
+        distance_fraction(max(20 * k, 200_000) // scale, 128, k, n_threads=args.threads)
+    assignment_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
+    if args.uniform:
+        assignment_speedup(
+            200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats, uniform=True
+        )
+    print(machine().split(";")[1].strip())  # the load once more, after the run
+
+
+if __name__ == "__main__":
+    main()

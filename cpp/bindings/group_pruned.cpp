@@ -1,0 +1,60 @@
+// The binding of the group-pruned assignment (cpp/src/impl/group_pruned.hpp):
+// checks, the GIL released, the call.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "arrays.hpp"
+#include "interrupt.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans_bindings {
+
+namespace {
+
+// (labels (n,) int64, min_sq_dist (n,) X's dtype, n_distances): assign's
+// labels and minima, bit for bit; group (k,) int64 in [0, 64).
+template <typename T>
+py::tuple assign_grouped_t(const py::array& Xa, const py::array& Ca, const py::array& ga,
+                           int n_threads) {
+  const auto X = as_matrix<T>(Xa, "X");
+  const auto C = as_matrix<T>(Ca, "C");
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  if (C.shape(1) != d) throw py::value_error("X and C must have the same number of columns");
+  if (n < 1 || d < 1 || k < 1) throw py::value_error("X and C must be non-empty");
+  const auto group = as_vector<std::int64_t>(ga, "group", k);
+  index_t t = 0;
+  for (index_t j = 0; j < k; ++j) {
+    const std::int64_t g = group.data()[j];
+    if (g < 0 || g >= 64) throw py::value_error("group must be in [0, 64)");
+    t = std::max<index_t>(t, g + 1);
+  }
+  carray<std::int64_t> labels(n);
+  carray<T> mind(n);
+  std::int64_t n_distances = 0;
+  run_native([&] {
+    softkmeans::kernels<T>().assign_grouped(X.data(), n, d, C.data(), k, group.data(), t,
+                                            labels.mutable_data(), mind.mutable_data(),
+                                            &n_distances, n_threads);
+  });
+  return py::make_tuple(labels, mind, n_distances);
+}
+
+}  // namespace
+
+void def_group_pruned(py::module_& m) {
+  m.def(
+      "assign_grouped",
+      [](const py::array& X, const py::array& C, const py::array& group, int n_threads) {
+        return by_dtype(X, [&](auto t) {
+          return assign_grouped_t<decltype(t)>(X, C, group, n_threads);
+        });
+      },
+      py::arg("X"), py::arg("C"), py::arg("group"), py::arg("n_threads") = 0,
+      "(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that "
+      "may hold a row's nearest");
+}
+
+}  // namespace softkmeans_bindings

@@ -575,8 +575,11 @@ void def_runtime(py::module_& m) {
 
 }  // namespace
 
+void def_balanced(py::module_& m);  // balanced.cpp
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
   def_runtime(m);
+  def_balanced(m);
 }

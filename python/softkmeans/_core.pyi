@@ -47,6 +47,17 @@ def hard_stats_bounded(
     """(W, N, S, distortion, min_margin, n_computed, n_distances) of the hard step with
     group distance bounds; labels (n,) and lower (n, t) updated in place."""
 
+def balanced_auction(
+    cand: _I64,
+    cost: _F64,
+    beyond: _F64,
+    w: _F64,
+    caps: _F64,
+    prices: _F64,
+    owner: _I64,
+    eps: float,
+    max_bids: int,
+) -> tuple[int, _I64, _F64, int]: ...
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

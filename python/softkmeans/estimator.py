@@ -60,6 +60,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import sources
 from ._stats import critical_sigma_of
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
+from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
 
@@ -157,6 +158,19 @@ default="k-means++"
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
         1 - decay). 0: none; 1: each batch alone moves the centroids to its own means.
+    balance : None, "equal" or array-like (n_clusters,), default=None
+        Balanced clusters (SPEC.md, "Balanced (size-constrained) assignments"): target
+        masses m_j > 0 summing to the total sample weight W (relative tolerance 1e-6;
+        "equal": W / n_clusters each). "hard": the assignment minimizing the distortion
+        under the masses, a_i = argmin_j (D_ij - g_j) with one offset per cluster; with
+        unit weights every cluster holds floor(m_j) or floor(m_j) + 1 rows (the extra
+        rows to the largest fractional parts). "softmax": entropic transport at sigma
+        (Sinkhorn), N_j = m_j to 1e-6. Not with "entmax15", annealing or partial_fit.
+        See `softkmeans.fit.balanced` for the cost.
+    max_cluster_size : None, number or array-like (n_clusters,), default=None
+        Capacities u_j (one number: the same for every cluster): N_j <= u_j, offsets
+        g_j <= 0 and g_j = 0 where a cluster has room. With unit weights a count (floored);
+        their sum must reach n (else ValueError). Not together with ``balance``.
 
     Attributes
     ----------
@@ -177,6 +191,12 @@ default="k-means++"
         step that skipped rows by distance bounds), a list
         "kind" and "transitions" (phase transitions when annealing: sigma, iteration,
         n_before, n_after distinct centroids)
+    balance_offsets_ : (n_clusters,) float64 or None, the offsets g of a balanced fit
+        (max g = 0 for ``balance``; g <= 0 for ``max_cluster_size``); None otherwise.
+        ``predict`` returns argmin_j (D_ij - g_j), which on the training data gives
+        ``labels_`` (except at rows exactly tied under the offsets), and
+        ``predict_proba`` of a balanced "softmax" fit the responsibilities with the
+        offsets; ``transform`` and ``score`` ignore them.
     n_features_in_, feature_names_in_ (when X has string column names)
     """
 
@@ -198,6 +218,8 @@ default="k-means++"
         algorithm=DEFAULTS.algorithm,
         stream_memory=DEFAULTS.stream_memory,
         decay=DEFAULTS.decay,
+        balance=DEFAULTS.balance,
+        max_cluster_size=DEFAULTS.max_cluster_size,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -214,6 +236,8 @@ default="k-means++"
         self.algorithm = algorithm
         self.stream_memory = stream_memory
         self.decay = decay
+        self.balance = balance
+        self.max_cluster_size = max_cluster_size
 
     # ------------------------------------------------------------------ validation
 
@@ -369,8 +393,13 @@ default="k-means++"
         return source, self.cluster_centers_.astype(source.dtype, copy=False)
 
     def predict(self, X):
-        """Index of the nearest centroid of each row of X (hard labels, int64)."""
+        """Index of the nearest centroid of each row of X (hard labels, int64); for a
+        balanced fit, argmin_j (D_ij - g_j) with the fitted ``balance_offsets_`` (no
+        sizes are enforced on X itself)."""
         source, C = self._source(X)
+        offsets = getattr(self, "balance_offsets_", None)
+        if offsets is not None:
+            return biased_labels(source, C, offsets)[0]
         return source.labels(C)
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -383,6 +412,9 @@ default="k-means++"
         One-hot for "hard"; rows sum to 1.
         """
         source, C = self._source(X)
+        offsets = getattr(self, "balance_offsets_", None)
+        if offsets is not None and self.assignment == "softmax":
+            return biased_responsibilities(source, C, offsets, self.sigma_)
         return source.responsibilities(C, self.assignment, self.sigma_)
 
     def transform(self, X):

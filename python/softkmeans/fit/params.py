@@ -95,6 +95,8 @@ class FitParams:
     algorithm: str = "lloyd"
     stream_memory: str = "sqrt"
     decay: float = 0.0
+    balance: Any = None
+    max_cluster_size: Any = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

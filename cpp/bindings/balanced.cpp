@@ -31,7 +31,7 @@ void def_balanced(py::module_& m) {
       "balanced_auction",
       [](const py::array& cand_, const py::array& cost_, const py::array& beyond_,
          const py::array& w_, const py::array& caps_, const py::array& prices_,
-         const py::array& owner_, double eps, int64_t max_bids) {
+         const py::array& owner_, bool free_at_zero, double eps, int64_t max_bids) {
         auto cand = checked<int64_t>(cand_, "cand", 2);
         auto cost = checked<double>(cost_, "cost", 2);
         auto beyond = checked<double>(beyond_, "beyond", 1);
@@ -52,8 +52,9 @@ void def_balanced(py::module_& m) {
         {
           py::gil_scoped_release release;
           status = softkmeans::balanced_auction(cand.data(), cost.data(), beyond.data(), w.data(),
-                                                n, m, caps.data(), k, prices.mutable_data(), eps,
-                                                max_bids, owner.mutable_data(), &short_row);
+                                                n, m, caps.data(), k, prices.mutable_data(),
+                                                free_at_zero, eps, max_bids, owner.mutable_data(),
+                                                &short_row);
         }
         return std::make_tuple(static_cast<int>(status), owner, prices, short_row);
       },

@@ -31,8 +31,8 @@ struct LowestFirst {
 
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
                                const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, double eps, int64_t max_bids,
-                               int64_t* owner, int64_t* short_row) {
+                               int64_t k, double* prices, bool free_at_zero, double eps,
+                               int64_t max_bids, int64_t* owner, int64_t* short_row) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<std::priority_queue<Held, std::vector<Held>, LowestFirst>> held(k);
   std::vector<double> load(k, 0.0);
@@ -63,11 +63,18 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
   };
   // Rows handed in keep their cluster, at its price, while within eps of
   // their best value (eps-complementary slackness) and within its capacity.
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t o = owner[i];
-    bool keep = false;
-    double own = neg_inf, other = -beyond[i] - min_price;
-    if (o >= 0 && o < k) {
+  // free_at_zero: a cluster left with room starts at price 0 (and so ends at 0
+  // if it never fills), which may release more rows: repeat until stable.
+  std::vector<char> keep(n, 0);
+  for (bool again = true; again;) {
+    again = false;
+    std::fill(load.begin(), load.end(), 0.0);
+    min_price = *std::min_element(prices, prices + k);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t o = owner[i];
+      keep[i] = 0;
+      if (o < 0 || o >= k) continue;
+      double own = neg_inf, other = -beyond[i] - min_price;
       for (int64_t s = 0; s < m; ++s) {
         const double v = -cost[i * m + s] - prices[cand[i * m + s]];
         if (cand[i * m + s] == o)
@@ -75,13 +82,34 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
         else
           other = std::max(other, v);
       }
-      keep = own >= other - eps && load[o] + w[i] <= caps[o] * (1 + 1e-12);
+      if (own >= other - eps && load[o] + w[i] <= caps[o] * (1 + 1e-12)) {
+        keep[i] = 1;
+        load[o] += w[i];
+      }
     }
-    if (keep) {
+    if (!free_at_zero) break;
+    for (int64_t j = 0; j < k; ++j) {
+      if (load[j] < caps[j] * (1 - 1e-12) && prices[j] != 0.0) {
+        prices[j] = 0.0;
+        again = true;
+      }
+    }
+  }
+  min_price = *std::min_element(prices, prices + k);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t o = owner[i];
+    if (keep[i]) {
       // As if it bid now: what it would pay (at least the price).
+      double own = neg_inf, other = -beyond[i] - min_price;
+      for (int64_t s = 0; s < m; ++s) {
+        const double v = -cost[i * m + s] - prices[cand[i * m + s]];
+        if (cand[i * m + s] == o)
+          own = v;
+        else
+          other = std::max(other, v);
+      }
       const double gain = std::isfinite(other) ? own - other : 0.0;
       held[o].push(Held(prices[o] + gain + eps, i));
-      load[o] += w[i];
     } else {
       owner[i] = -1;
       bidders.push_back(i);

@@ -55,6 +55,7 @@ def balanced_auction(
     caps: _F64,
     prices: _F64,
     owner: _I64,
+    free_at_zero: bool,
     eps: float,
     max_bids: int,
 ) -> tuple[int, _I64, _F64, int]: ...

@@ -114,12 +114,15 @@ def hard_stats_bounded(X, C, C_prev, w, labels, lower, group, n_threads, *, exac
     return BlockStats(W, N, S, J, J, mm), n_computed, n_distances
 
 
-def balanced_auction(cand, cost, beyond, w, caps, prices, owner, eps, max_bids):
+def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):
     """One epsilon phase of the balanced forward auction on the candidate graph
     (`cpp/include/softkmeans/balanced.hpp`), keeping the rows of `owner` (-1: none)
-    that may stay: (status 0 settled / 1 a row needs more candidates / 2 too many
-    bids, owner (n,) int64, prices (k,), that row)."""
-    return _core.balanced_auction(cand, cost, beyond, w, caps, prices, owner, eps, max_bids)
+    that may stay; free_at_zero: capacities (a cluster with room has price 0).
+    Returns (status 0 settled / 1 a row needs more candidates / 2 too many bids,
+    owner (n,) int64, prices (k,), that row)."""
+    return _core.balanced_auction(
+        cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids
+    )
 
 
 def weighted_covariance(X, w, n_threads):

@@ -37,6 +37,9 @@ enum class AuctionStatus : int {
 // w       [in]  (n,) double > 0, row weights
 // caps    [in]  (k,) double > 0, cluster capacities; sum(caps) >= sum(w)
 // prices  [in/out] (k,) double, the start prices in, the final prices out
+// free_at_zero [in] capacities (one-sided): a cluster with room after the rows
+//               handed in are kept starts at price 0, so that every cluster
+//               with room at the end has price 0 (its offset g_j = 0)
 // eps     [in]  > 0
 // max_bids [in] the most bids before giving up (status too_many_bids)
 // owner   [in/out] (n,) int64: in, each row's cluster to keep if it may (-1:
@@ -44,7 +47,7 @@ enum class AuctionStatus : int {
 // short_row [out] the first row whose candidates do not suffice (short_rows)
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
                                const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, double eps, int64_t max_bids,
-                               int64_t* owner, int64_t* short_row);
+                               int64_t k, double* prices, bool free_at_zero, double eps,
+                               int64_t max_bids, int64_t* owner, int64_t* short_row);
 
 }  // namespace softkmeans

@@ -168,6 +168,7 @@ class BalancedProblem:
         self.prices = np.zeros(targets.bounds.size)
         self.owner = np.full(n, -1, dtype=np.int64)  # each phase starts from the last
         self.width = M_CANDIDATES
+        self.last = None  # the centroids of the last solve
 
     def solve(self, C, offsets=False):
         """(labels (n,) int64 of every row, offsets g (k,), the cost of each live row's
@@ -177,10 +178,14 @@ class BalancedProblem:
         while True:
             cand, cost, beyond = self.source.candidates(C, self.width)
             cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
-            owner = self._auction(cand, cost, beyond) if k > 1 else np.zeros(self.w.size, int)
+            move = (
+                np.inf if self.last is None else float(np.sqrt(((C - self.last) ** 2).sum(1)).max())
+            )
+            owner = self._auction(cand, cost, beyond, move) if k > 1 else np.zeros(self.w.size, int)
             if owner is not None:
                 break
             self.width = min(k, 2 * self.width)  # a row's optimum may lie beyond: widen
+        self.last = np.asarray(C, dtype=np.float64)
         g = -self.prices if self.targets.one_sided else self.prices.min() - self.prices
         if offsets and k > 1:
             room = self._room(owner) if self.targets.one_sided else None
@@ -194,35 +199,32 @@ class BalancedProblem:
         pos = owner if cand.shape[1] == k else np.argmax(cand == owner[:, None], axis=1)
         return labels, g, cost[np.arange(owner.size), pos]
 
-    def _auction(self, cand, cost, beyond):
+    def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by
-        epsilon phases from the last prices and owners down to EPS_RELATIVE x the mean
-        cost (a phase keeps the rows still within its eps of their best); capacities:
-        clusters left with room get price 0 and the last phase reruns."""
+        epsilon phases from the last prices and owners (a phase keeps the rows still
+        within its eps of their best) down to EPS_RELATIVE x the mean cost. The first
+        epsilon is EPS_START x how much a cost may have changed since the last solve
+        (the centroids moved by at most `move`; inf: no last solve)."""
         scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
         eps_final = EPS_RELATIVE * scale
-        eps = EPS_START * scale
+        change = 2.0 * np.sqrt(float(cost.max())) * move + move * move
+        eps = min(EPS_START * scale, max(EPS_START * change, eps_final))
         max_bids = MAX_BIDS_PER_ROW * cand.shape[0]
-        for _ in range(64):
-            while True:
-                status, owner, prices, _ = _native.balanced_auction(
-                    cand, cost, beyond, self.w, self.caps, self.prices, self.owner, eps, max_bids
-                )
-                if status == 1:
-                    return None
-                if status == 2:
-                    raise RuntimeError(f"the balanced auction did not settle in {max_bids} bids")
-                self.prices, self.owner = prices, owner
-                if eps <= eps_final:
-                    break
-                eps = max(eps / EPS_FACTOR, eps_final)
-            if not self.targets.one_sided:
-                break
-            stale = self._room(owner) & (self.prices > 0)
-            if not stale.any():
-                break
-            self.prices[stale] = 0.0  # one-sided: a cluster with room has offset 0
-        return owner
+        one_sided = self.targets.one_sided
+        while True:
+            status, owner, prices, _ = _native.balanced_auction(
+                cand, cost, beyond, self.w, self.caps, self.prices, self.owner,
+                one_sided and eps <= eps_final,
+                eps, max_bids,
+            )  # fmt: skip
+            if status == 1:
+                return None
+            if status == 2:
+                raise RuntimeError(f"the balanced auction did not settle in {max_bids} bids")
+            self.prices, self.owner = prices, owner
+            if eps <= eps_final:
+                return owner
+            eps = max(eps / EPS_FACTOR, eps_final)
 
     def _room(self, owner):
         load = np.bincount(owner, self.w, minlength=self.caps.size)

@@ -13,7 +13,7 @@ average and a same-run sgemm rate, then:
   (issue 25 targets: quality within 1 %, at least 20x faster).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/balanced.py \
-        [--n 100000] [--d 16] [--k 10] [--iters 10] [--repeats 3] [--kmc-n N]
+        [--n 100000] [--d 16] [--k 10] [--iters 10] [--repeats 3] [--kmc-n N] [--no-capped]
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kmc-n", type=int, default=None, help="n for KMeansConstrained")
+    ap.add_argument("--no-capped", action="store_true", help="skip max_cluster_size (slow)")
     args = ap.parse_args()
     n, d, k = args.n, args.d, args.k
     print(peers.machine())
@@ -80,8 +81,9 @@ def main():
     cases = {
         "unconstrained": case("unconstrained"),
         "balance='equal'": case("balance='equal'", balance="equal"),
-        f"max_cluster_size={cap}": case(f"max_cluster_size={cap}", max_cluster_size=cap),
     }
+    if not args.no_capped:
+        cases[f"max_cluster_size={cap}"] = case(f"max_cluster_size={cap}", max_cluster_size=cap)
     timings = peers.interleaved(cases, repeats=args.repeats, warmup=1)
     base = timings["unconstrained"].median
     print(f"\nn={n} d={d} k={k}, {args.iters} iterations from the same init, float32")

@@ -42,8 +42,6 @@ from softkmeans._validation import (
 __all__ = [
     "StepResult",
     "assign",
-    "balanced_assignment",
-    "balanced_responsibilities",
     "centroid_step",
     "critical_sigma",
     "entmax15",
@@ -430,7 +428,9 @@ def critical_sigma(X, *, sample_weight=None):
 
 
 # ---------------------------------------------------------------------------------------
-# Balanced assignments (SPEC.md, "Balanced (size-constrained) assignments")
+# Balanced assignments (SPEC.md, "Balanced (size-constrained) assignments"): the oracles of
+# tests/test_balanced.py, outside __all__ (the functional API has no balanced functions;
+# the native path is the fit's, `softkmeans.fit.balanced`).
 # ---------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from conftest import DTYPES, THREAD_COUNTS, TOLERANCE, make_blobs
 from softkmeans import SoftKMeans, reference, sources
 from softkmeans._balance import check_targets, integer_targets
+from softkmeans.fit import balanced
 from softkmeans.fit.balanced import BalancedProblem
 
 
@@ -197,3 +198,17 @@ def test_blobs_fixture_is_balanced_already():
     bal = SoftKMeans(4, assignment="hard", init=C, n_init=1, balance="equal").fit(X)
     assert np.bincount(plain.labels_).tolist() == [30] * 4
     assert np.array_equal(plain.labels_, bal.labels_)
+
+
+@pytest.mark.parametrize("targets", TARGETS, ids=["equal", "masses", "capacities"])
+def test_few_candidates_and_no_slack_rows_match_the_linear_program(monkeypatch, targets):
+    # 2 candidates of 4 clusters: rows widen when the next distance says so; capacities
+    # then run without slack rows (prices of clusters with room held at 0).
+    monkeypatch.setattr(balanced, "M_CANDIDATES", 2)
+    X, C = _unequal_blobs(60, 3, 4, seed=8)
+    labels, offsets, cost = _native_assignment(X, C, 1, **targets)
+    R, _ = reference.balanced_assignment(X, C, **targets)
+    D = reference.sq_distances(X, C)
+    assert cost == pytest.approx(float((R * D).sum()), rel=1e-10)
+    assert np.array_equal(labels, R.argmax(axis=1))
+    assert np.array_equal(np.argmin(D - offsets, axis=1), labels)

@@ -166,8 +166,14 @@ class BalancedProblem:
                 )
         else:
             self.caps = targets.masses + self.w.max()
-        self.prices = np.zeros(targets.bounds.size)
-        self.owner = np.full(n, -1, dtype=np.int64)  # each phase starts from the last
+        # Capacities with unit weights and few clusters: sum(u) - n slack rows of cost 0
+        # to every cluster fill the room, so the problem is two-sided (every cluster
+        # full) and the clusters holding slack share the lowest price, offset 0.
+        k = targets.bounds.size
+        spare = int(self.caps.sum()) - n if targets.one_sided and source.unit_weights else 0
+        self.slack = spare if 0 < spare <= 4 * n and k <= M_CANDIDATES else 0
+        self.prices = np.zeros(k)
+        self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
 
@@ -187,9 +193,12 @@ class BalancedProblem:
                 break
             self.width = min(k, 2 * self.width)  # a row's optimum may lie beyond: widen
         self.last = np.asarray(C, dtype=np.float64)
-        g = -self.prices if self.targets.one_sided else self.prices.min() - self.prices
+        g = self.prices.min() - self.prices
+        room = self._room(owner) if self.targets.one_sided else None
+        if room is not None:
+            g = -self.prices if not self.slack else g
+            g[room] = 0.0
         if offsets and k > 1:
-            room = self._room(owner) if self.targets.one_sided else None
             strict = _potentials(owner, cand, cost, beyond, k, room)
             g = g if strict is None else strict
         labels = np.zeros(self.source.shape[0], dtype=np.int64)
@@ -210,13 +219,18 @@ class BalancedProblem:
         eps_final = EPS_RELATIVE * scale
         change = 2.0 * np.sqrt(float(cost.max())) * move + move * move
         eps = min(EPS_START * scale, max(EPS_START * change, eps_final))
+        n, k, w = cand.shape[0], self.caps.size, self.w
+        free_at_zero = self.targets.one_sided and not self.slack
+        if self.slack:  # (k <= M_CANDIDATES: every row's candidates are all k clusters)
+            cand = np.vstack([cand, np.tile(np.arange(k), (self.slack, 1))])
+            cost = np.vstack([cost, np.zeros((self.slack, k))])
+            beyond = np.concatenate([beyond, np.full(self.slack, np.inf)])
+            w = np.concatenate([w, np.ones(self.slack)])
         max_bids = MAX_BIDS_PER_ROW * cand.shape[0]
-        one_sided = self.targets.one_sided
         while True:
             status, owner, prices, _ = _native.balanced_auction(
-                cand, cost, beyond, self.w, self.caps, self.prices, self.owner,
-                one_sided and eps <= eps_final,
-                eps, max_bids,
+                cand, cost, beyond, w, self.caps, self.prices, self.owner,
+                free_at_zero and eps <= eps_final, eps, max_bids,
             )  # fmt: skip
             if status == 1:
                 return None
@@ -224,7 +238,7 @@ class BalancedProblem:
                 raise RuntimeError(f"the balanced auction did not settle in {max_bids} bids")
             self.prices, self.owner = prices, owner
             if eps <= eps_final:
-                return owner
+                return owner[:n]
             eps = max(eps / EPS_FACTOR, eps_final)
 
     def _room(self, owner):

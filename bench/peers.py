@@ -554,6 +554,25 @@ def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
 
     return gemm, 2.0 * size**3
 
+def machine() -> str:
+    """The CPU as /proc/cpuinfo names it (model name, family, model), and the core count."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+                if not line.strip():
+                    break
+    except OSError:
+        return "CPU: unknown (no /proc/cpuinfo)"
+    import os
+
+    return (
+        f"CPU: {fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, "
+        f"model {fields.get('model', '?')}), {os.cpu_count()} logical cores"
+    )
+
 
 def gemm_rate(dtype=np.float32, *, n_threads: int = 2, size: int = 2048, repeats: int = 5) -> float:
     """The machine's matrix-product rate through NumPy's BLAS, GFLOP/s (2 size^3 per call)."""

@@ -546,10 +546,13 @@ void def_runtime(py::module_& m) {
 
 }  // namespace
 
+void def_balanced(py::module_& m);  // balanced.cpp
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
   softkmeans_bindings::def_group_pruned(m);
   def_runtime(m);
   softkmeans_bindings::def_bf16(m);
+  def_balanced(m);
 }

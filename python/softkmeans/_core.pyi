@@ -51,6 +51,18 @@ def assign_grouped(X: _F, C: _F, group: _I64, n_threads: int = 0) -> tuple[_I64,
     """(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that
     may hold a row's nearest."""
 
+def balanced_auction(
+    cand: _I64,
+    cost: _F64,
+    beyond: _F64,
+    w: _F64,
+    caps: _F64,
+    prices: _F64,
+    owner: _I64,
+    free_at_zero: bool,
+    eps: float,
+    max_bids: int,
+) -> tuple[int, _I64, _F64, int]: ...
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

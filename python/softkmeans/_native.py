@@ -25,6 +25,7 @@ __all__ = [
     "assign",
     "assign_grouped",
     "available_simd_levels",
+    "balanced_auction",
     "block_stats",
     "build_info",
     "csr_second_moment_matvec",
@@ -120,6 +121,16 @@ def assign_grouped(X, C, group, n_threads):
     hold a row's nearest; and the number of distances computed (n k when all). See
     `cpp/src/impl/group_pruned.hpp`."""
     return _core.assign_grouped(X, C, group, n_threads)
+
+def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):
+    """One epsilon phase of the balanced forward auction on the candidate graph
+    (`cpp/include/softkmeans/balanced.hpp`), keeping the rows of `owner` (-1: none)
+    that may stay; free_at_zero: capacities (a cluster with room has price 0).
+    Returns (status 0 settled / 1 a row needs more candidates / 2 too many bids,
+    owner (n,) int64, prices (k,), that row)."""
+    return _core.balanced_auction(
+        cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids
+    )
 
 
 def weighted_covariance(X, w, n_threads):

@@ -59,6 +59,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import sources
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
+from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
 
@@ -165,6 +166,20 @@ default="k-means++"
         the normalized rows (D = 2 - 2 cos). Dense X is normalized into one copy (the
         memory of X again); sparse X is scaled block by block, never copied.
 
+    balance : None, "equal" or array-like (n_clusters,), default=None
+        Balanced clusters (SPEC.md, "Balanced (size-constrained) assignments"): target
+        masses m_j > 0 summing to the total sample weight W (relative tolerance 1e-6;
+        "equal": W / n_clusters each). "hard": the assignment minimizing the distortion
+        under the masses, a_i = argmin_j (D_ij - g_j) with one offset per cluster; with
+        unit weights every cluster holds floor(m_j) or floor(m_j) + 1 rows (the extra
+        rows to the largest fractional parts). "softmax": entropic transport at sigma
+        (Sinkhorn), N_j = m_j to 1e-6. Not with "entmax15", annealing or partial_fit.
+        See `softkmeans.fit.balanced` for the cost.
+    max_cluster_size : None, number or array-like (n_clusters,), default=None
+        Capacities u_j (one number: the same for every cluster): N_j <= u_j, offsets
+        g_j <= 0 and g_j = 0 where a cluster has room. With unit weights a count (floored);
+        their sum must reach n (else ValueError). Not together with ``balance``.
+
     Attributes
     ----------
     cluster_centers_ : (n_clusters, d), dtype of X
@@ -184,6 +199,12 @@ default="k-means++"
         step that skipped rows by distance bounds), a list
         "kind" and "transitions" (phase transitions when annealing: sigma, iteration,
         n_before, n_after distinct centroids)
+    balance_offsets_ : (n_clusters,) float64 or None, the offsets g of a balanced fit
+        (max g = 0 for ``balance``; g <= 0 for ``max_cluster_size``); None otherwise.
+        ``predict`` returns argmin_j (D_ij - g_j), which on the training data gives
+        ``labels_`` (except at rows exactly tied under the offsets), and
+        ``predict_proba`` of a balanced "softmax" fit the responsibilities with the
+        offsets; ``transform`` and ``score`` ignore them.
     n_features_in_, feature_names_in_ (when X has string column names)
     """
 
@@ -206,6 +227,9 @@ default="k-means++"
         stream_memory=DEFAULTS.stream_memory,
         decay=DEFAULTS.decay,
         metric=DEFAULTS.metric,
+
+        balance=DEFAULTS.balance,
+        max_cluster_size=DEFAULTS.max_cluster_size,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -223,6 +247,9 @@ default="k-means++"
         self.stream_memory = stream_memory
         self.decay = decay
         self.metric = metric
+
+        self.balance = balance
+        self.max_cluster_size = max_cluster_size
 
     # ------------------------------------------------------------------ validation
 
@@ -380,8 +407,13 @@ default="k-means++"
         return source, self.cluster_centers_.astype(source.dtype, copy=False)
 
     def predict(self, X):
-        """Index of the nearest centroid of each row of X (hard labels, int64)."""
+        """Index of the nearest centroid of each row of X (hard labels, int64); for a
+        balanced fit, argmin_j (D_ij - g_j) with the fitted ``balance_offsets_`` (no
+        sizes are enforced on X itself)."""
         source, C = self._source(X)
+        offsets = getattr(self, "balance_offsets_", None)
+        if offsets is not None:
+            return biased_labels(source, C, offsets)[0]
         return source.labels(C)
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -394,6 +426,9 @@ default="k-means++"
         One-hot for "hard"; rows sum to 1.
         """
         source, C = self._source(X)
+        offsets = getattr(self, "balance_offsets_", None)
+        if offsets is not None and self.assignment == "softmax":
+            return biased_responsibilities(source, C, offsets, self.sigma_)
         return source.responsibilities(C, self.assignment, self.sigma_)
 
     def transform(self, X):

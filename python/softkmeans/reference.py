@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from softkmeans import _sparse
+from softkmeans._balance import check_targets
 from softkmeans._types import StepResult
 from softkmeans._validation import (
     check_centroids,
@@ -492,3 +493,101 @@ def cosine_critical_sigma(X, *, sample_weight=None):
     P = np.eye(X.shape[1]) - np.outer(m, m)
     A = np.sqrt(w / W)[:, None] * ((Xn - mu) @ P)
     return float(np.sqrt(np.linalg.norm(A, 2) ** 2 / np.linalg.norm(mu)))
+
+# Balanced assignments (SPEC.md, "Balanced (size-constrained) assignments"): the oracles of
+# tests/test_balanced.py, outside __all__ (the functional API has no balanced functions;
+# the native path is the fit's, `softkmeans.fit.balanced`).
+# ---------------------------------------------------------------------------------------
+
+
+def _balance_inputs(X, C, balance, max_cluster_size, sample_weight, n_threads):
+    """(X, D float64 (n, k), w, Targets) of a balanced call (`softkmeans._balance`)."""
+    X = _check_x(X)
+    C = check_centroids(C, X)
+    w = check_sample_weight(sample_weight, X.shape[0])
+    check_n_threads(n_threads)
+    targets = check_targets(
+        balance, max_cluster_size, C.shape[0], X.shape[0], float(w.sum()), sample_weight is None
+    )
+    if targets is None:
+        raise ValueError("a balanced assignment needs balance or max_cluster_size")
+    return X, _sq_distances64(X, C), w, targets
+
+
+def balanced_assignment(
+    X, C, *, balance=None, max_cluster_size=None, sample_weight=None, n_threads=None
+):
+    """The hard balanced assignment, as the linear program SPEC.md defines (HiGHS):
+    minimize sum_ij w_i D_ij r_ij over r_ij >= 0 with sum_j r_ij = 1 and
+    sum_i w_i r_ij = m_j (balance) or <= u_j (max_cluster_size).
+
+    Returns (R (n, k) float64, the optimal plan: one-hot except at ties, which split
+    mass; offsets g (k,) float64, the duals of the cluster constraints, so that
+    a_i = argmin_j (D_ij - g_j) on R's support; g <= 0 for capacities). Rows of zero
+    weight take argmin_j (D_ij - g_j) (ties to the smallest j). For small n only: the
+    program has n k variables.
+    """
+    from scipy import optimize, sparse
+
+    X, D, w, targets = _balance_inputs(X, C, balance, max_cluster_size, sample_weight, n_threads)
+    n, k = D.shape
+    live = np.flatnonzero(w > 0)
+    m = live.size
+    cost = (w[live, None] * D[live]).ravel()
+    row_sum = sparse.kron(sparse.eye(m), np.ones((1, k)))  # sum_j r_ij = 1
+    col_sum = sparse.kron(w[live][None, :], sparse.eye(k))  # sum_i w_i r_ij
+    if targets.one_sided:
+        res = optimize.linprog(
+            cost, A_ub=col_sum, b_ub=targets.capacities, A_eq=row_sum, b_eq=np.ones(m),
+            bounds=(0, None), method="highs-ds",
+        )  # fmt: skip
+        offsets = None if res.ineqlin is None else res.ineqlin.marginals
+    else:
+        A = sparse.vstack([row_sum, col_sum])
+        b = np.concatenate([np.ones(m), targets.masses])
+        res = optimize.linprog(cost, A_eq=A, b_eq=b, bounds=(0, None), method="highs-ds")
+        offsets = None if res.eqlin is None else res.eqlin.marginals[m:]
+    if res.status != 0:
+        raise ValueError(f"the balanced linear program failed: {res.message}")
+    offsets = np.asarray(offsets, dtype=np.float64)
+    if not targets.one_sided:
+        offsets = offsets - offsets.max()  # defined up to a constant
+    R = np.zeros((n, k))
+    R[live] = res.x.reshape(m, k)
+    dead = np.flatnonzero(w == 0)
+    R[dead, np.argmin(D[dead] - offsets, axis=1)] = 1.0
+    return R, offsets
+
+
+def balanced_responsibilities(
+    X, C, sigma, *, balance=None, max_cluster_size=None, sample_weight=None,
+    tol=1e-12, max_iter=100_000, n_threads=None,
+):  # fmt: skip
+    """The soft balanced assignment at T = 2 sigma^2 (entropic transport), by SPEC.md's
+    log-domain Sinkhorn in float64: r_ij = exp((g_j - D_ij)/T - lse_i);
+    g_j += T (log m_j - log N_j) (capacities: g_j = min(0, that)), until every
+    |N_j / m_j - 1| <= tol (capacities: N_j <= u_j (1 + tol), and within tol of u_j
+    wherever g_j < 0). Returns (R (n, k) float64, offsets g (k,) float64, max g = 0 for
+    masses)."""
+    X, D, w, targets = _balance_inputs(X, C, balance, max_cluster_size, sample_weight, n_threads)
+    sigma = check_sigma(sigma, "softmax")
+    T = 2.0 * sigma * sigma
+    bounds = targets.bounds
+    g = np.zeros(D.shape[1])
+    for _ in range(max_iter):
+        z = (g - D) / T
+        z -= z.max(axis=1, keepdims=True)
+        R = np.exp(z)
+        R /= R.sum(axis=1, keepdims=True)
+        N = w @ R
+        ratio = N / bounds
+        if targets.one_sided:
+            if (ratio <= 1 + tol).all() and (np.abs(ratio[g < 0] - 1) <= tol).all():
+                return R, g
+            g = np.minimum(0.0, g - T * np.log(np.maximum(ratio, 1e-300)))
+        else:
+            if (np.abs(ratio - 1) <= tol).all():
+                return R, g
+            g = g - T * np.log(np.maximum(ratio, 1e-300))
+            g -= g.max()
+    raise ValueError(f"Sinkhorn did not reach tol={tol} in max_iter={max_iter} iterations")

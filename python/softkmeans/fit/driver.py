@@ -31,6 +31,7 @@ import numpy as np
 from .. import _stats, sources
 from .. import _validation as v
 from .annealing import run_annealing
+from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
@@ -53,6 +54,7 @@ RESULTS = (
     "history_",
     "min_margin_",
     "exact_lloyd_",
+    "balance_offsets_",
 )
 
 
@@ -98,6 +100,8 @@ class Fitter:
         self.source = None
         self._critical_sigma = None
         self.metric = params.metric_policy()
+
+        self.balance_offsets_ = None
 
     def results(self):
         """The fitted attributes, by name."""
@@ -243,6 +247,7 @@ class Fitter:
             )
             n_init = 1
 
+        targets = targets_of(params, source, k, kind)
         best = None
         progress = Progress(
             params.verbose, total=None if schedule is not None else params.max_iter * n_init
@@ -259,12 +264,17 @@ class Fitter:
                 else:
                     C0 = self._init_centroids(k, init, rng)
                     progress.line("Initialization complete", tick=False)
-                    run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
-                C, sig, history, (final, labels) = run
+                    if targets is not None:
+                        run = run_balanced(source, C0, kind, sigma, targets, tol=tol,
+                                           max_iter=params.max_iter, task=task,
+                                           step=self.metric.step)  # fmt: skip
+                    else:
+                        run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
+                C, sig, history, (final, labels), *offsets = run
                 if best is None or (
                     final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
                 ):
-                    best = (final, C, labels, sig, history)
+                    best = (final, C, labels, sig, history, *offsets)
                 state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
                 if task.end(lambda state=state: state):
                     break
@@ -274,7 +284,8 @@ class Fitter:
         warn_about_empty_clusters(source, self.labels_, k, notes)
         notes.flush()
 
-    def _set_results(self, kind, schedule, k, final, C, labels, sig, history):
+    def _set_results(self, kind, schedule, k, final, C, labels, sig, history, offsets=None):
+        self.balance_offsets_ = offsets
         self.cluster_centers_ = C
         self.labels_ = labels
         self.inertia_ = float(final.distortion)
@@ -283,7 +294,9 @@ class Fitter:
         self.n_iter_ = history.n_iter
         self.history_ = history.as_dict()
         self.min_margin_ = float(final.min_margin)
-        if kind == "hard":
+        if offsets is not None:
+            self.exact_lloyd_ = False  # a balanced fit is not Lloyd's
+        elif kind == "hard":
             self.exact_lloyd_ = True
         elif kind == "softmax" and schedule is None:
             self.exact_lloyd_ = k == 1  # softmax is never one-hot with two centroids
@@ -330,6 +343,10 @@ class Fitter:
         centroids initialised on the batch."""
         params = self.params
         k, kind, schedule, init, _ = self._open(source)
+        if params.balance is not None or params.max_cluster_size is not None:
+            raise ValueError(
+                "partial_fit does not balance: use fit with balance / max_cluster_size"
+            )
         if schedule is not None:
             raise ValueError(
                 "partial_fit does not anneal: annealing needs all the data at every "

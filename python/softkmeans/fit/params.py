@@ -98,6 +98,9 @@ class FitParams:
     decay: float = 0.0
     metric: str = "euclidean"
 
+    balance: Any = None
+    max_cluster_size: Any = None
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))

@@ -263,6 +263,51 @@ class LocalSource(Source):
             lambda rows: _native.responsibilities(rows, C, kind, sigma, self.n_threads)
         )
 
+    def candidates(self, C, m):
+        """The m nearest centroids of every row, for a balanced assignment: (cand (n, m)
+        int64, their squared distances (n, m) float64, the (m + 1)-th smallest distance
+        (n,) float64, a lower bound on every other centroid's; inf when m >= k). One pass;
+        (rows, k) distances exist ~4 MiB at a time, never (n, k)."""
+        n, k = self.shape[0], C.shape[0]
+        m = min(m, k)
+        cand = np.empty((n, m), dtype=np.int64)
+        dist = np.empty((n, m), dtype=np.float64)
+        beyond = np.full(n, np.inf)
+        step = max(1, (1 << 22) // (8 * k))
+        for start, _, rows in self.blocks():
+            for s in range(0, rows.shape[0], step):
+                D = _native.sq_distances(rows[s : s + step], C, self.n_threads)
+                out = slice(start + s, start + s + D.shape[0])
+                if m == k:
+                    cand[out] = np.arange(k)
+                    dist[out] = D
+                    continue
+                part = np.argpartition(D, m, axis=1)
+                cand[out] = part[:, :m]
+                dist[out] = np.take_along_axis(D, part[:, :m], axis=1)
+                beyond[out] = np.take_along_axis(D, part[:, m : m + 1], axis=1)[:, 0]
+        return cand, dist, beyond
+
+    def label_sums(self, labels, k):
+        """S (k, d) float64, S_j = sum of w_i x_i over the rows labelled j (the centroid
+        step of a given assignment), accumulated in float64 ~4 MiB of rows at a time."""
+        from scipy import sparse
+
+        S = np.zeros((k, self.shape[1]))
+        step = max(1, (1 << 22) // (8 * self.shape[1]))
+        for start, stop, rows in self.blocks():
+            for s in range(0, stop - start, step):
+                chunk = rows[s : s + step].astype(np.float64)
+                lo = start + s
+                hi = lo + chunk.shape[0]
+                onehot = sparse.csr_matrix(
+                    (self.weights[lo:hi], (labels[lo:hi], np.arange(hi - lo))),
+                    shape=(k, hi - lo),
+                )
+                part = onehot @ chunk
+                S += part.toarray() if sparse.issparse(part) else part
+        return S
+
     def map_rows(self, fn):
         """fn(rows) over the blocks, concatenated (each part if fn returns a tuple)."""
         outs = [fn(rows) for _, _, rows in self.blocks()]

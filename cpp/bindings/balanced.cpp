@@ -1,0 +1,63 @@
+// Binding of the balanced auction (softkmeans/balanced.hpp): checks shapes and
+// dtypes, copies the prices, releases the GIL, calls.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "softkmeans/balanced.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+template <typename T>
+using carray = py::array_t<T, py::array::c_style>;
+
+template <typename T>
+carray<T> checked(const py::array& a, const char* name, int ndim) {
+  if (!py::isinstance<carray<T>>(a) || !(a.flags() & py::array::c_style) || a.ndim() != ndim)
+    throw py::type_error(std::string(name) + " must be a C-contiguous " + std::to_string(ndim) +
+                         "-d array of dtype " + py::str(py::dtype::of<T>()).cast<std::string>());
+  return py::reinterpret_borrow<carray<T>>(a);
+}
+
+}  // namespace
+
+void def_balanced(py::module_& m) {
+  m.def(
+      "balanced_auction",
+      [](const py::array& cand_, const py::array& cost_, const py::array& beyond_,
+         const py::array& w_, const py::array& caps_, const py::array& prices_,
+         const py::array& owner_, bool free_at_zero, double eps, int64_t max_bids) {
+        auto cand = checked<int64_t>(cand_, "cand", 2);
+        auto cost = checked<double>(cost_, "cost", 2);
+        auto beyond = checked<double>(beyond_, "beyond", 1);
+        auto w = checked<double>(w_, "w", 1);
+        auto caps = checked<double>(caps_, "caps", 1);
+        auto prices_in = checked<double>(prices_, "prices", 1);
+        auto owner_in = checked<int64_t>(owner_, "owner", 1);
+        const int64_t n = cand.shape(0), m = cand.shape(1), k = caps.shape(0);
+        if (cost.shape(0) != n || cost.shape(1) != m || beyond.shape(0) != n || w.shape(0) != n ||
+            prices_in.shape(0) != k || owner_in.shape(0) != n || m < 1 || k < 1 || !(eps > 0))
+          throw py::value_error("balanced_auction: inconsistent shapes or eps <= 0");
+        carray<double> prices(k);
+        std::copy(prices_in.data(), prices_in.data() + k, prices.mutable_data());
+        carray<int64_t> owner(n);
+        std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
+        int64_t short_row = -1;
+        softkmeans::AuctionStatus status;
+        {
+          py::gil_scoped_release release;
+          status = softkmeans::balanced_auction(cand.data(), cost.data(), beyond.data(), w.data(),
+                                                n, m, caps.data(), k, prices.mutable_data(),
+                                                free_at_zero, eps, max_bids, owner.mutable_data(),
+                                                &short_row);
+        }
+        return std::make_tuple(static_cast<int>(status), owner, prices, short_row);
+      },
+      "One epsilon phase of the balanced forward auction (rows kept from owner where they may):\n"
+      "(status, owner, prices, short_row).");
+}

@@ -1,0 +1,53 @@
+// The balanced (size-constrained) assignment on a candidate graph (SPEC.md,
+// "Balanced (size-constrained) assignments"): plain C++17, single-threaded,
+// deterministic (rows bid in a fixed order). The Python layer
+// (softkmeans.fit.balanced) finds the candidates with the distance kernels,
+// runs the epsilon phases and derives the offsets.
+#pragma once
+
+#include <cstdint>
+
+namespace softkmeans {
+
+// Status of balanced_auction.
+enum class AuctionStatus : int {
+  settled = 0,     // every row holds a place
+  short_rows = 1,  // a row's best candidate is beaten by the bound beyond its candidates
+  too_many_bids = 2,
+};
+
+// One epsilon phase of Bertsekas' forward auction for similar objects
+// (Gauss-Seidel: one row bids at a time, first in first out, the rows without
+// a cluster at the start in index order). A row handed in with a cluster keeps
+// it, at the cluster's start price, while its value there is within eps of its
+// best (eps-complementary slackness) and the cluster has room for it.
+//
+// Row i values cluster cand[i, s] at v = -cost[i, s] - price[cand[i, s]], and
+// every other cluster at most -beyond[i] - min(price). It bids for its best
+// candidate j: price[j] + (v1 - v2) + eps, v1, v2 its best and second values.
+// A cluster keeps its highest bids while their weight fits caps[j] (1e-12
+// relative slack; rows are not split): the lowest are evicted and bid again;
+// once it has been full, price[j] is its lowest kept bid. Ties between equal
+// bids evict the larger row index.
+//
+// cand    [in]  (n, m) int64 cluster indices in [0, k), distinct per row
+// cost    [in]  (n, m) double, the rows' costs D_ij of those clusters
+// beyond  [in]  (n,) double, a lower bound on the cost of any other cluster
+//               (+inf when the candidates are all k clusters)
+// w       [in]  (n,) double > 0, row weights
+// caps    [in]  (k,) double > 0, cluster capacities; sum(caps) >= sum(w)
+// prices  [in/out] (k,) double, the start prices in, the final prices out
+// free_at_zero [in] capacities (one-sided): a cluster with room after the rows
+//               handed in are kept starts at price 0, so that every cluster
+//               with room at the end has price 0 (its offset g_j = 0)
+// eps     [in]  > 0
+// max_bids [in] the most bids before giving up (status too_many_bids)
+// owner   [in/out] (n,) int64: in, each row's cluster to keep if it may (-1:
+//               none); out, the cluster holding each row
+// short_row [out] the first row whose candidates do not suffice (short_rows)
+AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
+                               const double* w, int64_t n, int64_t m, const double* caps,
+                               int64_t k, double* prices, bool free_at_zero, double eps,
+                               int64_t max_bids, int64_t* owner, int64_t* short_row);
+
+}  // namespace softkmeans

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _native, _stats
 from ..annealing import AnnealingSchedule
+from .split_merge import split_merge
 from .steps import run_steps
 from .tasks import NO_TASKS
 
@@ -148,6 +149,15 @@ def run_annealing(
         C, sigma, exact = finish_exact(
             source, C, sigma, max_iter=max_iter, history=history, relocate=relocate, task=finish
         )
+        if schedule.split_merge:
+            C, moves = split_merge(
+                source, C, max_iter=max_iter, relocate=relocate, max_rounds=4 * n_clusters
+            )
+            if moves:  # the search's Lloyd runs end at a fixed point: confirm it exactly
+                C, sigma, exact = finish_exact(
+                    source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
+                    task=finish,
+                )  # fmt: skip
         n_iter = history.n_iter
         finish.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
         if report is not None and history.n_iter:

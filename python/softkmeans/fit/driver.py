@@ -31,6 +31,7 @@ import numpy as np
 from .. import _stats, sources
 from .. import _validation as v
 from .annealing import run_annealing
+from .auto_sigma import is_auto, nll_score, run_em
 from .bounded import BoundedHardPass
 from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
@@ -214,8 +215,13 @@ class Fitter:
         rng = check_random_state(params.random_state)
         notes = OncePerFit(self.warning_category)
         tol = _tolerance(source.feature_variances(), params.tol)
+        auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
-        sigma = _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+        sigma = (
+            0.0
+            if auto
+            else _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+        )
         if not isinstance(init, str) and not callable(init) and n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init "
@@ -225,7 +231,7 @@ class Fitter:
             )
             n_init = 1
 
-        best = None
+        best, best_score = None, None
         progress = Progress(
             params.verbose, total=None if schedule is not None else params.max_iter * n_init
         )
@@ -241,12 +247,23 @@ class Fitter:
                 else:
                     C0 = self._init_centroids(k, init, rng)
                     progress.line("Initialization complete", tick=False)
-                    run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
+                    if auto:
+                        run = run_em(
+                            source, C0, tol=tol, max_iter=params.max_iter,
+                            relocate=relocator(source, kind, notes), task=task,
+                            on_step=lambda i, s, step, _: progress.line(
+                                iteration_line(i, kind, s, step)
+                            ),
+                        )  # fmt: skip
+                    else:
+                        run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
                 C, sig, history, (final, labels) = run
+                # sigma='auto': runs end at their own widths, so they compare by likelihood.
+                score = nll_score(final, sig, source.shape[1]) if auto else final.objective
                 if best is None or (
-                    final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
+                    score < best_score and not _same_clustering(labels, best[2], k)
                 ):
-                    best = (final, C, labels, sig, history)
+                    best, best_score = (final, C, labels, sig, history), score
                 state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
                 if task.end(lambda state=state: state):
                     break
@@ -310,6 +327,11 @@ class Fitter:
         centroids initialised on the batch."""
         params = self.params
         k, kind, schedule, init, _ = self._open(source)
+        if is_auto(params.sigma):
+            raise ValueError(
+                "sigma='auto' is re-estimated over all the data at every step; partial_fit "
+                "needs a fixed sigma (a number, or None)"
+            )
         if schedule is not None:
             raise ValueError(
                 "partial_fit does not anneal: annealing needs all the data at every "

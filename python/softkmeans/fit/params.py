@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
-from ..annealing import AnnealingSchedule, check_schedule
+from ..annealing import AnnealingSchedule, check_conflicts, check_schedule
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
 
@@ -82,7 +82,7 @@ class FitParams:
 
     n_clusters: int = 8
     assignment: str = "softmax"
-    sigma: float | None = None
+    sigma: float | str | None = None
     anneal: Any = None
     init: Any = "k-means++"
     n_init: Any = "auto"
@@ -141,9 +141,19 @@ class FitParams:
         """The parameters that do not depend on the data; returns the annealing schedule."""
         if not isinstance(self.assignment, str) or self.assignment not in v.KINDS:
             raise ValueError(f"assignment must be one of {v.KINDS}; got {self.assignment!r}")
-        if self.sigma is not None:
+        if isinstance(self.sigma, str):
+            if self.sigma != "auto":
+                allowed = "a real number > 0, None or 'auto'"
+                raise ValueError(f"sigma must be {allowed}; got {self.sigma!r}")
+            if self.assignment != "softmax":
+                raise ValueError(
+                    "sigma='auto' is the variance of a Gaussian mixture, whose posterior is the "
+                    f"softmax map: it needs assignment='softmax'; got {self.assignment!r}"
+                )
+        elif self.sigma is not None:
             v.check_sigma(self.sigma, "softmax")
         schedule = check_schedule(self.anneal)
+        check_conflicts(schedule, sigma=self.sigma, assignment=self.assignment)
         if not (isinstance(self.n_init, str) and self.n_init == "auto"):
             if isinstance(self.n_init, str) or not _is_int(self.n_init) or self.n_init < 1:
                 allowed = "a str among {'auto'} or an int in the range [1, inf)"

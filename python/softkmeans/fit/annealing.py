@@ -67,6 +67,7 @@ def run_annealing(
     relocate,
     report=None,
     task=NO_TASKS,
+    on_width=None,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
@@ -77,6 +78,8 @@ def run_annealing(
     max_iter bounds the finishing Lloyd phase.
     task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
     leaves) and one for the finish; a width that asks to stop ends the cooling.
+    on_width(sigma, C, objective) -> bool: after each width (the phase diagram,
+    `softkmeans.phase`); True ends the cooling.
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
@@ -135,7 +138,8 @@ def run_annealing(
         def state(C=C, sigma=sigma, n_iter=n_iter):
             return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
 
-        if width.end(state) or sigma <= stop:
+        observed_stop = on_width is not None and on_width(sigma, C, history.objective[-1])
+        if width.end(state) or observed_stop or sigma <= stop:
             break
         sigma = max(sigma * schedule.cooling, stop)
 
@@ -150,9 +154,7 @@ def run_annealing(
             source, C, sigma, max_iter=max_iter, history=history, relocate=relocate, task=finish
         )
         if schedule.split_merge:
-            C, moves = split_merge(
-                source, C, max_iter=max_iter, relocate=relocate, max_rounds=4 * n_clusters
-            )
+            C, moves = split_merge(source, C, max_iter=max_iter, max_rounds=4 * n_clusters)
             if moves:  # the search's Lloyd runs end at a fixed point: confirm it exactly
                 C, sigma, exact = finish_exact(
                     source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,

@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from .. import _stats, sources
+from .. import _stats, phase, sources
 from .. import _validation as v
 from .annealing import run_annealing
 from .auto_sigma import is_auto, nll_score, run_em
@@ -53,6 +53,7 @@ RESULTS = (
     "history_",
     "min_margin_",
     "exact_lloyd_",
+    "n_clusters_",
 )
 
 
@@ -97,10 +98,14 @@ class Fitter:
         self.task = task
         self.source = None
         self._critical_sigma = None
+        self.phase_diagram_ = None  # annealing fits and n_clusters="auto" (softkmeans.phase)
 
     def results(self):
-        """The fitted attributes, by name."""
-        return {name: getattr(self, name) for name in RESULTS}
+        """The fitted attributes, by name (phase_diagram_ where the fit has one)."""
+        out = {name: getattr(self, name) for name in RESULTS}
+        if self.phase_diagram_ is not None:
+            out["phase_diagram_"] = self.phase_diagram_
+        return out
 
     @property
     def critical_sigma_(self):
@@ -116,7 +121,16 @@ class Fitter:
         return self._critical_sigma
 
     def _open(self, source):
-        """The checked parameters; the source's thread count set for them."""
+        """The checked parameters; the source's thread count set for them.
+        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`)."""
+        if is_auto(self.params.n_clusters):
+            self.phase_diagram_ = phase.diagram_of(
+                source,
+                max_clusters=self.params.max_clusters,
+                random_state=check_random_state(self.params.random_state),
+                n_threads=self.params.n_threads,
+            )
+            self.params = dataclasses.replace(self.params, n_clusters=self.phase_diagram_.suggested)
         resolved = self.params.check(source)
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
@@ -176,6 +190,7 @@ class Fitter:
 
     def _run_annealing(self, k, schedule, tol, rng, relocate, progress, task):
         history = History()
+        recorder = phase.Recorder(phase.MERGE)
 
         def report(s, step, shift, n_distinct, elapsed):
             prefix = f"width {len(history.sigma):6d} steps  distinct {n_distinct:4d}"
@@ -195,7 +210,10 @@ class Fitter:
             relocate=relocate,
             report=report if self.params.verbose else None,
             task=task,
+            on_width=recorder,
         )
+        if self.phase_diagram_ is None:  # n_clusters="auto" keeps its own, to max_clusters
+            self.phase_diagram_ = recorder.diagram(2, max(k - 1, 2), self.critical_sigma_)
         final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
         return C, sig, history, final
 
@@ -282,6 +300,7 @@ class Fitter:
         self.n_iter_ = history.n_iter
         self.history_ = history.as_dict()
         self.min_margin_ = float(final.min_margin)
+        self.n_clusters_ = int(k)
         if kind == "hard":
             self.exact_lloyd_ = True
         elif kind == "softmax" and schedule is None:

@@ -95,6 +95,7 @@ class FitParams:
     algorithm: str = "lloyd"
     stream_memory: str = "sqrt"
     decay: float = 0.0
+    max_clusters: int = 10  # n_clusters="auto" only (softkmeans.phase)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -159,6 +160,7 @@ class FitParams:
                 allowed = "a str among {'auto'} or an int in the range [1, inf)"
                 raise InvalidParameterError(_sklearn_phrase("n_init", allowed, self.n_init))
         v.check_int(self.max_iter, "max_iter", 1)
+        v.check_int(self.max_clusters, "max_clusters", 2)
         v.check_real(self.tol, "tol", minimum=0.0)
         v.check_n_threads(self.n_threads)
         # scikit-learn's "verbose": an int >= 0 or a bool.

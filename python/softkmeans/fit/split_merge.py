@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _stats
+from .progress import OncePerFit
+from .relocation import relocator
 from .steps import History, run_steps
 
 __all__ = ["split_merge"]
@@ -37,12 +39,14 @@ __all__ = ["split_merge"]
 _IMPROVEMENT = 1e-12
 
 
-def split_merge(source, C, *, max_iter, relocate, max_rounds):
+def split_merge(source, C, *, max_iter, max_rounds):
     """Centroids C (k, d), a Lloyd fixed point, improved by split-merge moves.
 
-    Returns (centroids in the source's dtype, number of moves kept).
-    relocate: the fit's empty-cluster policy for the Lloyd runs.
+    Returns (centroids in the source's dtype, number of moves kept). The trial Lloyd runs
+    relocate empty clusters as a hard fit does, without warning: most trials are
+    discarded, and the caller's exact finish from the kept one warns where it must.
     """
+    relocate = relocator(source, "hard", OncePerFit())  # never flushed: trials are silent
     k = C.shape[0]
     if k < 2:
         return C, 0

@@ -23,7 +23,9 @@ dF/dc_j = 2 (N_j c_j - S_j) and dF/dx_i = 2 w_i (x_i - sum_j r_ij c_j), for ever
 As sigma -> 0 the data gradient tends to the K-Means gradient 2 w_i (x_i - c_a(i)); it
 does not vanish. Sample weights are constants (no gradient flows to them).
 
-Only this module imports torch; ``import softkmeans`` does not.
+A sigma tensor that requires grad gets dF/dsigma; a double backward raises
+(`softkmeans._torch_sigma`). Only these two modules import torch; ``import softkmeans``
+does not.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from . import _native, _stats
+from . import _native, _stats, _torch_sigma
 from . import _validation as v
 
 __all__ = [
@@ -272,9 +274,12 @@ def free_energy(
     entmax15: G_sigma (SPEC.md). sigma is the RBF width (T = 2 sigma^2; ignored for
     "hard"). reduction "sum" returns the weighted sum; "mean" divides it by the total
     weight W = sum_i w_i (n without weights). Differentiable with respect to x and
-    centroids (SPEC.md's gradients); sample_weight is a constant. n_threads: OpenMP
+    centroids (SPEC.md's gradients) and, for a sigma tensor that requires grad, sigma
+    (dF/dsigma = -4 sigma sum_i w_i H(r_i)); sample_weight is a constant; a double backward
+    raises (`softkmeans._torch_sigma`). n_threads: OpenMP
     threads of the native path (None: its default).
     """
+    sigma_in = sigma
     x, centroids = _check_pair(x, centroids)
     kind = v.check_kind(kind)
     sigma = _check_sigma(sigma, kind)
@@ -285,6 +290,13 @@ def free_energy(
         out = _NativeFreeEnergy.apply(x, centroids, kind, sigma, w, n_threads)
     else:
         out = _torch_free_energy(x, centroids, sigma, kind, w)
+    wants_sigma = isinstance(sigma_in, torch.Tensor) and sigma_in.requires_grad
+    if torch.is_grad_enabled() and (out.requires_grad or wants_sigma):
+        dF = 0.0  # hard: no sigma; the envelope's dF/dsigma = -4 sigma sum_i w_i H(r_i)
+        if wants_sigma and kind != "hard":
+            r = responsibilities(x.detach(), centroids.detach(), sigma, kind)
+            dF = -4.0 * sigma * _torch_sigma.entropy_sum(r, kind, w)
+        out = _torch_sigma.ObjectiveOutput.apply(out, sigma_in if wants_sigma else None, dF)
     return out / float(w.sum()) if reduction == "mean" else out
 
 

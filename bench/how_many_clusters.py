@@ -75,10 +75,17 @@ def synthetic_sets():
         mixture("syn-k3-2d", (500, 150, 50), (1.0, 0.5, 0.3), 2, 6.0, 0),
         mixture("syn-k4-2d", (400, 200, 100, 50), (1.5, 1.0, 0.6, 0.4), 2, 7.0, 1),
         mixture("syn-k5-5d", (400, 250, 150, 100, 60), (1.2, 1.0, 0.8, 0.6, 0.5), 5, 6.0, 2),
-        mixture("syn-k8-10d", (300, 250, 200, 150, 120, 90, 60, 40), np.linspace(1.2, 0.5, 8), 10,
-                6.0, 3),  # fmt: skip
-        mixture("syn-k6-3d", (600, 300, 150, 80, 50, 30), (1.0, 0.9, 0.8, 0.7, 0.6, 0.5), 3, 5.0,
-                4),  # fmt: skip
+        mixture(
+            "syn-k8-10d",
+            (300, 250, 200, 150, 120, 90, 60, 40),
+            np.linspace(1.2, 0.5, 8),
+            10,
+            6.0,
+            3,
+        ),  # fmt: skip
+        mixture(
+            "syn-k6-3d", (600, 300, 150, 80, 50, 30), (1.0, 0.9, 0.8, 0.7, 0.6, 0.5), 3, 5.0, 4
+        ),  # fmt: skip
     ]
 
 
@@ -136,7 +143,7 @@ def main():
     print(f"# load average {open('/proc/loadavg').read().split()[:3]}  cpu {_cpu()}")
     print(f"# sgemm {gemm_rate(np.float32):.1f} GFLOP/s (2 threads, same run)")
     names = list(METHODS)
-    head = f"| data set | n x d | true k | " + " | ".join(f"{m} k (ARI)" for m in names)
+    head = "| data set | n x d | true k | " + " | ".join(f"{m} k (ARI)" for m in names)
     print(head + " | KMeans at true k ARI |")
     print("|" + " --- |" * (len(names) + 4))
     seconds = dict.fromkeys(names, 0.0)

@@ -41,9 +41,8 @@ def main():
     print(f"# softkmeans {softkmeans.__version__} {softkmeans.build_info()}")
     print(f"# load average {open('/proc/loadavg').read().split()[:3]}")
     print(f"# sgemm {gemm_rate(np.float32):.1f} GFLOP/s (2 threads, same run)")
-    print(
-        "| data set | k | anneal / best of 10 | without split-merge / best | anneal s | 10 x k-means++ s |"
-    )
+    columns = ("data set", "k", "anneal / best of 10", "without split-merge / best", "anneal s")
+    print("| " + " | ".join(columns) + " | 10 x k-means++ s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, X, ks in sets():
         for k in ks:

@@ -210,9 +210,13 @@ class Recorder:
         )
         persistence, censored = _persistence(sigma, counts)
         candidates = [k for k in range(min_clusters, max_clusters + 1) if k in persistence]
-        # The most persistent; ties to the smaller k. None reached: the smallest allowed.
+        # The most persistent; ties to the smaller k. Persistences are sums of equal log
+        # cooling steps, so they tie up to rounding: compared at 1e-9. None reached: the
+        # smallest allowed.
         suggested = (
-            max(candidates, key=lambda k: (persistence[k], -k)) if candidates else min_clusters
+            max(candidates, key=lambda k: (round(persistence[k], 9), -k))
+            if candidates
+            else min_clusters
         )
         return PhaseDiagram(
             sigma, counts, objective, splits, persistence, censored, int(suggested),

@@ -90,3 +90,22 @@ def test_partial_fit_refuses_auto_sigma():
     X, _ = _data()
     with pytest.raises(ValueError, match="sigma='auto'.*partial_fit"):
         SoftKMeans(3, sigma="auto").partial_fit(X)
+
+
+def test_runs_compare_by_the_mixtures_log_likelihood():
+    # nll_score differs from minus the log-likelihood, computed here from the density, by
+    # a constant: so the n_init runs, each at its own sigma, are ranked by likelihood.
+    from softkmeans import sources
+    from softkmeans.fit.auto_sigma import nll_score
+
+    X, C0 = _data()
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=X.shape[0])
+    source = sources.source_of(X, w)
+    n, d = X.shape
+    offsets = []
+    for C, s in [(C0, 0.7), (C0[::-1] + 1.0, 1.9), (C0 * 0.5, 3.0)]:
+        stats, _ = source.stats(np.ascontiguousarray(C), "softmax", s, sums=False)
+        D = ((X[:, None, :] - C[None]) ** 2).sum(axis=2)
+        density = np.exp(-D / (2 * s * s)).mean(axis=1) / (2 * np.pi * s * s) ** (d / 2)
+        offsets.append(nll_score(stats, s, d) - (-(w * np.log(density)).sum()))
+    np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]))

@@ -116,7 +116,9 @@ class SoftKMeans(
     anneal : None, True, dict or AnnealingSchedule, default=None
         Deterministic annealing (see `softkmeans.annealing`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
-        below sqrt(Delta_min)/2, i.e. exactly Lloyd. ``init`` is not used when annealing.
+        below sqrt(Delta_min)/2, i.e. exactly Lloyd, then split-merge moves while they lower
+        J (`softkmeans.fit.split_merge`). ``init`` is not used when annealing; a ``sigma``
+        is refused (the schedule sets the widths).
     init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
 default="k-means++"
         "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 5 passes

@@ -60,9 +60,8 @@ def nll_score(stats, sigma, d):
     """Minus the mixture's log-likelihood at (C, sigma) up to constants, from the softmax
     objective F = -2 sigma^2 sum_i w_i lse_i: F / (2 sigma^2) + W d log sigma (what n_init
     runs compare: each ends at its own sigma, so their F are not comparable)."""
-    return float(stats.objective) / (2.0 * sigma * sigma) + float(stats.weight) * d * math.log(
-        sigma
-    )
+    W = float(stats.weight)
+    return float(stats.objective) / (2.0 * sigma * sigma) + W * d * math.log(sigma)
 
 
 def run_em(source, C, *, tol, max_iter, relocate, on_step=None, task=NO_TASKS):

@@ -9,6 +9,8 @@ of unequal size and spread), every method chooses k in [2, 10] and clusters with
 
 - phase: `softkmeans.SoftKMeans("auto", assignment="hard")` (the most persistent k of the
   phase diagram, then a K-Means fit with it);
+- phase+anneal: the same k, fitted by `anneal={}` (deterministic annealing with its
+  split-merge end) instead of one k-means++ run;
 - silhouette: the k of the largest silhouette of scikit-learn `KMeans(k, n_init=3)`;
 - gap: Tibshirani, Walther & Hastie (2001), B = 5 uniform references in the bounding
   box of the data's principal axes, the smallest k with gap(k) >= gap(k + 1) - s(k + 1)
@@ -94,6 +96,11 @@ def by_phase(X):
     return m.n_clusters_, m.labels_
 
 
+def by_phase_annealed(X):
+    m = SoftKMeans("auto", anneal={}, max_clusters=max(KS), random_state=0).fit(X)
+    return m.n_clusters_, m.labels_
+
+
 def by_silhouette(X):
     best = None
     for k in KS:
@@ -135,7 +142,13 @@ def by_bic(X):
     return best[1], best[2]
 
 
-METHODS = {"phase": by_phase, "silhouette": by_silhouette, "gap": by_gap, "BIC": by_bic}
+METHODS = {
+    "phase": by_phase,
+    "phase+anneal": by_phase_annealed,
+    "silhouette": by_silhouette,
+    "gap": by_gap,
+    "BIC": by_bic,
+}
 
 
 def main():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["ObjectiveOutput", "entropy_sum"]
+__all__ = ["ObjectiveOutput", "entropy_sum", "with_sigma_gradient"]
 
 DOUBLE_BACKWARD = (
     "softkmeans.torch.free_energy: double backward (create_graph=True, higher-order "
@@ -58,3 +58,15 @@ class ObjectiveOutput(torch.autograd.Function):
             shape, dtype = ctx.sigma_like
             grad_sigma = (grad_output * ctx.dF_dsigma).reshape(shape).to(dtype)
         return grad_output, grad_sigma, None
+
+
+def with_sigma_gradient(out, sigma_in, sigma, kind, w, responsibilities):
+    """The objective `out` with dF/dsigma for a sigma tensor that requires grad, and no
+    double backward; responsibilities() gives r (n, k), called only when needed."""
+    wants_sigma = isinstance(sigma_in, torch.Tensor) and sigma_in.requires_grad
+    if not (torch.is_grad_enabled() and (out.requires_grad or wants_sigma)):
+        return out
+    dF = 0.0  # hard does not depend on sigma
+    if wants_sigma and kind != "hard":
+        dF = -4.0 * sigma * entropy_sum(responsibilities(), kind, w)
+    return ObjectiveOutput.apply(out, sigma_in if wants_sigma else None, dF)

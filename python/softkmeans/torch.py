@@ -23,6 +23,16 @@ dF/dc_j = 2 (N_j c_j - S_j) and dF/dx_i = 2 w_i (x_i - sum_j r_ij c_j), for ever
 As sigma -> 0 the data gradient tends to the K-Means gradient 2 w_i (x_i - c_a(i)); it
 does not vanish. Sample weights are constants (no gradient flows to them).
 
+Cosine (spherical) K-Means (SPEC.md, "Cosine (spherical) K-Means"): call these functions
+on ``torch.nn.functional.normalize(x, dim=1)`` and the normalized centroids. On unit rows
+and unit centroids D_ij = 2 - 2 x_i.c_j, so `free_energy` is the cosine objective
+(softmax: the von Mises-Fisher mixture of concentration 1 / sigma^2, `responsibilities`
+its posterior) and autograd carries SPEC.md's gradients through the normalization (their
+tangent part); the cosine centroid step is ``normalize(closed_form_update(xn, cn)[0])``
+(S_j / N_j has the direction of S_j); ``critical_sigma(x, metric="cosine")`` the
+spherical critical width. A zero row of x normalizes to 0: give it weight 0, as
+``SoftKMeans(metric="cosine")`` does.
+
 A sigma tensor that requires grad gets dF/dsigma; a double backward raises
 (`softkmeans._torch_sigma`). Only these two modules import torch; ``import softkmeans``
 does not.
@@ -38,6 +48,7 @@ import torch
 
 from . import _native, _stats, _torch_sigma
 from . import _validation as v
+from .fit.cosine import EUCLIDEAN, metric_of
 
 __all__ = [
     "SoftKMeansLoss",
@@ -274,15 +285,13 @@ def free_energy(
     entmax15: G_sigma (SPEC.md). sigma is the RBF width (T = 2 sigma^2; ignored for
     "hard"). reduction "sum" returns the weighted sum; "mean" divides it by the total
     weight W = sum_i w_i (n without weights). Differentiable with respect to x and
-    centroids (SPEC.md's gradients) and, for a sigma tensor that requires grad, sigma
-    (dF/dsigma = -4 sigma sum_i w_i H(r_i)); sample_weight is a constant; a double backward
-    raises (`softkmeans._torch_sigma`). n_threads: OpenMP
-    threads of the native path (None: its default).
+    centroids (SPEC.md's gradients) and in a sigma tensor that requires grad; sample_weight
+    is a constant; no double backward (`softkmeans._torch_sigma`). n_threads: the native
+    path's OpenMP threads.
     """
-    sigma_in = sigma
     x, centroids = _check_pair(x, centroids)
     kind = v.check_kind(kind)
-    sigma = _check_sigma(sigma, kind)
+    sigma_in, sigma = sigma, _check_sigma(sigma, kind)  # sigma_in: a tensor may want grad
     w = _check_weights(sample_weight, x.shape[0])
     reduction = _check_reduction(reduction)
     n_threads = v.check_n_threads(n_threads)
@@ -290,13 +299,8 @@ def free_energy(
         out = _NativeFreeEnergy.apply(x, centroids, kind, sigma, w, n_threads)
     else:
         out = _torch_free_energy(x, centroids, sigma, kind, w)
-    wants_sigma = isinstance(sigma_in, torch.Tensor) and sigma_in.requires_grad
-    if torch.is_grad_enabled() and (out.requires_grad or wants_sigma):
-        dF = 0.0  # hard: no sigma; the envelope's dF/dsigma = -4 sigma sum_i w_i H(r_i)
-        if wants_sigma and kind != "hard":
-            r = responsibilities(x.detach(), centroids.detach(), sigma, kind)
-            dF = -4.0 * sigma * _torch_sigma.entropy_sum(r, kind, w)
-        out = _torch_sigma.ObjectiveOutput.apply(out, sigma_in if wants_sigma else None, dF)
+    r = lambda: responsibilities(x.detach(), centroids.detach(), sigma, kind)  # noqa: E731
+    out = _torch_sigma.with_sigma_gradient(out, sigma_in, sigma, kind, w, r)
     return out / float(w.sum()) if reduction == "mean" else out
 
 
@@ -399,23 +403,29 @@ def closed_form_update(
     return new_C.to(centroids.dtype), new_totals
 
 
-def critical_sigma(x, sample_weight=None):
+def critical_sigma(x, sample_weight=None, metric="euclidean"):
     """sqrt(lambda_max) of the weighted population covariance of x (a Python float).
 
     For sigma above it, all centroids at the weighted mean is a strict local minimizer of
     F_sigma (SPEC.md, "Critical temperature"): a temperature schedule keeps sigma below.
+    metric="cosine": the spherical width sqrt(lambda_max(P Sigma P) / ||mu||) of the
+    normalized rows (zero rows at weight 0; `softkmeans.fit.cosine`).
     """
     _check_tensor(x, "x", 2)
     w = _check_weights(sample_weight, x.shape[0])
+    metric = metric_of(metric)
+    if metric is not EUCLIDEAN:
+        x = torch.nn.functional.normalize(x.detach().double(), dim=1)
+        w = w * x.any(dim=1).cpu().numpy()
     if _uses_native(x):
-        _, cov = _native.weighted_covariance(_numpy_view(x), w, 0)
-        return _stats.critical_sigma_of(cov)
+        mean, cov = _native.weighted_covariance(_numpy_view(x), w, 0)
+        return float(np.sqrt(metric.critical_lambda(mean, cov)))
     xd = x.detach().double()
     wt = torch.as_tensor(w, dtype=torch.float64, device=x.device)
     mu = (wt[:, None] * xd).sum(0) / wt.sum()
     xc = xd - mu
     cov = (wt[:, None] * xc).T @ xc / wt.sum()
-    return _stats.critical_sigma_of(cov.cpu().numpy())
+    return float(np.sqrt(metric.critical_lambda(mu.cpu().numpy(), cov.cpu().numpy())))
 
 
 class SoftKMeansLoss(torch.nn.Module):

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
 from ..annealing import AnnealingSchedule, check_conflicts, check_schedule
+from .cosine import metric_of
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
 
@@ -95,6 +96,7 @@ class FitParams:
     algorithm: str = "lloyd"
     stream_memory: str = "sqrt"
     decay: float = 0.0
+    metric: str = "euclidean"
     max_clusters: int = 10  # n_clusters="auto" only (softkmeans.phase)
 
     @classmethod
@@ -140,16 +142,18 @@ class FitParams:
 
     def _check_scalars(self):
         """The parameters that do not depend on the data; returns the annealing schedule."""
+        self.metric_policy()
         if not isinstance(self.assignment, str) or self.assignment not in v.KINDS:
             raise ValueError(f"assignment must be one of {v.KINDS}; got {self.assignment!r}")
         if isinstance(self.sigma, str):
             if self.sigma != "auto":
                 allowed = "a real number > 0, None or 'auto'"
                 raise ValueError(f"sigma must be {allowed}; got {self.sigma!r}")
-            if self.assignment != "softmax":
+            if self.assignment != "softmax" or self.metric != "euclidean":
                 raise ValueError(
                     "sigma='auto' is the variance of a Gaussian mixture, whose posterior is the "
-                    f"softmax map: it needs assignment='softmax'; got {self.assignment!r}"
+                    "softmax map: it needs assignment='softmax' and metric='euclidean'; got "
+                    f"assignment={self.assignment!r}, metric={self.metric!r}"
                 )
         elif self.sigma is not None:
             v.check_sigma(self.sigma, "softmax")
@@ -185,6 +189,14 @@ class FitParams:
             allowed = "a float in the range [0.0, 1.0]"
             raise InvalidParameterError(_sklearn_phrase("decay", allowed, self.decay))
         return schedule
+
+    def metric_policy(self):
+        """The fit's metric (`softkmeans.fit.cosine`); InvalidParameterError naming
+        ``metric`` for an unknown one."""
+        try:
+            return metric_of(self.metric)
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
 
     def _resolve_n_init(self, k, schedule):
         """n_init as an int: "auto" is 1 for k-means++, k-means|| or an array, 10 for "random" or a

@@ -78,6 +78,7 @@ def test_auto_sigma_is_scale_equivariant():
         ({"sigma": "ml"}, "sigma must be"),
         ({"sigma": "auto", "assignment": "entmax15"}, "sigma='auto'.*assignment='softmax'"),
         ({"sigma": "auto", "assignment": "hard"}, "sigma='auto'.*assignment='softmax'"),
+        ({"sigma": "auto", "metric": "cosine"}, "sigma='auto'.*metric='euclidean'"),
     ],
 )
 def test_bad_sigma_strings_are_refused(kwargs, match):

@@ -100,6 +100,8 @@ def test_auto_needs_two_samples_and_a_valid_max_clusters():
         SoftKMeans("auto", max_clusters=1).fit(_three_clusters())
     with pytest.raises(ValueError, match="max_clusters"):
         SoftKMeans(3, max_clusters=0).fit(_three_clusters())
+    with pytest.raises(ValueError, match="n_clusters='auto'.*metric='euclidean'"):
+        SoftKMeans("auto", metric="cosine").fit(_three_clusters() + 1.0)
 
 
 def test_the_figure_draws_headless():

@@ -45,7 +45,8 @@ def test_no_split_when_stopping_above_the_critical_sigma():
 @pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
 def test_annealing_ends_at_a_lloyd_fixed_point(kind):
     X = _blobs()
-    m = SoftKMeans(4, assignment=kind, anneal={"cooling": 0.8}, random_state=0).fit(X)
+    schedule = {"cooling": 0.8, "kind": "softmax" if kind == "hard" else kind}
+    m = SoftKMeans(4, assignment=kind, anneal=schedule, random_state=0).fit(X)
     assert m.exact_lloyd_
     step = softkmeans.reference.centroid_step(X, m.cluster_centers_, kind="hard")
     np.testing.assert_allclose(step.centroids, m.cluster_centers_, rtol=1e-12, atol=1e-12)
@@ -153,7 +154,8 @@ def test_priors_through_the_extra_coordinate_are_mass_constrained_responsibiliti
 
 def test_float32_annealing_stays_float32_and_ends_at_lloyd():
     X = _blobs().astype(np.float32)
-    m = SoftKMeans(4, assignment="entmax15", anneal={"cooling": 0.8}, random_state=0).fit(X)
+    schedule = {"cooling": 0.8, "kind": "entmax15"}
+    m = SoftKMeans(4, assignment="entmax15", anneal=schedule, random_state=0).fit(X)
     assert m.cluster_centers_.dtype == np.float32
     assert m.exact_lloyd_
     # A Lloyd fixed point: the hard step keeps every label, and the centroids up to the

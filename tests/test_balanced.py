@@ -226,3 +226,9 @@ def test_balanced_cosine_keeps_unit_centroids(assignment):
     np.testing.assert_allclose(np.linalg.norm(model.cluster_centers_, axis=1), 1.0, rtol=1e-12)
     if assignment == "hard":
         np.testing.assert_array_equal(np.bincount(model.labels_, minlength=4), [75] * 4)
+
+
+def test_balanced_refuses_auto_sigma():
+    X = np.random.default_rng(1).normal(size=(40, 2))
+    with pytest.raises(ValueError, match="sigma='auto' does not combine with balance"):
+        SoftKMeans(2, assignment="softmax", sigma="auto", balance="equal").fit(X)

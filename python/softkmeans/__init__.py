@@ -26,11 +26,13 @@ from ._build_info import build_info
 from ._types import StepResult
 from .annealing import AnnealingSchedule
 from .fit.seeding import kmeans_plusplus
+from .phase import PhaseDiagram, phase_diagram
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnnealingSchedule",
+    "PhaseDiagram",
     "SoftKMeans",
     "StepResult",
     "assign",
@@ -43,6 +45,7 @@ __all__ = [
     "margins",
     "native_functions",
     "objective",
+    "phase_diagram",
     "reference",
     "responsibilities",
     "sq_distances",

@@ -122,6 +122,7 @@ def assign_grouped(X, C, group, n_threads):
     `cpp/src/impl/group_pruned.hpp`."""
     return _core.assign_grouped(X, C, group, n_threads)
 
+
 def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):
     """One epsilon phase of the balanced forward auction on the candidate graph
     (`cpp/include/softkmeans/balanced.hpp`), keeping the rows of `owner` (-1: none)

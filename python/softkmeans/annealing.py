@@ -31,7 +31,11 @@ The driver
    are placed on the points farthest from their centroid; then entmax15 steps run at
    sigma_t = min(sigma, sqrt(Delta_min(C_t)) / 4), half the exact-recovery threshold
    sqrt(Delta_min) / 2, until the centroids stop moving. Below that threshold an entmax15
-   step *is* Lloyd's step, so the result is a K-Means fixed point.
+   step *is* Lloyd's step, so the result is a K-Means fixed point;
+4. with ``split_merge`` (the default), searches from there by split-merge moves (remove a
+   centroid, split the costliest cluster along its axis, Lloyd; kept when J drops) until
+   none helps, and finishes exactly again: continuation alone cannot reach a lower branch
+   born at a first-order transition (`softkmeans.fit.split_merge` says where it matters).
 
 The schedule runs in `softkmeans.fit.annealing`, reading X through the fit's data source
 (`softkmeans.sources`), so one implementation serves every kind of input.
@@ -40,10 +44,11 @@ The schedule runs in `softkmeans.fit.annealing`, reading X through the fit's dat
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from . import _validation as v
 
-__all__ = ["AnnealingSchedule", "check_schedule"]
+__all__ = ["AnnealingSchedule", "check_conflicts", "check_schedule"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +67,8 @@ class AnnealingSchedule:
                   entropy) or "entmax15".
     finish:       True: end with entmax15 below the exact-recovery threshold, i.e. Lloyd
                   (the result is a K-Means fixed point); False: stop at ``stop``.
+    split_merge:  True: after the finish, split-merge moves at zero temperature while they
+                  lower J (needs ``finish``); False: the annealed branch as it ends.
     """
 
     start: float | None = None
@@ -72,6 +79,7 @@ class AnnealingSchedule:
     splits: int = 1
     kind: str = "softmax"
     finish: bool = True
+    split_merge: bool = True
 
     def __post_init__(self):
         for name in ("start", "stop"):
@@ -124,3 +132,28 @@ def check_schedule(anneal) -> AnnealingSchedule | None:
     raise TypeError(
         f"anneal must be None, True, a dict or an AnnealingSchedule; got {type(anneal).__name__}"
     )
+
+
+def check_conflicts(schedule: AnnealingSchedule | None, *, sigma, assignment):
+    """Refuse or warn where annealing would override a parameter silently.
+
+    sigma: annealing sets the widths itself (start, stop), so any sigma is refused.
+    assignment: annealing runs with the schedule's ``kind``; an assignment other than the
+    default "softmax" and that kind only sets the map of predict_proba and score at the
+    last width, which is worth a warning ("hard" too: the finish is Lloyd's anyway).
+    """
+    if schedule is None:
+        return
+    if sigma is not None:
+        raise ValueError(
+            f"sigma={sigma!r} conflicts with anneal: annealing sets the widths itself "
+            "(anneal start/stop); pass sigma=None, or anneal=None for a fixed sigma"
+        )
+    if assignment not in ("softmax", "hard", schedule.kind):
+        warnings.warn(
+            f"anneal runs with kind={schedule.kind!r}; assignment={assignment!r} only sets "
+            "the map of predict_proba and score at the last width (pass anneal="
+            f"{{'kind': {assignment!r}}} to anneal with it)",
+            UserWarning,
+            stacklevel=5,
+        )

@@ -99,10 +99,16 @@ class SoftKMeans(
 
     Parameters
     ----------
-    n_clusters : int, default=8
+    n_clusters : int or "auto", default=8
+        "auto": the most persistent k in [2, max_clusters] of the phase diagram
+        (`softkmeans.phase`: one annealing run with max_clusters + 1 centroids), then a
+        fit with that k; ``n_clusters_`` and ``phase_diagram_`` report it.
     assignment : {"hard", "softmax", "entmax15"}, default="softmax"
         "hard" is Lloyd's algorithm, a drop-in for ``KMeans(algorithm="lloyd")``.
-    sigma : float or None, default=None
+    sigma : float, None or "auto", default=None
+        "auto" (softmax only): the maximum-likelihood shared variance, re-estimated at each
+        step (EM of the equal-weight isotropic Gaussian mixture, `softkmeans.fit.auto_sigma`),
+        so that ``predict_proba`` is that mixture's posterior.
         Width for "softmax" / "entmax15" (ignored by "hard"). None: 0.1 x critical_sigma(X),
         the width below which the data's first split happens (sqrt of the largest
         eigenvalue of the weighted covariance), i.e. T = 0.01 x the critical temperature:
@@ -110,7 +116,9 @@ class SoftKMeans(
     anneal : None, True, dict or AnnealingSchedule, default=None
         Deterministic annealing (see `softkmeans.annealing`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
-        below sqrt(Delta_min)/2, i.e. exactly Lloyd. ``init`` is not used when annealing.
+        below sqrt(Delta_min)/2, i.e. exactly Lloyd, then split-merge moves while they lower
+        J (`softkmeans.fit.split_merge`). ``init`` is not used when annealing; a ``sigma``
+        is refused (the schedule sets the widths).
     init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
 default="k-means++"
         "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 5 passes
@@ -153,6 +161,10 @@ default="k-means++"
         forgotten, so the stream reaches the batch fit's inertia: within 1 % after 5
         passes in bench/streaming.py); "all": everything, the running mean of SPEC.md
         before issue 26 and of ``MiniBatchKMeans`` (which freezes early assignments).
+    max_clusters : int >= 2, default=10
+        n_clusters="auto" only: the largest k considered. 10 covers the range the usual
+        k-selection plots scan (2..10); the diagram's cost grows with it (the annealing
+        runs with max_clusters + 1 centroids) and finer splits past it are rarely clusters.
     decay : float in [0, 1], default=0.0
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
@@ -205,6 +217,9 @@ default="k-means++"
         ``labels_`` (except at rows exactly tied under the offsets), and
         ``predict_proba`` of a balanced "softmax" fit the responsibilities with the
         offsets; ``transform`` and ``score`` ignore them.
+    n_clusters_ : int, the number of clusters fitted (n_clusters, or the "auto" choice)
+    phase_diagram_ : `softkmeans.phase.PhaseDiagram`, for annealing fits and
+        n_clusters="auto": the splits, the persistence of each k, the suggested k
     n_features_in_, feature_names_in_ (when X has string column names)
     """
 
@@ -227,9 +242,9 @@ default="k-means++"
         stream_memory=DEFAULTS.stream_memory,
         decay=DEFAULTS.decay,
         metric=DEFAULTS.metric,
-
         balance=DEFAULTS.balance,
         max_cluster_size=DEFAULTS.max_cluster_size,
+        max_clusters=DEFAULTS.max_clusters,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -247,6 +262,7 @@ default="k-means++"
         self.stream_memory = stream_memory
         self.decay = decay
         self.metric = metric
+        self.max_clusters = max_clusters
 
         self.balance = balance
         self.max_cluster_size = max_cluster_size
@@ -318,6 +334,7 @@ default="k-means++"
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
         self.__dict__.pop("n_steps_", None)
         self.__dict__.pop("cluster_weights_", None)
+        self.__dict__.pop("phase_diagram_", None)
         for name, value in fitter.results().items():
             setattr(self, name, value)
         self._critical = _CriticalSigma(

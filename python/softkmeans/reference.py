@@ -494,6 +494,7 @@ def cosine_critical_sigma(X, *, sample_weight=None):
     A = np.sqrt(w / W)[:, None] * ((Xn - mu) @ P)
     return float(np.sqrt(np.linalg.norm(A, 2) ** 2 / np.linalg.norm(mu)))
 
+
 # Balanced assignments (SPEC.md, "Balanced (size-constrained) assignments"): the oracles of
 # tests/test_balanced.py, outside __all__ (the functional API has no balanced functions;
 # the native path is the fit's, `softkmeans.fit.balanced`).

@@ -33,7 +33,9 @@ tangent part); the cosine centroid step is ``normalize(closed_form_update(xn, cn
 spherical critical width. A zero row of x normalizes to 0: give it weight 0, as
 ``SoftKMeans(metric="cosine")`` does.
 
-Only this module imports torch; ``import softkmeans`` does not.
+A sigma tensor that requires grad gets dF/dsigma; a double backward raises
+(`softkmeans._torch_sigma`). Only these two modules import torch; ``import softkmeans``
+does not.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from . import _native, _stats
+from . import _native, _stats, _torch_sigma
 from . import _validation as v
 from .fit.cosine import EUCLIDEAN, metric_of
 
@@ -283,12 +285,13 @@ def free_energy(
     entmax15: G_sigma (SPEC.md). sigma is the RBF width (T = 2 sigma^2; ignored for
     "hard"). reduction "sum" returns the weighted sum; "mean" divides it by the total
     weight W = sum_i w_i (n without weights). Differentiable with respect to x and
-    centroids (SPEC.md's gradients); sample_weight is a constant. n_threads: OpenMP
-    threads of the native path (None: its default).
+    centroids (SPEC.md's gradients) and in a sigma tensor that requires grad; sample_weight
+    is a constant; no double backward (`softkmeans._torch_sigma`). n_threads: the native
+    path's OpenMP threads.
     """
     x, centroids = _check_pair(x, centroids)
     kind = v.check_kind(kind)
-    sigma = _check_sigma(sigma, kind)
+    sigma_in, sigma = sigma, _check_sigma(sigma, kind)  # sigma_in: a tensor may want grad
     w = _check_weights(sample_weight, x.shape[0])
     reduction = _check_reduction(reduction)
     n_threads = v.check_n_threads(n_threads)
@@ -296,6 +299,8 @@ def free_energy(
         out = _NativeFreeEnergy.apply(x, centroids, kind, sigma, w, n_threads)
     else:
         out = _torch_free_energy(x, centroids, sigma, kind, w)
+    r = lambda: responsibilities(x.detach(), centroids.detach(), sigma, kind)  # noqa: E731
+    out = _torch_sigma.with_sigma_gradient(out, sigma_in, sigma, kind, w, r)
     return out / float(w.sum()) if reduction == "mean" else out
 
 

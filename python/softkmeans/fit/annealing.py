@@ -15,6 +15,7 @@ import numpy as np
 from .. import _native
 from ..annealing import AnnealingSchedule
 from .cosine import EUCLIDEAN
+from .split_merge import split_merge
 from .steps import run_steps
 from .tasks import NO_TASKS
 
@@ -68,6 +69,7 @@ def run_annealing(
     report=None,
     task=NO_TASKS,
     metric=EUCLIDEAN,
+    on_width=None,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
@@ -79,6 +81,8 @@ def run_annealing(
     task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
     leaves) and one for the finish; a width that asks to stop ends the cooling.
     metric: the fit's `softkmeans.fit.cosine` metric (its step, start and split widths).
+    on_width(sigma, C, objective) -> bool: after each width (the phase diagram,
+    `softkmeans.phase`); True ends the cooling.
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
@@ -138,7 +142,8 @@ def run_annealing(
         def state(C=C, sigma=sigma, n_iter=n_iter):
             return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
 
-        if width.end(state) or sigma <= stop:
+        observed_stop = on_width is not None and on_width(sigma, C, history.objective[-1])
+        if width.end(state) or observed_stop or sigma <= stop:
             break
         sigma = max(sigma * schedule.cooling, stop)
 
@@ -153,6 +158,14 @@ def run_annealing(
             source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
             task=finish, metric=metric,
         )  # fmt: skip
+        # Euclidean only: its splits along a principal axis would leave the unit sphere.
+        if schedule.split_merge and metric is EUCLIDEAN:
+            C, moves = split_merge(source, C, max_iter=max_iter, max_rounds=4 * n_clusters)
+            if moves:  # the search's Lloyd runs end at a fixed point: confirm it exactly
+                C, sigma, exact = finish_exact(
+                    source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
+                    task=finish,
+                )  # fmt: skip
         n_iter = history.n_iter
         finish.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
         if report is not None and history.n_iter:

@@ -28,9 +28,10 @@ import warnings
 
 import numpy as np
 
-from .. import _stats, sources
+from .. import _stats, phase, sources
 from .. import _validation as v
 from .annealing import run_annealing
+from .auto_sigma import is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .cosine import EUCLIDEAN
@@ -55,6 +56,7 @@ RESULTS = (
     "min_margin_",
     "exact_lloyd_",
     "balance_offsets_",
+    "n_clusters_",
 )
 
 
@@ -100,12 +102,16 @@ class Fitter:
         self.source = None
         self._critical_sigma = None
         self.metric = params.metric_policy()
+        self.phase_diagram_ = None  # annealing fits and n_clusters="auto" (softkmeans.phase)
 
         self.balance_offsets_ = None
 
     def results(self):
-        """The fitted attributes, by name."""
-        return {name: getattr(self, name) for name in RESULTS}
+        """The fitted attributes, by name (phase_diagram_ where the fit has one)."""
+        out = {name: getattr(self, name) for name in RESULTS}
+        if self.phase_diagram_ is not None:
+            out["phase_diagram_"] = self.phase_diagram_
+        return out
 
     @property
     def critical_sigma_(self):
@@ -121,7 +127,21 @@ class Fitter:
         return self._critical_sigma
 
     def _open(self, source):
-        """The checked parameters; the source's thread count set for them."""
+        """The checked parameters; the source's thread count set for them.
+        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`)."""
+        if is_auto(self.params.n_clusters):
+            if self.metric is not EUCLIDEAN:
+                raise ValueError(
+                    "n_clusters='auto' (the Euclidean phase diagram) needs metric='euclidean'; "
+                    f"got metric={self.params.metric!r}: pass an int n_clusters"
+                )
+            self.phase_diagram_ = phase.diagram_of(
+                source,
+                max_clusters=self.params.max_clusters,
+                random_state=check_random_state(self.params.random_state),
+                n_threads=self.params.n_threads,
+            )
+            self.params = dataclasses.replace(self.params, n_clusters=self.phase_diagram_.suggested)
         resolved = self.params.check(source)
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
@@ -186,6 +206,7 @@ class Fitter:
 
     def _run_annealing(self, k, schedule, tol, rng, relocate, progress, task):
         history = History()
+        recorder = phase.Recorder(phase.MERGE)
 
         def report(s, step, shift, n_distinct, elapsed):
             prefix = f"width {len(history.sigma):6d} steps  distinct {n_distinct:4d}"
@@ -206,7 +227,10 @@ class Fitter:
             report=report if self.params.verbose else None,
             task=task,
             metric=self.metric,
+            on_width=recorder,
         )
+        if self.phase_diagram_ is None:  # n_clusters="auto" keeps its own, to max_clusters
+            self.phase_diagram_ = recorder.diagram(2, max(k - 1, 2), self.critical_sigma_)
         final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
         return C, sig, history, final
 
@@ -236,8 +260,13 @@ class Fitter:
         rng = check_random_state(params.random_state)
         notes = OncePerFit(self.warning_category)
         tol = _tolerance(source.feature_variances(), params.tol)
+        auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
-        sigma = _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+        sigma = (
+            0.0
+            if auto
+            else _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+        )
         if not isinstance(init, str) and not callable(init) and n_init != 1:
             warnings.warn(
                 "Explicit initial center position passed: performing only one init "
@@ -248,7 +277,12 @@ class Fitter:
             n_init = 1
 
         targets = targets_of(params, source, k, kind)
-        best = None
+        if auto and targets is not None:
+            raise ValueError(
+                "sigma='auto' does not combine with balance / max_cluster_size: a balanced "
+                "fit needs a fixed sigma (a number, or None)"
+            )
+        best, best_score = None, None
         progress = Progress(
             params.verbose, total=None if schedule is not None else params.max_iter * n_init
         )
@@ -268,13 +302,23 @@ class Fitter:
                         run = run_balanced(source, C0, kind, sigma, targets, tol=tol,
                                            max_iter=params.max_iter, task=task,
                                            step=self.metric.step)  # fmt: skip
+                    elif auto:
+                        run = run_em(
+                            source, C0, tol=tol, max_iter=params.max_iter,
+                            relocate=relocator(source, kind, notes), task=task,
+                            on_step=lambda i, s, step, _: progress.line(
+                                iteration_line(i, kind, s, step)
+                            ),
+                        )  # fmt: skip
                     else:
                         run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
                 C, sig, history, (final, labels), *offsets = run
+                # sigma='auto': runs end at their own widths, so they compare by likelihood.
+                score = nll_score(final, sig, source.shape[1]) if auto else final.objective
                 if best is None or (
-                    final.objective < best[0].objective and not _same_clustering(labels, best[2], k)
+                    score < best_score and not _same_clustering(labels, best[2], k)
                 ):
-                    best = (final, C, labels, sig, history, *offsets)
+                    best, best_score = (final, C, labels, sig, history, *offsets), score
                 state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
                 if task.end(lambda state=state: state):
                     break
@@ -294,6 +338,7 @@ class Fitter:
         self.n_iter_ = history.n_iter
         self.history_ = history.as_dict()
         self.min_margin_ = float(final.min_margin)
+        self.n_clusters_ = int(k)
         if offsets is not None:
             self.exact_lloyd_ = False  # a balanced fit is not Lloyd's
         elif kind == "hard":
@@ -346,6 +391,11 @@ class Fitter:
         if params.balance is not None or params.max_cluster_size is not None:
             raise ValueError(
                 "partial_fit does not balance: use fit with balance / max_cluster_size"
+            )
+        if is_auto(params.sigma):
+            raise ValueError(
+                "sigma='auto' is re-estimated over all the data at every step; partial_fit "
+                "needs a fixed sigma (a number, or None)"
             )
         if schedule is not None:
             raise ValueError(

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
-from ..annealing import AnnealingSchedule, check_schedule
+from ..annealing import AnnealingSchedule, check_conflicts, check_schedule
 from .cosine import metric_of
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
@@ -83,7 +83,7 @@ class FitParams:
 
     n_clusters: int = 8
     assignment: str = "softmax"
-    sigma: float | None = None
+    sigma: float | str | None = None
     anneal: Any = None
     init: Any = "k-means++"
     n_init: Any = "auto"
@@ -97,6 +97,7 @@ class FitParams:
     stream_memory: str = "sqrt"
     decay: float = 0.0
     metric: str = "euclidean"
+    max_clusters: int = 10  # n_clusters="auto" only (softkmeans.phase)
 
     balance: Any = None
     max_cluster_size: Any = None
@@ -147,14 +148,26 @@ class FitParams:
         self.metric_policy()
         if not isinstance(self.assignment, str) or self.assignment not in v.KINDS:
             raise ValueError(f"assignment must be one of {v.KINDS}; got {self.assignment!r}")
-        if self.sigma is not None:
+        if isinstance(self.sigma, str):
+            if self.sigma != "auto":
+                allowed = "a real number > 0, None or 'auto'"
+                raise ValueError(f"sigma must be {allowed}; got {self.sigma!r}")
+            if self.assignment != "softmax" or self.metric != "euclidean":
+                raise ValueError(
+                    "sigma='auto' is the variance of a Gaussian mixture, whose posterior is the "
+                    "softmax map: it needs assignment='softmax' and metric='euclidean'; got "
+                    f"assignment={self.assignment!r}, metric={self.metric!r}"
+                )
+        elif self.sigma is not None:
             v.check_sigma(self.sigma, "softmax")
         schedule = check_schedule(self.anneal)
+        check_conflicts(schedule, sigma=self.sigma, assignment=self.assignment)
         if not (isinstance(self.n_init, str) and self.n_init == "auto"):
             if isinstance(self.n_init, str) or not _is_int(self.n_init) or self.n_init < 1:
                 allowed = "a str among {'auto'} or an int in the range [1, inf)"
                 raise InvalidParameterError(_sklearn_phrase("n_init", allowed, self.n_init))
         v.check_int(self.max_iter, "max_iter", 1)
+        v.check_int(self.max_clusters, "max_clusters", 2)
         v.check_real(self.tol, "tol", minimum=0.0)
         v.check_n_threads(self.n_threads)
         # scikit-learn's "verbose": an int >= 0 or a bool.

@@ -157,6 +157,19 @@ default="k-means++"
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
         1 - decay). 0: none; 1: each batch alone moves the centroids to its own means.
+    max_points_per_centroid : None or int >= 1, default=None
+        Train on a sample, as index builders do (faiss's parameter of the same name,
+        whose default is 256): with more than n_clusters x max_points_per_centroid rows
+        of positive weight, the runs (seeding, iterations, n_init) see only a uniform
+        sample of that many of them, drawn once from ``random_state`` without
+        replacement; then one pass labels every row exactly at the fitted centroids.
+        None: every row. The sample is uniform whatever ``sample_weight``, and the
+        sampled rows keep their weights (the weighted means stay unbiased). ``labels_``,
+        ``inertia_``, ``objective_`` and ``min_margin_`` cover all rows with their
+        weights; ``n_iter_``, ``history_`` and the tolerance are those of the sample's
+        runs (as is ``critical_sigma_`` when the fit needs it). A memory-mapped X is
+        sampled into a temporary file, not into memory (`softkmeans.fit.sampled`).
+        ``partial_fit`` uses each batch whole; ``predict`` labels every row exactly.
 
     Attributes
     ----------
@@ -198,6 +211,7 @@ default="k-means++"
         algorithm=DEFAULTS.algorithm,
         stream_memory=DEFAULTS.stream_memory,
         decay=DEFAULTS.decay,
+        max_points_per_centroid=DEFAULTS.max_points_per_centroid,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -214,6 +228,7 @@ default="k-means++"
         self.algorithm = algorithm
         self.stream_memory = stream_memory
         self.decay = decay
+        self.max_points_per_centroid = max_points_per_centroid
 
     # ------------------------------------------------------------------ validation
 

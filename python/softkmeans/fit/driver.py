@@ -36,6 +36,7 @@ from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
 from .relocation import relocator, warn_about_empty_clusters
+from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
 from .steps import History, run_steps
 from .tasks import NO_TASKS
@@ -210,10 +211,21 @@ class Fitter:
         return self
 
     def _fit(self, source, k, kind, schedule, init, n_init):
+        rng = check_random_state(self.params.random_state)
+        # The runs read the training sample (max_points_per_centroid), the final pass
+        # every row.
+        training = training_source(source, k, self.params.max_points_per_centroid, rng)
+        try:
+            self._fit_runs(source, training, rng, k, kind, schedule, init, n_init)
+        finally:
+            if training is not source:
+                training.close()
+
+    def _fit_runs(self, source, training, rng, k, kind, schedule, init, n_init):
         params = self.params
-        rng = check_random_state(params.random_state)
+        self.source = training
         notes = OncePerFit(self.warning_category)
-        tol = _tolerance(source.feature_variances(), params.tol)
+        tol = _tolerance(training.feature_variances(), params.tol)
         needs_width = kind != "hard" and params.sigma is None
         sigma = _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
         if not isinstance(init, str) and not callable(init) and n_init != 1:
@@ -236,7 +248,7 @@ class Fitter:
                 )
                 task.begin()
                 if schedule is not None:
-                    relocate = relocator(source, kind, notes)
+                    relocate = relocator(training, kind, notes)
                     run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
                 else:
                     C0 = self._init_centroids(k, init, rng)
@@ -250,6 +262,10 @@ class Fitter:
                 state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
                 if task.end(lambda state=state: state):
                     break
+            if training is not source:
+                final, C, _, sig, history = best
+                final, labels = label_all(source, C, kind, sig, progress)
+                best = (final, C, labels, sig, history)
         finally:
             progress.close()
         self._set_results(kind, schedule, k, *best)

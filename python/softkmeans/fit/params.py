@@ -95,6 +95,7 @@ class FitParams:
     algorithm: str = "lloyd"
     stream_memory: str = "sqrt"
     decay: float = 0.0
+    max_points_per_centroid: int | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -172,6 +173,7 @@ class FitParams:
         ):
             allowed = "a float in the range [0.0, 1.0]"
             raise InvalidParameterError(_sklearn_phrase("decay", allowed, self.decay))
+        v.check_int(self.max_points_per_centroid, "max_points_per_centroid", 1, allow_none=True)
         return schedule
 
     def _resolve_n_init(self, k, schedule):

@@ -24,6 +24,7 @@ import numpy as np
 from .. import _native, _stats
 from .. import _validation as v
 from .base import LocalSource
+from .readahead import file_blocks
 from .seeding import BlockSeedingPasses, KeptDistancePasses
 
 __all__ = [
@@ -131,9 +132,31 @@ class _DenseSource(LocalSource):
     def _in_memory(self):
         return isinstance(self.data, np.ndarray)
 
+    def subset(self, idx):
+        """In memory for an in-memory X; for a file-backed or array-like X, a temporary
+        file-backed copy (`spool`): the sample adds no anonymous memory of its size."""
+        weights = None if self.unit_weights else self.weights[idx]
+        if self._in_memory() and not _file_backed(self.data):
+            return ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
+        return spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
+
+
+class _Gathered:
+    """The rows idx (sorted) of X as a row-sliceable array-like (what `spool` copies)."""
+
+    def __init__(self, X, idx):
+        self.X, self.idx = X, np.asarray(idx, dtype=np.int64)
+        self.shape = (self.idx.size, X.shape[1])
+        self.dtype = X.dtype
+
+    def __getitem__(self, rows):
+        return self.X[self.idx[rows]]
+
 
 class ArraySource(_DenseSource):
-    """A C-contiguous float32/float64 array (or np.memmap), read in place.
+    """A C-contiguous float32/float64 array (or np.memmap), read in place: in one block,
+    or, a memory-mapped file larger than MIN_FILE_BYTES, in blocks read ahead of the
+    compute (`softkmeans.sources.readahead`; their statistics merged in block order).
 
     fit: the source of a fit: validated in blocks with the features' moments folded into
     that pass (the tolerance). owned_path: a temporary file behind X, removed by close.
@@ -148,6 +171,7 @@ class ArraySource(_DenseSource):
         w = self.weights
         self._owned_path = owned_path
         self._augmented_copy = None
+        self._file_blocks = file_blocks(X)
         if checked:  # by `spool`, as it wrote X
             return
         n = X.shape[0]
@@ -157,6 +181,10 @@ class ArraySource(_DenseSource):
         self._variances = check_values(blocks, name, w if fit else None)
 
     def blocks(self, augmented=False):
+        if not augmented and self._file_blocks is not None:
+            self._file_blocks.on_block = self.on_block
+            yield from self._file_blocks
+            return
         if not augmented:
             yield 0, self.shape[0], self.data
             return
@@ -181,7 +209,7 @@ class ArraySource(_DenseSource):
         """Remove the temporary file behind X, if this source owns one."""
         if self._owned_path is not None:
             self.data = None
-            self._augmented_copy = None
+            self._augmented_copy = self._file_blocks = None
             path, self._owned_path = self._owned_path, None
             os.unlink(path)
 

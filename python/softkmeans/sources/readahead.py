@@ -41,11 +41,11 @@ def file_blocks(X):
 
 def file_region(a):
     """(path, byte offset in the file of a's first element) for a C-contiguous view of
-    an np.memmap of a named file, else None."""
+    an np.memmap of a named file (an np.memmap or any view of one), else None."""
     root = a
-    while isinstance(root, np.memmap) and isinstance(root.base, np.ndarray):
-        root = root.base
-    if not isinstance(root, np.memmap) or not isinstance(root.base, mmap.mmap):
+    while isinstance(root, np.ndarray) and not isinstance(root.base, mmap.mmap):
+        root = root.base  # views (np.asarray of a memmap is one) down to the mapping's
+    if not isinstance(root, np.memmap):
         return None
     path = getattr(root, "filename", None)
     if path is None:
@@ -59,10 +59,10 @@ class FileBlocks:
     the next block's pages requested before the current one is yielded; on_block(stop, n),
     when set, is called after each block is consumed (progress of a long pass)."""
 
-    def __init__(self, X, block_bytes=None):
+    def __init__(self, X):
         self.X = X
         row_bytes = X.shape[1] * X.itemsize
-        self.step = max(1, (block_bytes or BLOCK_BYTES) // row_bytes)
+        self.step = max(1, BLOCK_BYTES // row_bytes)
         self.row_bytes = row_bytes
         self.region = file_region(X) if hasattr(os, "posix_fadvise") else None
         self.on_block = None

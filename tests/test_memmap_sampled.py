@@ -1,0 +1,109 @@
+"""Beyond memory (issue 24, item 4): a sampled fit of a memory-mapped file grows the
+process's anonymous memory by at most the bounds of the rows fitted (n_fit x (t + 1)
+float64: per-group bounds and a label) plus O(k d) plus 10 % of the file; the sample
+goes to a temporary file, and a file larger than the read-ahead threshold is read in
+blocks with the next block advised (`softkmeans.sources.readahead`).
+
+The fit runs in a subprocess, which samples its own RssAnon (file-backed pages of the
+memmap and of the temporary file are not in it) every 2 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+N, D, K, M = 300_000, 128, 64, 1024  # 154 MB of float32; a sample of 65,536 rows (22 %)
+
+CHILD = textwrap.dedent(
+    r"""
+    import json, sys, threading, time
+    import numpy as np
+    from softkmeans import SoftKMeans
+    from softkmeans.fit.bounded import BoundedHardPass
+    from softkmeans.sources import readahead
+
+    path, n, d, k, m, threshold = sys.argv[1:]
+    n, d, k, m = int(n), int(d), int(k), int(m)
+    readahead.MIN_FILE_BYTES = int(threshold)
+    readahead.BLOCK_BYTES = int(threshold) // 2
+    X = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
+
+    def rss_anon():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("RssAnon"):
+                    return int(line.split()[1]) * 1024
+
+    params = dict(assignment="hard", init=np.array(X[:k]), max_iter=4, tol=0.0,
+                  max_points_per_centroid=m, random_state=0)
+    SoftKMeans(k, **{**params, "max_points_per_centroid": None}).fit(X[:4000])  # warm up
+    blocks = []
+    FileBlocks = readahead.FileBlocks
+    class Counted(FileBlocks):
+        def __iter__(self):
+            for block in super().__iter__():
+                blocks.append(self.region is not None)
+                yield block
+    readahead.FileBlocks = Counted
+    base = peak = rss_anon()
+    stop = False
+
+    def sample():
+        global peak
+        while not stop:
+            peak = max(peak, rss_anon())
+            time.sleep(0.002)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    model = SoftKMeans(k, **params).fit(X)
+    stop = True
+    t.join()
+    print(json.dumps({
+        "growth": peak - base, "labels": int(model.labels_.size), "blocks": len(blocks),
+        "advised": all(blocks), "groups": BoundedHardPass.MAX_GROUPS,
+        "labels_ok": bool(np.array_equal(model.labels_[-3000:], model.predict(X[-3000:]))),
+    }))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def memmap_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("memmap") / "x.f32"
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(K, D)).astype(np.float32)
+    mm = np.memmap(path, dtype=np.float32, mode="w+", shape=(N, D))
+    for s in range(0, N, 50_000):
+        noise = rng.standard_normal(size=(50_000, D), dtype=np.float32)
+        mm[s : s + 50_000] = centres[rng.integers(0, K, size=50_000)] + noise
+    mm.flush()
+    del mm
+    return path
+
+
+def test_sampled_memmap_fit_stays_within_the_memory_bound(memmap_file):
+    threshold = 1 << 25  # read the 154 MB file in blocks, as a file over 1 GiB is
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(memmap_file), str(N), str(D), str(K), str(M),
+         str(threshold)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    file_bytes = N * D * 4
+    n_fit = K * M
+    bound = n_fit * (out["groups"] + 1) * 8 + 64 * K * D * 8 + 0.10 * file_bytes
+    assert out["growth"] <= bound, (
+        f"anonymous growth {out['growth'] / 1e6:.0f} MB > bound {bound / 1e6:.0f} MB "
+        f"({out['growth'] / file_bytes:.1%} of the file)"
+    )
+    assert out["labels"] == N and out["labels_ok"]
+    # The final pass read the file in blocks, each advised ahead.
+    assert out["blocks"] >= 4 and out["advised"]

@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import os
+import platform
 import statistics
 import time
 import warnings
@@ -376,9 +378,17 @@ def sklearn_fit(
     return run
 
 
-def faiss_fit(X: np.ndarray, C0: np.ndarray, *, max_iter: int, n_threads: int = 2):
-    """The whole faiss-cpu `Kmeans(niter=max_iter).train(X, init_centroids=C0)` call (float32,
-    no subsampling), timed as a user times it."""
+def faiss_fit(
+    X: np.ndarray,
+    C0: np.ndarray,
+    *,
+    max_iter: int,
+    n_threads: int = 2,
+    max_points_per_centroid: int | None = None,
+):
+    """The whole faiss-cpu `Kmeans(niter=max_iter).train(X, init_centroids=C0)` call (float32;
+    max_points_per_centroid None: no subsampling, else faiss's own sampling of that many
+    rows per centroid), timed as a user times it."""
     require("faiss")
     import faiss
 
@@ -390,7 +400,8 @@ def faiss_fit(X: np.ndarray, C0: np.ndarray, *, max_iter: int, n_threads: int = 
     def run() -> Timed:
         km = faiss.Kmeans(
             d, k, niter=max_iter, seed=1, verbose=False,
-            max_points_per_centroid=n // k + 1, min_points_per_centroid=1,
+            max_points_per_centroid=max_points_per_centroid or n // k + 1,
+            min_points_per_centroid=1,
         )  # fmt: skip
         with thread_limit(n_threads):
             t0 = time.perf_counter()
@@ -571,6 +582,39 @@ def copy_bandwidth(*, n_threads: int = 2, nbytes: int = 1 << 28, repeats: int = 
     finally:
         pool.shutdown()
     return 2.0 * src.nbytes / t * 1e-9
+
+
+def cpu_description() -> str:
+    """The CPU as /proc/cpuinfo names it: model name, family/model, the widest vector
+    instructions (AVX-512: 512-bit registers; whether the core has one or two 512-bit
+    FMA units is not in /proc/cpuinfo), and the logical CPUs this process may use."""
+    fields, flags = {}, set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "flags":
+                    flags = set(value.split())
+                elif key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+    except OSError:
+        return f"{platform.processor() or platform.machine()} (no /proc/cpuinfo)"
+    if "avx512f" in flags:
+        width = (
+            "AVX-512 (512-bit; "
+            + ", ".join(sorted(f for f in flags if f.startswith("avx512") and f != "avx512f"))
+            + ")"
+        )
+    elif "avx2" in flags:
+        width = "AVX2 (256-bit)"
+    else:
+        width = "SSE (128-bit)"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (
+        f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model "
+        f"{fields.get('model', '?')}), {width}, {cpus} logical CPUs"
+    )
 
 
 def ceilings(*, n_threads: int = 2, quick: bool = False) -> dict[str, float]:

@@ -107,3 +107,38 @@ def test_sampled_memmap_fit_stays_within_the_memory_bound(memmap_file):
     assert out["labels"] == N and out["labels_ok"]
     # The final pass read the file in blocks, each advised ahead.
     assert out["blocks"] >= 4 and out["advised"]
+
+
+def test_file_region_finds_the_bytes_of_a_view(tmp_path):
+    from softkmeans.sources import readahead
+
+    path = tmp_path / "a.f32"
+    np.arange(6000, dtype=np.float32).tofile(path)
+    mm = np.memmap(path, dtype=np.float32, mode="r", offset=4 * 18, shape=(997, 6))
+    view = np.asarray(mm)[10:20]  # a plain ndarray whose base is the memmap
+    where, offset = readahead.file_region(view)
+    assert str(where) == str(path)
+    np.testing.assert_array_equal(np.fromfile(path, np.float32, count=6, offset=offset), view[0])
+    assert readahead.file_region(np.zeros((3, 3))) is None
+
+
+def test_a_memmap_read_in_blocks_fits_as_in_memory(tmp_path, monkeypatch, capsys):
+    """Blocks merged in order: the in-memory fit up to rounding, the same labels; a
+    sampled fit's verbose output reports the rows labelled block by block."""
+    from softkmeans import SoftKMeans
+    from softkmeans.sources import readahead
+
+    monkeypatch.setattr(readahead, "MIN_FILE_BYTES", 0)
+    monkeypatch.setattr(readahead, "BLOCK_BYTES", 8 * 6 * 700)  # 700 rows a block
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 6)) + rng.integers(0, 4, size=(3000, 1))
+    path = tmp_path / "x.f64"
+    X.tofile(path)
+    mm = np.memmap(path, dtype=np.float64, mode="r", shape=X.shape)
+    params = dict(assignment="softmax", sigma=0.5, init=X[:5], max_iter=6, tol=0.0)
+    a, b = SoftKMeans(5, **params).fit(mm), SoftKMeans(5, **params).fit(X)
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-12)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    SoftKMeans(5, **params, max_points_per_centroid=100, verbose=1).fit(mm)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "labelled" in line]
+    assert lines[-1].split()[-4:] == ["3000", "/", "3000", "rows"] and len(lines) == 5

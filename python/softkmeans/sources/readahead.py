@@ -59,6 +59,9 @@ class FileBlocks:
     the next block's pages requested before the current one is yielded; on_block(stop, n),
     when set, is called after each block is consumed (progress of a long pass)."""
 
+    # False: the same blocks, unadvised (bench/studies/readahead.py times both).
+    ADVISE = True
+
     def __init__(self, X):
         self.X = X
         row_bytes = X.shape[1] * X.itemsize
@@ -72,7 +75,12 @@ class FileBlocks:
 
     def __iter__(self):
         n = self.X.shape[0]
-        fd = os.open(self.region[0], os.O_RDONLY) if self.region is not None else None
+        fd = None
+        if self.region is not None:
+            try:
+                fd = os.open(self.region[0], os.O_RDONLY)
+            except OSError:  # the file was removed or renamed: the mapping still reads
+                fd = None
         try:
             self._advise(fd, 0)
             for start in range(0, n, self.step):
@@ -87,7 +95,7 @@ class FileBlocks:
 
     def _advise(self, fd, start):
         """Start reading the block of rows from `start` (no wait)."""
-        if fd is None or start >= self.X.shape[0]:
+        if fd is None or start >= self.X.shape[0] or not self.ADVISE:
             return
         rows = min(self.step, self.X.shape[0] - start)
         offset = self.region[1] + start * self.row_bytes

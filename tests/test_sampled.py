@@ -110,8 +110,8 @@ def test_zero_weight_rows_are_not_sampled(data):
 
 
 def test_every_input_kind_draws_the_same_sample(data, tmp_path, monkeypatch):
-    """An array, a memmap (sampled into a temporary file, removed after the fit) and a
-    CSR matrix fit the same sample."""
+    """An array, a memmap (sampled into a temporary file, removed after the fit), a CSR
+    matrix and a Dask array (sampled on its scheduler) fit the same sample."""
     X, C, w = data
     expected = _fit(X, C, w)
     path = tmp_path / "x.f64"
@@ -121,7 +121,14 @@ def test_every_input_kind_draws_the_same_sample(data, tmp_path, monkeypatch):
     spool_dir = tmp_path / "spool"
     spool_dir.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spool_dir))
-    for other in (np.memmap(path, dtype=np.float64, mode="r", shape=X.shape), sp.csr_matrix(X)):
+    import dask.array as da  # the test extra's
+
+    others = [
+        np.memmap(path, dtype=np.float64, mode="r", shape=X.shape),
+        sp.csr_matrix(X),
+        da.from_array(X, chunks=700),
+    ]
+    for other in others:
         model = _fit(other, C, w)
         np.testing.assert_array_equal(model.labels_, expected.labels_)
         np.testing.assert_allclose(model.cluster_centers_, expected.cluster_centers_, rtol=1e-12)

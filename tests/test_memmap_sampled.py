@@ -123,7 +123,8 @@ def test_file_region_finds_the_bytes_of_a_view(tmp_path):
 
 
 def test_a_memmap_read_in_blocks_fits_as_in_memory(tmp_path, monkeypatch, capsys):
-    """Blocks merged in order: the in-memory fit up to rounding, the same labels; a
+    """Blocks merged in order: the in-memory fit up to rounding, the same labels (and
+    annealing, whose rows with a zero column are copied block by block, not whole); a
     sampled fit's verbose output reports the rows labelled block by block."""
     from softkmeans import SoftKMeans
     from softkmeans.sources import readahead
@@ -139,6 +140,9 @@ def test_a_memmap_read_in_blocks_fits_as_in_memory(tmp_path, monkeypatch, capsys
     a, b = SoftKMeans(5, **params).fit(mm), SoftKMeans(5, **params).fit(X)
     np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-12)
     np.testing.assert_array_equal(a.labels_, b.labels_)
+    annealing = dict(anneal={"cooling": 0.7, "steps": 10}, random_state=0, max_iter=5)
+    a, b = SoftKMeans(4, **annealing).fit(mm), SoftKMeans(4, **annealing).fit(X)
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-9, atol=1e-12)
     SoftKMeans(5, **params, max_points_per_centroid=100, verbose=1).fit(mm)
     lines = [line for line in capsys.readouterr().out.splitlines() if "labelled" in line]
     assert lines[-1].split()[-4:] == ["3000", "/", "3000", "rows"] and len(lines) == 5

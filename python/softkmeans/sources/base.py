@@ -232,8 +232,8 @@ class LocalSource(Source):
         """(mean, covariance) of a block's rows under weights w."""
         return _native.weighted_covariance(rows, w, self.n_threads)
 
-    def _pairs(self):
-        """(start, stop, rows of X, rows of [X, 0]) in order."""
+    def paired_blocks(self):
+        """(start, stop, rows of X, rows of [X, 0]) in order (the two `blocks` in step)."""
         for (start, stop, rows), (_, _, rows_a) in zip(self.blocks(), self.blocks(True)):
             yield start, stop, rows, rows_a
 
@@ -315,7 +315,7 @@ class LocalSource(Source):
     def responsibility_moments(self, Ca, kind, sigma):
         k = Ca.shape[0]
         parts = [[] for _ in range(k)]
-        for start, stop, rows, rows_a in self._pairs():
+        for start, stop, rows, rows_a in self.paired_blocks():
             R = _native.responsibilities(rows_a, Ca, kind, sigma, self.n_threads)
             w = self.weights[start:stop]
             for j in range(k):

@@ -48,7 +48,13 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    run(n=args.n, d=args.d, k=args.k, chunks=args.chunks, iters=args.iters, repeat=args.repeat)
 
+
+def run(*, n, d, k, chunks, iters, repeat):
+    """Runs the interleaved fits, prints the table, returns the median seconds by contender:
+    "ours" (the Dask fit), "dask-ml" (when installed), "in memory"."""
+    args = argparse.Namespace(n=n, d=d, k=k, chunks=chunks, iters=iters, repeat=repeat)
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 
@@ -67,7 +73,6 @@ def main(argv=None):
         np.float32
     )
     C0 = X[rng.choice(args.n, args.k, replace=False)].copy()
-    iters = args.iters
 
     models = {}
     cluster = LocalCluster(
@@ -130,6 +135,9 @@ def main(argv=None):
             f"(median of per-round ratios {_median_ratio(ml_t, ours_t):.1f}x; labels agreeing "
             f"with dask-ml: {agree:.4f})"
         )
+
+    keys = ["ours"] + (["dask-ml"] if DaskMLKMeans is not None else []) + ["in memory"]
+    return {key: statistics.median(times[name]) for key, name in zip(keys, names)}
 
 
 def _median_ratio(a, b):

@@ -387,7 +387,8 @@ _SPARSE_CHECKS = {
 @parametrize_with_checks(
     [SoftKMeans(assignment=kind, random_state=0) for kind in KINDS]
     # Annealing starts from the weighted mean, not from seeds: no row-order dependence.
-    + [SoftKMeans(assignment="softmax", anneal={"cooling": 0.6, "steps": 30}, random_state=0)],
+    + [SoftKMeans(assignment="softmax", anneal={"cooling": 0.6, "steps": 30}, random_state=0)]
+    + [SoftKMeans(assignment="hard", metric="cosine", random_state=0)],
     expected_failed_checks=lambda est: _SPARSE_CHECKS | ({} if est.anneal else _EXPECTED_FAILED),
 )
 def test_sklearn_compatible_estimator(estimator, check):

@@ -141,3 +141,17 @@ def test_bad_values_name_the_parameter(data, bad):
     X, C, _ = data
     with pytest.raises(ValueError, match="max_points_per_centroid"):
         SoftKMeans(K, max_points_per_centroid=bad).fit(X)
+
+
+def test_cosine_samples_the_normalized_rows(data):
+    """metric="cosine": dense and CSR X fit the same sample of normalized rows."""
+    X, C, w = data
+    kw = dict(metric="cosine", init=C / np.linalg.norm(C, axis=1, keepdims=True))
+    dense = _fit(X, C, w, **kw)
+    sparse = _fit(sp.csr_matrix(X), C, w, **kw)
+    np.testing.assert_array_equal(sparse.labels_, dense.labels_)
+    np.testing.assert_allclose(sparse.cluster_centers_, dense.cluster_centers_, rtol=1e-10)
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    labels, d2 = _nearest(Xn, dense.cluster_centers_)
+    np.testing.assert_array_equal(dense.labels_, labels)
+    np.testing.assert_allclose(dense.inertia_, float(w @ d2), rtol=1e-10)

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
-from compare import _data  # noqa: E402  (the data of compare.py's softmax rows)
+from table import blob_data as _data  # noqa: E402  (the data of compare.py's softmax rows)
 
 import softkmeans  # noqa: E402
 from softkmeans import _native  # noqa: E402

@@ -28,7 +28,7 @@ import softkmeans
 from softkmeans import _native, _sparse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
-from compare import _sparse_text_like  # noqa: E402
+from compare_fits import sparse_topic_rows  # noqa: E402
 from peers import SETTLE_SECONDS  # noqa: E402
 
 
@@ -72,7 +72,7 @@ def main():
     th = args.threads
     clock = time.process_time if th == 1 else time.perf_counter
     print(f"threads {th}, {'CPU' if th == 1 else 'wall'} time, medians of {args.repeats}")
-    X, C = _sparse_text_like(40_000, 3_000, 0.004, 20)
+    X, C = sparse_topic_rows(40_000, 3_000, 0.004, 20)
     Xc = _sparse.check_csr(X)
     w = np.ones(X.shape[0])
 

@@ -58,7 +58,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import sources
-from ._stats import critical_sigma_of
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
@@ -157,6 +156,14 @@ default="k-means++"
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
         1 - decay). 0: none; 1: each batch alone moves the centroids to its own means.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        "cosine": spherical K-Means (SPEC.md, "Cosine (spherical) K-Means"): every row is
+        read as x / ||x|| (a zero row ties with every centroid and moves none), the
+        centroids are unit vectors, c_j = S_j / ||S_j||; softmax is then a von
+        Mises-Fisher mixture of concentration 1 / sigma^2 (``predict_proba``), and
+        ``critical_sigma_``, ``transform``, ``inertia_`` and the objectives are those of
+        the normalized rows (D = 2 - 2 cos). Dense X is normalized into one copy (the
+        memory of X again); sparse X is scaled block by block, never copied.
     max_points_per_centroid : None or int >= 1, default=None
         Train on a sample, as index builders do (faiss's parameter of the same name,
         whose default is 256): with more than n_clusters x max_points_per_centroid rows
@@ -211,6 +218,7 @@ default="k-means++"
         algorithm=DEFAULTS.algorithm,
         stream_memory=DEFAULTS.stream_memory,
         decay=DEFAULTS.decay,
+        metric=DEFAULTS.metric,
         max_points_per_centroid=DEFAULTS.max_points_per_centroid,
     ):
         self.n_clusters = n_clusters
@@ -228,6 +236,7 @@ default="k-means++"
         self.algorithm = algorithm
         self.stream_memory = stream_memory
         self.decay = decay
+        self.metric = metric
         self.max_points_per_centroid = max_points_per_centroid
 
     # ------------------------------------------------------------------ validation
@@ -299,7 +308,9 @@ default="k-means++"
         self.__dict__.pop("cluster_weights_", None)
         for name, value in fitter.results().items():
             setattr(self, name, value)
-        self._critical = _CriticalSigma(fitter.critical_sigma_known, training_data, source)
+        self._critical = _CriticalSigma(
+            fitter.critical_sigma_known, training_data, source, fitter.metric
+        )
         self._n_features_out = self.cluster_centers_.shape[0]
         task.end(dict)  # the fitted estimator itself
         return self
@@ -322,7 +333,7 @@ default="k-means++"
                 value = state["_critical"].value()
             except AttributeError:
                 value = None
-            state["_critical"] = _CriticalSigma(value, None, None)
+            state["_critical"] = _CriticalSigma(value, None, None, state["_critical"]._metric)
         return state
 
     def _fit_params(self):
@@ -369,7 +380,7 @@ default="k-means++"
         self.min_margin_ = float(stats.min_margin)
         self.sigma_ = float(stream.sigma)
         if first:
-            self._critical = _CriticalSigma(stream.critical_sigma, None, source)
+            self._critical = _CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
         self._n_features_out = self.cluster_centers_.shape[0]
         return self
 
@@ -378,7 +389,7 @@ default="k-means++"
         centroids in its dtype."""
         check_is_fitted(self)
         X = self._validate(X, reset=False)
-        source = sources.source_of(X, sample_weight)
+        source = self._fit_params().metric_policy().source(sources.source_of(X, sample_weight))
         k, d = self.cluster_centers_.shape
         source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
         return source, self.cluster_centers_.astype(source.dtype, copy=False)
@@ -432,13 +443,14 @@ class _CriticalSigma:
     not need it: the data held by a weak reference (the fitted model does not keep the
     training data alive; None: computed now from the source), the weights as validated."""
 
-    def __init__(self, value, training_data, source):
+    def __init__(self, value, training_data, source, metric):
         self._value = value
         self._X = training_data
         self._weights = None
+        self._metric = metric
         if value is None:
             if training_data is None:
-                self._value = _critical_sigma_of(source)
+                self._value = metric.critical_sigma(metric.source(source))
             elif not source.unit_weights:
                 self._weights = source.weights
 
@@ -450,10 +462,7 @@ class _CriticalSigma:
                     "critical_sigma_ is computed on first read from the training data, which "
                     "is no longer referenced; use softkmeans.critical_sigma(X, sample_weight=...)"
                 )
-            self._value = _critical_sigma_of(sources.source_of(X, self._weights))
+            source = self._metric.source(sources.source_of(X, self._weights))
+            self._value = self._metric.critical_sigma(source)
             self._X = self._weights = None
         return self._value
-
-
-def _critical_sigma_of(source):
-    return critical_sigma_of(source.moments()[1])

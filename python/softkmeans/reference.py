@@ -424,3 +424,71 @@ def critical_sigma(X, *, sample_weight=None):
     mu = (w @ X64) / W
     A = np.sqrt(w / W)[:, None] * (X64 - mu)
     return float(np.linalg.norm(A, 2))
+
+
+# ---------------------------------------------------------------------------------------
+# Cosine (spherical) K-Means (SPEC.md, "Cosine (spherical) K-Means"): the definitions
+# above on the rows x_i / ||x_i|| (zero rows 0) and unit centroids C. Public, but not in
+# __all__, which is SPEC.md's functional API table (the native side has no such
+# functions: a cosine fit reads its normalized source, `softkmeans.fit.cosine`).
+# ---------------------------------------------------------------------------------------
+
+
+def _cosine_distances64(X, C, sample_weight, n_threads, sigma=None, kind="hard"):
+    """(normalized rows (n, d), D (n, k) = ||x^_i||^2 + 1 - 2 x^_i.c_j, weights, sigma,
+    kind, dtype): D = 2 - 2 x^.c for a nonzero row, exactly 1 for a zero row (C unit),
+    whose weight is 0 (it adds nothing to any sum: SPEC.md's NOTE)."""
+    X, C, sigma, kind, w = _check_all(X, C, sigma, kind, sample_weight, n_threads)
+    X64 = X.astype(np.float64)
+    norms = np.linalg.norm(X64, axis=1)
+    nonzero = norms > 0
+    Xn = np.zeros_like(X64)
+    Xn[nonzero] = X64[nonzero] / norms[nonzero, None]
+    w = w * nonzero
+    D = np.maximum(
+        nonzero.astype(np.float64)[:, None] + 1.0 - 2.0 * Xn @ C.astype(np.float64).T, 0.0
+    )
+    return Xn, D, w, sigma, kind, X.dtype
+
+
+def cosine_responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
+    """r (n, k) of cosine K-Means; softmax: the von Mises-Fisher responsibilities
+    exp(kappa x^_i.c_j) / sum_l exp(kappa x^_i.c_l), kappa = 1 / sigma^2."""
+    _, D, _, sigma, kind, dtype = _cosine_distances64(X, C, None, n_threads, sigma, kind)
+    return _responsibilities64(D, sigma, kind, dtype).astype(dtype)
+
+
+def cosine_centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
+    """One cosine step from unit centroids C: N_j = sum_i w_i r_ij, S_j = sum_i w_i r_ij
+    x^_i, c_j+ = S_j / ||S_j|| (S_j = 0: empty, c_j kept); objective, J and margins of D."""
+    Xn, D, w, sigma, kind, dtype = _cosine_distances64(X, C, sample_weight, n_threads, sigma, kind)
+    r = _responsibilities64(D, sigma, kind, dtype)
+    N = w @ r
+    S = r.T @ (w[:, None] * Xn)
+    norms = np.linalg.norm(S, axis=1)
+    empty = norms == 0.0
+    new_C = np.asarray(C, dtype=np.float64).copy()
+    new_C[~empty] = S[~empty] / norms[~empty, None]
+    k = new_C.shape[0]
+    return StepResult(
+        centroids=new_C.astype(dtype),
+        cluster_weights=N,
+        objective=float(w @ _point_objectives64(D, r, sigma, kind, dtype)),
+        distortion=float(w @ D.min(axis=1)),
+        min_margin=float(_margins64(D)[w > 0].min()) if k >= 2 else float("inf"),
+        empty=empty,
+    )
+
+
+def cosine_critical_sigma(X, *, sample_weight=None):
+    """sqrt(lambda_max(P Sigma P) / ||mu||): mu and Sigma the weighted mean and population
+    covariance of the normalized rows, m = mu / ||mu||, P = I - m m^T."""
+    X = _check_x(X)
+    C = np.zeros((1, X.shape[1]), dtype=X.dtype)
+    Xn, _, w, _, _, _ = _cosine_distances64(X, C, sample_weight, None)
+    W = w.sum()
+    mu = (w @ Xn) / W
+    m = mu / np.linalg.norm(mu)
+    P = np.eye(X.shape[1]) - np.outer(m, m)
+    A = np.sqrt(w / W)[:, None] * ((Xn - mu) @ P)
+    return float(np.sqrt(np.linalg.norm(A, 2) ** 2 / np.linalg.norm(mu)))

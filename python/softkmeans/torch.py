@@ -23,6 +23,16 @@ dF/dc_j = 2 (N_j c_j - S_j) and dF/dx_i = 2 w_i (x_i - sum_j r_ij c_j), for ever
 As sigma -> 0 the data gradient tends to the K-Means gradient 2 w_i (x_i - c_a(i)); it
 does not vanish. Sample weights are constants (no gradient flows to them).
 
+Cosine (spherical) K-Means (SPEC.md, "Cosine (spherical) K-Means"): call these functions
+on ``torch.nn.functional.normalize(x, dim=1)`` and the normalized centroids. On unit rows
+and unit centroids D_ij = 2 - 2 x_i.c_j, so `free_energy` is the cosine objective
+(softmax: the von Mises-Fisher mixture of concentration 1 / sigma^2, `responsibilities`
+its posterior) and autograd carries SPEC.md's gradients through the normalization (their
+tangent part); the cosine centroid step is ``normalize(closed_form_update(xn, cn)[0])``
+(S_j / N_j has the direction of S_j); ``critical_sigma(x, metric="cosine")`` the
+spherical critical width. A zero row of x normalizes to 0: give it weight 0, as
+``SoftKMeans(metric="cosine")`` does.
+
 Only this module imports torch; ``import softkmeans`` does not.
 """
 
@@ -36,6 +46,7 @@ import torch
 
 from . import _native, _stats
 from . import _validation as v
+from .fit.cosine import EUCLIDEAN, metric_of
 
 __all__ = [
     "SoftKMeansLoss",
@@ -387,23 +398,29 @@ def closed_form_update(
     return new_C.to(centroids.dtype), new_totals
 
 
-def critical_sigma(x, sample_weight=None):
+def critical_sigma(x, sample_weight=None, metric="euclidean"):
     """sqrt(lambda_max) of the weighted population covariance of x (a Python float).
 
     For sigma above it, all centroids at the weighted mean is a strict local minimizer of
     F_sigma (SPEC.md, "Critical temperature"): a temperature schedule keeps sigma below.
+    metric="cosine": the spherical width sqrt(lambda_max(P Sigma P) / ||mu||) of the
+    normalized rows (zero rows at weight 0; `softkmeans.fit.cosine`).
     """
     _check_tensor(x, "x", 2)
     w = _check_weights(sample_weight, x.shape[0])
+    metric = metric_of(metric)
+    if metric is not EUCLIDEAN:
+        x = torch.nn.functional.normalize(x.detach().double(), dim=1)
+        w = w * x.any(dim=1).cpu().numpy()
     if _uses_native(x):
-        _, cov = _native.weighted_covariance(_numpy_view(x), w, 0)
-        return _stats.critical_sigma_of(cov)
+        mean, cov = _native.weighted_covariance(_numpy_view(x), w, 0)
+        return float(np.sqrt(metric.critical_lambda(mean, cov)))
     xd = x.detach().double()
     wt = torch.as_tensor(w, dtype=torch.float64, device=x.device)
     mu = (wt[:, None] * xd).sum(0) / wt.sum()
     xc = xd - mu
     cov = (wt[:, None] * xc).T @ xc / wt.sum()
-    return _stats.critical_sigma_of(cov.cpu().numpy())
+    return float(np.sqrt(metric.critical_lambda(mu.cpu().numpy(), cov.cpu().numpy())))
 
 
 class SoftKMeansLoss(torch.nn.Module):

@@ -12,8 +12,9 @@ import time
 
 import numpy as np
 
-from .. import _native, _stats
+from .. import _native
 from ..annealing import AnnealingSchedule
+from .cosine import EUCLIDEAN
 from .steps import run_steps
 from .tasks import NO_TASKS
 
@@ -27,7 +28,7 @@ def _with_priors(C, p, sigma, dtype):
     return np.hstack([C, b[:, None]]).astype(dtype)
 
 
-def _split_candidates(source, C, p, sigma, kind):
+def _split_candidates(source, C, p, sigma, kind, metric):
     """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
     Ca = _with_priors(C, p, sigma, source.dtype)
     moments = source.responsibility_moments(Ca, kind, sigma)
@@ -41,10 +42,10 @@ def _split_candidates(source, C, p, sigma, kind):
     else:
         nearest = np.full(1, np.inf)
     out = []
-    for j, (U, _, cov) in enumerate(moments):
+    for j, (U, mean, cov) in enumerate(moments):
         if not U > 0:
             continue
-        lam = _stats.lambda_max(cov)
+        lam = metric.critical_lambda(mean, cov)
         # A fresh twin pair is still one cluster: neither half may split again until
         # they are resolved, i.e. apart by half the cluster's width or more.
         if sigma * sigma < lam and nearest[j] >= 0.25 * lam:
@@ -66,6 +67,7 @@ def run_annealing(
     relocate,
     report=None,
     task=NO_TASKS,
+    metric=EUCLIDEAN,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
@@ -76,12 +78,13 @@ def run_annealing(
     max_iter bounds the finishing Lloyd phase.
     task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
     leaves) and one for the finish; a width that asks to stop ends the cooling.
+    metric: the fit's `softkmeans.fit.cosine` metric (its step, start and split widths).
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
     augmented = source.augmented()
     mean, _ = source.moments()
-    C = np.array(mean, dtype=np.float64)[None, :]
+    C = metric.start(mean)[None, :]
     p = np.ones(1)
     sigma = start
     t0 = time.perf_counter()
@@ -90,7 +93,7 @@ def run_annealing(
         nonlocal p
         Ca = _with_priors(C, p, sigma, source.dtype)
         stats, _ = augmented.stats(Ca, schedule.kind, sigma)
-        result = _stats.step_result(stats, Ca)
+        result = metric.step(stats, Ca)
         C_new = result.centroids[:, :d].astype(np.float64)
         # A centroid that lost all its mass keeps its place (and its tiny mass).
         C_new[result.empty] = C[result.empty]
@@ -101,7 +104,7 @@ def run_annealing(
 
     while True:
         if C.shape[0] < n_clusters:
-            cands = _split_candidates(source, C, p, sigma, schedule.kind)
+            cands = _split_candidates(source, C, p, sigma, schedule.kind, metric)
             room = min(n_clusters - C.shape[0], schedule.splits)
             if cands[:room]:
                 before = C.shape[0]
@@ -114,6 +117,7 @@ def run_annealing(
                     p[j] /= 2.0
                     newp.append(p[j])
                 C = np.vstack([C, np.array(newC)])
+                C = metric.project(C, C)
                 p = np.concatenate([p, newp])
                 history.transition(sigma, history.n_iter, before, C.shape[0])
         width = task.subtask(f"width {sigma:.6g}", max_subtasks=schedule.steps)
@@ -146,8 +150,9 @@ def run_annealing(
         finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
         finish.begin()
         C, sigma, exact = finish_exact(
-            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate, task=finish
-        )
+            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
+            task=finish, metric=metric,
+        )  # fmt: skip
         n_iter = history.n_iter
         finish.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
         if report is not None and history.n_iter:
@@ -155,7 +160,7 @@ def run_annealing(
     return C, sigma, exact
 
 
-def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS):
+def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS, metric=EUCLIDEAN):
     """entmax15 steps below the exact-recovery threshold until a Lloyd fixed point.
 
     Returns (centroids, last sigma, exact_lloyd of the last step). Each step is one pass:
@@ -167,7 +172,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
     k = C.shape[0]
     if k < 2:
         stats, _ = source.stats(C, "hard", 0.0)
-        step = _stats.step_result(stats, C)
+        step = metric.step(stats, C)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
         return step.centroids, sigma, True
     exact = False
@@ -175,7 +180,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
     def exact_step(C):
         nonlocal sigma, exact
         stats, _ = source.stats(C, "hard", 0.0)
-        step = _stats.step_result(stats, C)
+        step = metric.step(stats, C)
         m = step.min_margin  # over the rows of positive weight
         if m > 0.0:
             sigma = min(sigma, math.sqrt(m) / 4.0)

@@ -32,6 +32,7 @@ from .. import _stats, sources
 from .. import _validation as v
 from .annealing import run_annealing
 from .bounded import BoundedHardPass
+from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
@@ -97,6 +98,7 @@ class Fitter:
         self.task = task
         self.source = None
         self._critical_sigma = None
+        self.metric = params.metric_policy()
 
     def results(self):
         """The fitted attributes, by name."""
@@ -104,10 +106,10 @@ class Fitter:
 
     @property
     def critical_sigma_(self):
-        """sqrt(lambda_max) of the data's weighted covariance, computed on first use."""
+        """sqrt(lambda_max) of the data's weighted covariance (metric="cosine": the
+        spherical width, `softkmeans.fit.cosine`), computed on first use."""
         if self._critical_sigma is None:
-            _, cov = self.source.moments()
-            self._critical_sigma = _stats.critical_sigma_of(cov)
+            self._critical_sigma = self.metric.critical_sigma(self.source)
         return self._critical_sigma
 
     @property
@@ -140,7 +142,12 @@ class Fitter:
             centers = check_init_centers(init(source.data, k, random_state=rng), source, k)
         else:
             centers = init
-        return np.array(centers, dtype=source.dtype, order="C", copy=True)
+        centers = np.array(centers, dtype=source.dtype, order="C", copy=True)
+        if self.metric is not EUCLIDEAN:
+            if not np.asarray(centers, dtype=np.float64).any(axis=1).all():
+                raise ValueError("init has a zero row: metric='cosine' centroids are directions")
+            centers = self.metric.project(centers, centers)
+        return centers
 
     def _run_iterative(self, C, kind, sigma, tol, notes, progress, task):
         source = self.source
@@ -149,7 +156,7 @@ class Fitter:
 
         def step(C):
             stats = bounded(C) if bounded is not None else source.stats(C, kind, sigma)[0]
-            return _stats.step_result(stats, C), sigma, kind
+            return self.metric.step(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
             progress.line(iteration_line(i, kind, sigma, result))
@@ -163,7 +170,7 @@ class Fitter:
             max_steps=self.params.max_iter,
             tol=tol,
             history=history,
-            relocate=relocator(source, kind, notes, labels_at),
+            relocate=self._relocator(kind, notes, labels_at),
             on_step=line,
             task=task,
         )
@@ -195,16 +202,27 @@ class Fitter:
             relocate=relocate,
             report=report if self.params.verbose else None,
             task=task,
+            metric=self.metric,
         )
         final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
         return C, sig, history, final
+
+    def _relocator(self, kind, notes, labels_at=lambda C: None):
+        """The empty-cluster policy, its centroids where the metric keeps them (a
+        relocated cluster's old one may leave the sphere; an empty one without a
+        direction keeps its place)."""
+        relocate = relocator(self.source, kind, notes, labels_at)
+        if self.metric is EUCLIDEAN:
+            return relocate
+        return lambda C_old, step: self.metric.project(relocate(C_old, step), C_old)
 
     def fit(self, X, sample_weight=None):
         """Fit the centroids to X (n, d), or to a `softkmeans.sources.Source` (its weights
         its own); sample_weight (n,) >= 0 optional. A source made here is closed here."""
         source = sources.source_of(X, sample_weight, fit=True)
         try:
-            self._fit(source, *self._open(source))
+            data = self.metric.source(source)
+            self._fit(data, *self._open(data))
         finally:
             if source is not X:
                 source.close()
@@ -248,7 +266,7 @@ class Fitter:
                 )
                 task.begin()
                 if schedule is not None:
-                    relocate = relocator(training, kind, notes)
+                    relocate = self._relocator(kind, notes)
                     run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
                 else:
                     C0 = self._init_centroids(k, init, rng)
@@ -310,6 +328,8 @@ class Fitter:
         params = self.params
         source = sources.source_of(X, sample_weight, fit=state is None)
         try:
+            data = source
+            source = self.metric.source(data)
             if state is None:
                 state = self._first_batch(source)
             else:
@@ -318,8 +338,8 @@ class Fitter:
                 self.source = source
             return self._stream_step(source, state)
         finally:
-            if source is not X:
-                source.close()
+            if data is not X:
+                data.close()
 
     def _first_batch(self, source):
         """The stream's state before its first batch: parameters checked, sigma fixed,
@@ -349,6 +369,7 @@ class Fitter:
             bound=self.params.stream_memory,
             decay=self.params.decay,
         )
+        C_new = self.metric.project(C_new, state.centroids)
         new_state = dataclasses.replace(
             state, centroids=C_new, totals=totals, memory=memory, n_steps=state.n_steps + 1
         )

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
 from ..annealing import AnnealingSchedule, check_schedule
+from .cosine import metric_of
 
 __all__ = ["DEFAULTS", "DEFAULT_SIGMA_FRACTION", "FitParams", "InvalidParameterError"]
 
@@ -95,6 +96,7 @@ class FitParams:
     algorithm: str = "lloyd"
     stream_memory: str = "sqrt"
     decay: float = 0.0
+    metric: str = "euclidean"
     max_points_per_centroid: int | None = None
 
     @classmethod
@@ -140,6 +142,7 @@ class FitParams:
 
     def _check_scalars(self):
         """The parameters that do not depend on the data; returns the annealing schedule."""
+        self.metric_policy()
         if not isinstance(self.assignment, str) or self.assignment not in v.KINDS:
             raise ValueError(f"assignment must be one of {v.KINDS}; got {self.assignment!r}")
         if self.sigma is not None:
@@ -175,6 +178,14 @@ class FitParams:
             raise InvalidParameterError(_sklearn_phrase("decay", allowed, self.decay))
         v.check_int(self.max_points_per_centroid, "max_points_per_centroid", 1, allow_none=True)
         return schedule
+
+    def metric_policy(self):
+        """The fit's metric (`softkmeans.fit.cosine`); InvalidParameterError naming
+        ``metric`` for an unknown one."""
+        try:
+            return metric_of(self.metric)
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
 
     def _resolve_n_init(self, k, schedule):
         """n_init as an int: "auto" is 1 for k-means++, k-means|| or an array, 10 for "random" or a

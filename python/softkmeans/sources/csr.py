@@ -80,11 +80,15 @@ class SparseCovariance:
     # Up to this d the covariance is formed (d x d) and eigvalsh'd, as for dense X.
     DENSE_D = 512
 
-    def __init__(self, X, w, n_threads=0):
-        self.X, self.w, self.n_threads = X, w, n_threads
+    def __init__(self, X, w, n_threads=0, row_scale=None):
+        """row_scale (n,): the covariance of the rows s_i x_i (cosine's normalized rows,
+        `softkmeans.sources.normalized`), X not copied: the weights become w s and w s^2."""
+        self.n_threads = n_threads
         self.W = float(w.sum())
-        self.mean = np.asarray(X.T @ w, dtype=np.float64) / self.W
-        sq = X.multiply(X).T @ w
+        w1, self.w = (w, w) if row_scale is None else (w * row_scale, w * row_scale**2)
+        self.X = X
+        self.mean = np.asarray(X.T @ w1, dtype=np.float64) / self.W
+        sq = X.multiply(X).T @ self.w
         self._diag = np.maximum(np.asarray(sq, dtype=np.float64) / self.W - self.mean**2, 0.0)
 
     def diagonal(self):

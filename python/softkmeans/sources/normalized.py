@@ -1,0 +1,268 @@
+"""Sources of the normalized rows x_i / ||x_i|| (``metric="cosine"``; SPEC.md, "Cosine
+(spherical) K-Means"). A zero row stays 0: at squared distance 1 from every unit
+centroid it ties everywhere and adds nothing to S.
+
+`normalized(source)` wraps the source `source_of` chose, once per fit or prediction:
+
+- dense in-process X (`UnitArraySource`): one normalized C-contiguous copy, written block
+  by block (each row scaled in float64 and rounded once): the memory of X once more
+  (n d itemsize), read by every pass in place, so the fit keeps the bounded hard pass and
+  the kept seeding distances of an in-memory array;
+- CSR (`UnitCSRSource`): never copied. The row norms (n,) are computed once; each pass
+  reads X in row blocks of at most `BLOCK_ENTRIES` stored entries whose values are scaled
+  into a block-sized temporary (the indices are the user's, shared), their statistics
+  merged in block order. Why not scales inside the native csr kernels: the block copy
+  reads each stored entry once per pass, against the k reads the distances make of it
+  (k >= 8 in any fit worth timing), so it costs what one more centroid would, with no
+  kernel change;
+- a Dask collection: the same Dask source over X mapped block by block to its normalized
+  rows, lazily, on the workers (each pass normalizes its chunks again: d flops per
+  entry, against k d for the distances).
+
+A zero row weighs 0 in the normalized source: it adds nothing to S (SPEC.md), and
+nothing to N_j, J, the objectives and the margins either. Why: its distance to a unit
+centroid c_j is ||c_j||^2 as rounded, so which centroid wins its tie, and where its weight
+would go in N, is decided by rounding. Weight 0 also keeps it from being a seed, an added
+centroid or (`farthest` sees it at distance 0) a relocation target, which would put a
+centroid at 0, off the sphere. Its label and responsibilities are still computed (the
+tie: any label, uniform responsibilities).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _native
+from .base import LocalSource
+from .csr import CSRSource, SparseCovariance
+from .dense import SCAN_BYTES, ArraySource
+
+__all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitArraySource", "UnitCSRSource", "normalized"]
+
+NO_DIRECTION = (
+    "X has no nonzero row of positive weight: metric='cosine' clusters the directions "
+    "x / ||x|| of the rows, and a zero row has none"
+)
+
+# Stored entries of a CSR block scaled at a time: a bounded temporary (64 MiB of float32
+# values) whatever the size of X. Why this large: each native call accumulates S (k, d)
+# per thread and merges it, so a block must be large against k d (TF-IDF 5e4 x 2e4 with
+# 3.7e6 entries, k = 100, 10 iterations: 9.2-12.7 s in blocks of 2^20 entries, 5.0-5.5 s
+# of 2^22, 4.5-4.6 s in one block of 2^24; loaded 2-core machine).
+BLOCK_ENTRIES = 1 << 24
+
+
+def normalized(source):
+    """The source of the normalized rows of `source` (a validated `Source`); ValueError
+    when every row of positive weight is zero (no direction to cluster)."""
+    if isinstance(source, CSRSource):
+        return UnitCSRSource(source)
+    if isinstance(source, LocalSource):
+        return UnitArraySource(source)
+    return _dask_normalized(source)
+
+
+def _direction_weights(norms, source):
+    """The weights of the normalized rows (zero rows 0), None where all are 1."""
+    weights = source.weights * (norms > 0)
+    if not (weights > 0).any():
+        raise ValueError(NO_DIRECTION)
+    return None if source.unit_weights and (norms > 0).all() else weights
+
+
+def _scale(rows64, norms):
+    """rows / norms in place (float64), zero rows left 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(norms > 0, 1.0 / norms, 0.0)
+    rows64 *= inv[:, None]
+    return rows64
+
+
+class _UnitRows:
+    """What a source of normalized rows changes in its `LocalSource` (zero rows)."""
+
+    def block_sq_distances(self, rows, C, labels):
+        # A zero row is never the farthest point: relocating a centroid there would
+        # leave it at 0, off the sphere.
+        dist = super().block_sq_distances(rows, C, labels)
+        dist[_row_sq_norms(rows) == 0] = 0
+        return dist
+
+
+def _row_sq_norms(rows):
+    if isinstance(rows, np.ndarray):
+        return np.einsum("ij,ij->i", rows, rows)
+    return np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+
+
+class UnitArraySource(_UnitRows, ArraySource):
+    """The normalized copy of a dense in-process source (see the module docstring)."""
+
+    def __init__(self, source):
+        n, d = source.shape
+        out = np.empty((n, d), dtype=source.dtype)
+        norms = np.empty(n)
+        step = max(1, SCAN_BYTES // (8 * d))
+        for start, _, rows in source.blocks():
+            for s in range(0, rows.shape[0], step):
+                chunk = rows[s : s + step].astype(np.float64)
+                a, b = start + s, start + s + chunk.shape[0]
+                norms[a:b] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+                out[a:b] = _scale(chunk, norms[a:b])
+        weights = _direction_weights(norms, source)
+        super().__init__(out, weights, n_threads=source.n_threads, checked=True)
+
+
+class UnitCSRSource(_UnitRows, CSRSource):
+    """The normalized rows of a CSR source, scaled block by block (never copied whole)."""
+
+    def __init__(self, source):
+        X = source.data
+        super().__init__(X, None, n_threads=source.n_threads)
+        n = X.shape[0]
+        lengths = np.diff(X.indptr)
+        norms = np.zeros(n)
+        for a, b in self.spans():
+            vals = X.data[X.indptr[a] : X.indptr[b]].astype(np.float64)
+            row_of = np.repeat(np.arange(b - a), lengths[a:b])
+            norms[a:b] = np.bincount(row_of, weights=vals * vals, minlength=b - a)
+        self.row_norms = np.sqrt(norms)
+        self.set_weights(_direction_weights(self.row_norms, source))
+        with np.errstate(divide="ignore"):
+            self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
+        self._unit_covariance = None
+
+    def subset(self, idx):
+        """The normalized rows idx (CSRSource's subset holds the unscaled X)."""
+        return UnitCSRSource(super().subset(idx))
+
+    def spans(self):
+        """(start, stop) row spans of about BLOCK_ENTRIES stored entries (one row at least)."""
+        indptr, n = self.data.indptr, self.shape[0]
+        start = 0
+        while start < n:
+            stop = int(np.searchsorted(indptr, indptr[start] + BLOCK_ENTRIES, side="right")) - 1
+            stop = min(max(stop, start + 1), n)
+            yield start, stop
+            start = stop
+
+    def scaled_block(self, start, stop, columns):
+        """Rows start..stop-1 normalized, as a canonical CSR of `columns` columns."""
+        from scipy import sparse
+
+        X = self.data
+        lo, hi = X.indptr[start], X.indptr[stop]
+        scale = np.repeat(self.row_scale[start:stop], np.diff(X.indptr[start : stop + 1]))
+        vals = (X.data[lo:hi] * scale).astype(self.dtype)
+        block = sparse.csr_matrix(
+            (vals, X.indices[lo:hi], X.indptr[start : stop + 1] - lo),
+            shape=(stop - start, columns),
+            copy=False,
+        )
+        block.has_sorted_indices = True
+        block.has_canonical_format = True
+        return block
+
+    def blocks(self, augmented=False):
+        columns = self.shape[1] + (1 if augmented else 0)
+        for start, stop in self.spans():
+            yield start, stop, self.scaled_block(start, stop, columns)
+
+    def rows(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        dense = self.data[idx].toarray().astype(np.float64)
+        return _scale(dense, self.row_norms[idx]).astype(self.dtype)
+
+    def _weighted_covariance(self):
+        if self._unit_covariance is None:
+            self._unit_covariance = SparseCovariance(
+                self.data, self.weights, self.n_threads, row_scale=self.row_scale
+            )
+        return self._unit_covariance
+
+    def feature_variances(self):
+        return self._weighted_covariance().diagonal()
+
+    def moments(self):
+        cov = self._weighted_covariance()
+        return cov.mean, cov
+
+    def seeding_passes(self, n_candidates):
+        return _CSRBlockSeedingPasses(self)
+
+    def n_distinct_rows(self):
+        # NOTE: distinct rows as given (an upper bound of the distinct directions: two
+        # rows one a multiple of the other count twice); only the empty-cluster warning's
+        # message reads it, and counting directions would copy X.
+        return super().n_distinct_rows()
+
+
+class _CSRBlockSeedingPasses:
+    """k-means++'s passes (`softkmeans.sources.seeding`) over a `UnitCSRSource`'s blocks:
+    the kernels take their centres as row indices of the X they read, so each block is
+    read stacked on the centre rows (weight 0, closest 0: they add exactly 0)."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def _stacked(self, start, stop, centres):
+        from scipy import sparse
+
+        block = self.source.scaled_block(start, stop, self.source.shape[1])
+        return sparse.vstack([block, centres], format="csr")
+
+    def _centres(self, idx):
+        from scipy import sparse
+
+        return sparse.csr_matrix(self.source.rows(idx))
+
+    def update_closest(self, closest, index):
+        centre = self._centres([index])
+        threads = self.source.n_threads
+        for start, stop in self.source.spans():
+            b = stop - start
+            cl = np.append(closest[start:stop], 0.0)
+            _native.kmeanspp_update_closest(self._stacked(start, stop, centre), cl, b, threads)
+            closest[start:stop] = cl[:b]
+
+    def candidate_potentials(self, closest, cand):
+        L = len(cand)
+        centres = self._centres(cand)
+        w = self.source.weights
+        total = np.zeros(L)
+        for start, stop in self.source.spans():
+            b = stop - start
+            wb = np.concatenate([w[start:stop], np.zeros(L)])
+            cl = np.concatenate([closest[start:stop], np.zeros(L)])
+            idx = np.arange(b, b + L, dtype=np.int64)
+            total += _native.kmeanspp_candidate_potentials(
+                self._stacked(start, stop, centres), wb, cl, idx, self.source.n_threads
+            )
+        return total
+
+
+def _normalize_block(X):
+    rows = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return _scale(rows, norms).astype(X.dtype)
+
+
+def _has_direction(X):
+    return X.any(axis=1).astype(np.float64)
+
+
+def _dask_normalized(source):
+    """A Dask source of the rows normalized lazily, block by block, on the workers; the
+    zero rows at weight 0 (one scan pass, as any Dask fit's first)."""
+    from .dask import DaskSource
+
+    X = source.data
+    nonzero = X.map_blocks(_has_direction, drop_axis=1, dtype=np.float64)
+    weights = nonzero if source.weights is None else nonzero * source.weights
+    unit = X.map_blocks(_normalize_block, dtype=source.dtype)
+    try:
+        return DaskSource(unit, weights, n_threads=source.n_threads, scan=True)
+    except ValueError as exc:
+        if "positive sum" not in str(exc):
+            raise
+        raise ValueError(NO_DIRECTION) from None

@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bf16  # noqa: E402
 import compare_fits as fits  # noqa: E402
 import compare_kernels as kernels  # noqa: E402
 import peers as P  # noqa: E402
@@ -59,7 +60,7 @@ FULL_SHAPES = [
 ]
 
 
-ISSUE_23_STAGES = "fit,defaults,kernel,soft,numpy,sparse,dask"
+ISSUE_23_STAGES = "fit,defaults,kernel,bf16,soft,numpy,sparse,dask"
 ALL_STAGES = ISSUE_23_STAGES + ",small,sklearn,faiss,peers,entmax,gemm,torch"
 
 
@@ -129,6 +130,7 @@ def main(argv=None):
         "fit": lambda: fits.compare_whole_fit(fit_shapes, dtypes, args),
         "defaults": lambda: fits.compare_defaults(default_shapes, args),
         "kernel": lambda: kernels.compare_kernel_sgemm(kernel_shapes, args),
+        "bf16": lambda: bf16.compare_bf16(args),
         "soft": lambda: kernels.compare_soft_vs_hard(shapes, dtypes, args),
         "numpy": lambda: kernels.compare_numpy_softmax(numpy_shapes, args),
         "sparse": lambda: fits.compare_sparse_fit(args),

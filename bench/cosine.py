@@ -21,6 +21,8 @@ must read the rows as x / ||x||):
   same C0, so the two fits end at the same centroids (the J column says so);
 - faiss (dense only): ``normalize_L2`` on a copy, then ``Kmeans(spherical=True,
   niter=M).train(X, init_centroids=C0)`` (it renormalizes the centroids after each step).
+  Its J differs from the other two where a cluster empties: faiss splits a large
+  cluster, scikit-learn and we move the centroid to the farthest row.
 
 Times are medians of interleaved repeats (`peers.interleaved`), 2 threads each; the
 targets are printed as measured / needed (>= 2x scikit-learn, > 1x faiss), with the CPU,

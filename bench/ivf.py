@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers as P  # noqa: E402
+import table  # noqa: E402
 
 import softkmeans  # noqa: E402
 from softkmeans import SoftKMeans  # noqa: E402
@@ -272,11 +273,10 @@ def main(argv=None):
     p.add_argument("--verbose", type=int, default=0)
     args = p.parse_args(argv)
     n_scale, k_scale = (200, 256) if args.quick else (args.scale, args.scale)
-    print(f"# machine: {P.cpu_description()}")
-    sgemm = P.gemm_rate(np.float32, n_threads=args.threads, size=1024 if args.quick else 2048)
+    sgemm = P.gemm_rate(np.float32, n_threads=args.threads, size=4096)
     print(f"# softkmeans {softkmeans.__version__} {softkmeans.build_info()}")
-    print(f"# same-run sgemm: {sgemm:.1f} GFLOP/s at {args.threads} threads; "
-          f"load average {_load()}")  # fmt: skip
+    print(table.machine_line(sgemm, args.threads))
+    print(f"# load average {_load()}")
     print("| target | measured | needed | unit | met | note |")
     desc = Descriptors()
     cases = set(args.cases.split(","))

@@ -27,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
-import os
-import platform
 import statistics
 import time
 import warnings
@@ -551,6 +549,21 @@ def entmax_scores(n: int, k: int, support: str, dtype=np.float32, seed: int = 0)
 # --------------------------------------------------------------------------------------
 
 
+def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
+    """A square float32 matrix product of `size` through NumPy's BLAS at n_threads, to
+    time interleaved with a kernel (the same-run sgemm), and its flops (2 size^3)."""
+    from threadpoolctl import threadpool_limits
+
+    A = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    out = np.empty_like(A)
+
+    def gemm():
+        with threadpool_limits(n_threads):
+            np.matmul(A, A, out=out)
+
+    return gemm, 2.0 * size**3
+
+
 def gemm_rate(dtype=np.float32, *, n_threads: int = 2, size: int = 2048, repeats: int = 5) -> float:
     """The machine's matrix-product rate through NumPy's BLAS, GFLOP/s (2 size^3 per call)."""
     rng = np.random.default_rng(0)
@@ -582,39 +595,6 @@ def copy_bandwidth(*, n_threads: int = 2, nbytes: int = 1 << 28, repeats: int = 
     finally:
         pool.shutdown()
     return 2.0 * src.nbytes / t * 1e-9
-
-
-def cpu_description() -> str:
-    """The CPU as /proc/cpuinfo names it: model name, family/model, the widest vector
-    instructions (AVX-512: 512-bit registers; whether the core has one or two 512-bit
-    FMA units is not in /proc/cpuinfo), and the logical CPUs this process may use."""
-    fields, flags = {}, set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key == "flags":
-                    flags = set(value.split())
-                elif key in ("model name", "cpu family", "model") and key not in fields:
-                    fields[key] = value.strip()
-    except OSError:
-        return f"{platform.processor() or platform.machine()} (no /proc/cpuinfo)"
-    if "avx512f" in flags:
-        width = (
-            "AVX-512 (512-bit; "
-            + ", ".join(sorted(f for f in flags if f.startswith("avx512") and f != "avx512f"))
-            + ")"
-        )
-    elif "avx2" in flags:
-        width = "AVX2 (256-bit)"
-    else:
-        width = "SSE (128-bit)"
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (
-        f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model "
-        f"{fields.get('model', '?')}), {width}, {cpus} logical CPUs"
-    )
 
 
 def ceilings(*, n_threads: int = 2, quick: bool = False) -> dict[str, float]:

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bf16.hpp"
 #include "interrupt.hpp"
 #include "softkmeans/csr_check.hpp"
 #include "softkmeans/kernels.hpp"
@@ -579,4 +580,5 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
   def_runtime(m);
+  softkmeans_bindings::def_bf16(m);
 }

@@ -2,8 +2,10 @@
 // runs, built once, and the selected one.
 #include <atomic>
 #include <cstdlib>
+#include <string>
 
 #include "isa_tables.hpp"
+#include "softkmeans/bf16.hpp"
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
 
@@ -14,6 +16,8 @@ struct Tables {
   Kernels<float> f[3];
   Kernels<double> d[3];
   bool available[3] = {true, false, false};
+  Kernels<float> f_bf16;  // avx512's float kernels with the bf16 candidate pass
+  bool bf16 = false;
   Tables() {
     f[0] = scalar::table<float>();
     d[0] = scalar::table<double>();
@@ -30,6 +34,12 @@ struct Tables {
       f[2] = avx512::table<float>();
       d[2] = avx512::table<double>();
       available[2] = true;
+    }
+#endif
+#if defined(SOFTKMEANS_HAVE_AVX512BF16) && (defined(__x86_64__) || defined(_M_X64))
+    if (available[2] && __builtin_cpu_supports("avx512bf16")) {
+      f_bf16 = avx512bf16::table<float>();
+      bf16 = true;
     }
 #endif
   }
@@ -62,7 +72,37 @@ std::atomic<int>& current_level() {
   return level;
 }
 
+// The bf16 pass wanted: on unless SOFTKMEANS_BF16=0 (read once).
+std::atomic<bool>& bf16_wanted() {
+  static std::atomic<bool> wanted{[] {
+    const char* env = std::getenv("SOFTKMEANS_BF16");
+    return !(env != nullptr && std::string(env) == "0");
+  }()};
+  return wanted;
+}
+
 }  // namespace
+
+bool bf16_available() { return tables().bf16; }
+
+bool bf16_enabled() {
+  return tables().bf16 && bf16_wanted().load() && current_level().load() == 2;
+}
+
+bool set_bf16_enabled(bool on) {
+  if (on && !tables().bf16) return false;
+  bf16_wanted().store(on);
+  return true;
+}
+
+bool bf16_distance_bounds(const float* X, index_t n, index_t d, const float* C, index_t k,
+                          double* approx, double* eps, std::uint8_t* cand) {
+#ifdef SOFTKMEANS_HAVE_AVX512BF16
+  if (tables().bf16) return avx512bf16::distance_bounds(X, n, d, C, k, approx, eps, cand);
+#endif
+  (void)X, (void)n, (void)d, (void)C, (void)k, (void)approx, (void)eps, (void)cand;
+  return false;
+}
 
 const char* simd_level_name(SimdLevel level) {
   switch (level) {
@@ -104,6 +144,7 @@ bool set_simd_level(SimdLevel level) {
 
 template <>
 const Kernels<float>& kernels<float>() {
+  if (bf16_enabled()) return tables().f_bf16;
   return tables().f[current_level().load()];
 }
 template <>

@@ -3,6 +3,8 @@
 // dispatch.cpp selects one at run time.
 #pragma once
 
+#include <cstdint>
+
 #include "softkmeans/kernels.hpp"
 
 namespace softkmeans {
@@ -22,6 +24,15 @@ namespace avx512 {
 template <typename T>
 Kernels<T> table();
 }
+#endif
+#ifdef SOFTKMEANS_HAVE_AVX512BF16
+namespace avx512bf16 {
+template <typename T>
+Kernels<T> table();
+// softkmeans/bf16.hpp's bf16_distance_bounds.
+bool distance_bounds(const float* X, index_t n, index_t d, const float* C, index_t k,
+                     double* approx, double* eps, std::uint8_t* cand);
+}  // namespace avx512bf16
 #endif
 
 }  // namespace softkmeans

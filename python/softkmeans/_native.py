@@ -155,6 +155,23 @@ def set_simd_level(level):
     _core._set_simd_level(level)
 
 
+def bf16_available():
+    """Whether this CPU and build have the bf16 candidate pass (AVX512_BF16)."""
+    return bool(_core._bf16_available())
+
+
+def bf16_enabled():
+    """Whether the bf16 candidate pass is in use (available, on, the avx512 level)."""
+    return bool(_core._bf16_enabled())
+
+
+def set_bf16_enabled(on):
+    """Turn the bf16 candidate pass on or off (SOFTKMEANS_BF16=0 starts it off); its
+    outputs are the float path's bits either way. ValueError when turning it on where
+    it is not available."""
+    _core._set_bf16_enabled(bool(on))
+
+
 def build_info():
     """How the core was built and what it runs on."""
     return {
@@ -162,6 +179,7 @@ def build_info():
         "openmp": _core.openmp_version,
         "simd_available": available_simd_levels(),
         "simd_selected": selected_simd_level(),
+        "bf16_candidates": bf16_enabled(),
         "default_threads": _core.default_threads(),
     }
 

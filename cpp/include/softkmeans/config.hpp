@@ -45,6 +45,17 @@ inline constexpr index_t kSmallK = 64;
 // lanes (one masked add per centroid and coordinate per W rows).
 inline constexpr index_t kLaneAccK = 16;
 
+// From these d, k and k d on, float row reductions (min2_rows) on a CPU with
+// AVX512_BF16 find candidates with bf16 products first (impl/bf16_bound.hpp).
+// Below them a row's fixed costs (packing, thresholds, the candidate scan and
+// the recomputation of its 2-4 candidates) outweigh the halved products: hard
+// step with / without the pass, one thread, blobs (bench/bf16.py's data),
+// 0.7-0.8 at (d, k) = (64, 256) and (128, 256), 0.96 at (64, 512), 1.05 at
+// (128, 512), 1.13 at (64, 1024), 1.3-1.4 at (256, 1024).
+inline constexpr index_t kBf16MinDim = 64;
+inline constexpr index_t kBf16MinK = 512;
+inline constexpr index_t kBf16MinWork = 65536;
+
 // Rows per step of the direct k-means++ candidate potentials (candidates in the
 // lanes, one independent accumulator per row to hide the FMA latency).
 inline constexpr index_t kPPRows = 8;

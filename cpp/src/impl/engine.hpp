@@ -25,6 +25,9 @@
 
 #include "impl/rows.hpp"
 #include "impl/vec.hpp"
+#ifdef SOFTKMEANS_BF16
+#include "impl/bf16_bound.hpp"
+#endif
 
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
@@ -60,6 +63,9 @@ struct alignas(64) Workspace {
   std::vector<double> row_sums;    // (2 mb_pad rounded up to vectors) softmax: sums, their logs
   std::vector<std::int64_t> cidx;  // (kp,) entmax15 candidates, then the support
   std::vector<double> cval;        // (kp,) their values, then their responsibilities
+#ifdef SOFTKMEANS_BF16
+  Bf16Scratch bf16;  // the bf16 candidate pass (impl/engine_bf16.hpp)
+#endif
 };
 
 template <typename T>
@@ -93,6 +99,13 @@ struct Engine {
   std::vector<T> ct;      // direct path: (d, kp) transposed centroids
   std::vector<T> cpad;    // direct path: (kp,) 0, then +inf in the padding
   std::vector<T> craw;    // direct path: (k, d) the centroids (across-rows reduction)
+#ifdef SOFTKMEANS_BF16
+  // The bf16 candidate pass of min2_rows (impl/engine_bf16.hpp; float only).
+  bool bf16 = false;
+  std::vector<std::uint32_t> cbf;  // (kl / LC) panels of (ceil(d / 2), LC) bf16 pairs of cl
+  std::vector<float> cn_lo, cn_hi;  // (kl,) cnl -/+ the centroid's share of the bound
+  std::vector<float> crow;          // (kl, d) the shifted centroids of cl, row-major
+#endif
 
   // block_bytes: size of the distance block (rows x kp) a row block fills.
   // in_registers: the caller reduces rows by min2_rows (no distance block; a
@@ -122,6 +135,9 @@ struct Engine {
     }
     prepare_blocks(C);
     if (dbuf_rows < mb_pad()) {
+#ifdef SOFTKMEANS_BF16
+      bf16 = bf16_worthwhile<T>(k, d);
+#endif
       std::vector<index_t> identity(round_up(k, LC), -1);
       for (index_t j = 0; j < k; ++j) identity[j] = j;
       order_lanes(identity);
@@ -162,6 +178,9 @@ struct Engine {
         ws.xt.assign(groups * LR * W * d, T(0));
         ws.lanes.assign(groups * 3 * LR, V{});
         ws.lane_idx.assign(groups * LR, VI{});
+#ifdef SOFTKMEANS_BF16
+        if (bf16) init_bf16(ws);
+#endif
       }
     }
     ws.cval.assign(kp, 0.0);
@@ -224,6 +243,16 @@ struct Engine {
   index_t lane_block() const;
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;
   void reduce_group(const T* xg, V* s, VI* i1) const;
+
+#ifdef SOFTKMEANS_BF16
+  // ---- the bf16 candidate pass of min2_rows (impl/engine_bf16.hpp) ----
+  void enable_bf16();
+  void prepare_bf16();
+  void init_bf16(Workspace<T>& ws) const;
+  bool bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws, float* dot) const;
+  void bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
+                  RowMin<T>* out) const;
+#endif
 };
 
 }  // namespace SOFTKMEANS_ISA
@@ -232,3 +261,6 @@ struct Engine {
 #include "impl/engine_blocks.hpp"
 #include "impl/engine_direct.hpp"
 #include "impl/engine_lanes.hpp"
+#ifdef SOFTKMEANS_BF16
+#include "impl/engine_bf16.hpp"
+#endif

@@ -36,6 +36,9 @@ inline void Engine<T>::order_lanes(const std::vector<index_t>& centroid_of_slot)
   // distance well below the largest T: no inf, so no NaN (inf - inf).
   // An inf cn_max makes it -inf: every row clamped.
   xn_unclamped = std::numeric_limits<T>::max() / T(4) - cn_max;
+#ifdef SOFTKMEANS_BF16
+  if (bf16) prepare_bf16();
+#endif
 }
 
 // Micro-kernel path, rows reduced in the lanes: the distances of the LR W
@@ -239,6 +242,26 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
         out[r0 + ln] = {sg[q][ln], sg[LR + q][ln], static_cast<index_t>(si[g * LR + q][ln])};
     }
   };
+#ifdef SOFTKMEANS_BF16
+  if (bf16) {
+    // Group by group: the bf16 candidates and their exact distances, or the
+    // float path where bf16_group declines.
+    for (index_t g = 0; g < groups; ++g) {
+      const index_t rn = std::min<index_t>(G, rows - g * G);
+      T* xg = xt + g * d * G;
+      V* sg = st + 3 * g * LR;
+      pack_group(X, g * G, rn, xg, sg + 2 * LR);
+      if (bf16_group(xg, sg + 2 * LR, rn, ws, nullptr)) {
+        bf16_exact(X + g * G * d, sg + 2 * LR, rn, ws, out + g * G);
+        continue;
+      }
+      reset_lanes(g, ws);
+      reduce_group(xg, sg, si + g * LR);
+      emit(g);
+    }
+    return;
+  }
+#endif
   const char* x_end = reinterpret_cast<const char*>(X + rows * d);
   for (index_t g = 0; g < groups; ++g) {
     // The next group's rows, requested while this one is reduced: X streams

@@ -376,9 +376,17 @@ def sklearn_fit(
     return run
 
 
-def faiss_fit(X: np.ndarray, C0: np.ndarray, *, max_iter: int, n_threads: int = 2):
-    """The whole faiss-cpu `Kmeans(niter=max_iter).train(X, init_centroids=C0)` call (float32,
-    no subsampling), timed as a user times it."""
+def faiss_fit(
+    X: np.ndarray,
+    C0: np.ndarray,
+    *,
+    max_iter: int,
+    n_threads: int = 2,
+    max_points_per_centroid: int | None = None,
+):
+    """The whole faiss-cpu `Kmeans(niter=max_iter).train(X, init_centroids=C0)` call (float32;
+    max_points_per_centroid None: no subsampling, else faiss's own sampling of that many
+    rows per centroid), timed as a user times it."""
     require("faiss")
     import faiss
 
@@ -390,7 +398,8 @@ def faiss_fit(X: np.ndarray, C0: np.ndarray, *, max_iter: int, n_threads: int = 
     def run() -> Timed:
         km = faiss.Kmeans(
             d, k, niter=max_iter, seed=1, verbose=False,
-            max_points_per_centroid=n // k + 1, min_points_per_centroid=1,
+            max_points_per_centroid=max_points_per_centroid or n // k + 1,
+            min_points_per_centroid=1,
         )  # fmt: skip
         with thread_limit(n_threads):
             t0 = time.perf_counter()
@@ -553,6 +562,7 @@ def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
             np.matmul(A, A, out=out)
 
     return gemm, 2.0 * size**3
+
 
 def machine() -> str:
     """The CPU as /proc/cpuinfo names it (model name, family, model), and the core count."""

@@ -177,6 +177,19 @@ default="k-means++"
         ``critical_sigma_``, ``transform``, ``inertia_`` and the objectives are those of
         the normalized rows (D = 2 - 2 cos). Dense X is normalized into one copy (the
         memory of X again); sparse X is scaled block by block, never copied.
+    max_points_per_centroid : None or int >= 1, default=None
+        Train on a sample, as index builders do (faiss's parameter of the same name,
+        whose default is 256): with more than n_clusters x max_points_per_centroid rows
+        of positive weight, the runs (seeding, iterations, n_init) see only a uniform
+        sample of that many of them, drawn once from ``random_state`` without
+        replacement; then one pass labels every row exactly at the fitted centroids.
+        None: every row. The sample is uniform whatever ``sample_weight``, and the
+        sampled rows keep their weights (the weighted means stay unbiased). ``labels_``,
+        ``inertia_``, ``objective_`` and ``min_margin_`` cover all rows with their
+        weights; ``n_iter_``, ``history_`` and the tolerance are those of the sample's
+        runs (as is ``critical_sigma_`` when the fit needs it). A memory-mapped X is
+        sampled into a temporary file, not into memory (`softkmeans.fit.sampled`).
+        ``partial_fit`` uses each batch whole; ``predict`` labels every row exactly.
 
     balance : None, "equal" or array-like (n_clusters,), default=None
         Balanced clusters (SPEC.md, "Balanced (size-constrained) assignments"): target
@@ -245,6 +258,7 @@ default="k-means++"
         balance=DEFAULTS.balance,
         max_cluster_size=DEFAULTS.max_cluster_size,
         max_clusters=DEFAULTS.max_clusters,
+        max_points_per_centroid=DEFAULTS.max_points_per_centroid,
     ):
         self.n_clusters = n_clusters
         self.assignment = assignment
@@ -266,6 +280,8 @@ default="k-means++"
 
         self.balance = balance
         self.max_cluster_size = max_cluster_size
+
+        self.max_points_per_centroid = max_points_per_centroid
 
     # ------------------------------------------------------------------ validation
 

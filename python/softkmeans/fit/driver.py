@@ -39,6 +39,7 @@ from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
 from .relocation import relocator, warn_about_empty_clusters
+from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
 from .steps import History, run_steps
 from .tasks import NO_TASKS
@@ -256,10 +257,21 @@ class Fitter:
         return self
 
     def _fit(self, source, k, kind, schedule, init, n_init):
+        rng = check_random_state(self.params.random_state)
+        # The runs read the training sample (max_points_per_centroid), the final pass
+        # every row.
+        training = training_source(source, k, self.params.max_points_per_centroid, rng)
+        try:
+            self._fit_runs(source, training, rng, k, kind, schedule, init, n_init)
+        finally:
+            if training is not source:
+                training.close()
+
+    def _fit_runs(self, source, training, rng, k, kind, schedule, init, n_init):
         params = self.params
-        rng = check_random_state(params.random_state)
+        self.source = training
         notes = OncePerFit(self.warning_category)
-        tol = _tolerance(source.feature_variances(), params.tol)
+        tol = _tolerance(training.feature_variances(), params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
         sigma = (
@@ -276,7 +288,12 @@ class Fitter:
             )
             n_init = 1
 
-        targets = targets_of(params, source, k, kind)
+        targets = targets_of(params, training, k, kind)
+        if targets is not None and training is not source:
+            raise ValueError(
+                "max_points_per_centroid does not combine with balance / max_cluster_size: "
+                "the cluster sizes are those of all the rows, not of a sample"
+            )
         if auto and targets is not None:
             raise ValueError(
                 "sigma='auto' does not combine with balance / max_cluster_size: a balanced "
@@ -299,13 +316,13 @@ class Fitter:
                     C0 = self._init_centroids(k, init, rng)
                     progress.line("Initialization complete", tick=False)
                     if targets is not None:
-                        run = run_balanced(source, C0, kind, sigma, targets, tol=tol,
+                        run = run_balanced(training, C0, kind, sigma, targets, tol=tol,
                                            max_iter=params.max_iter, task=task,
                                            step=self.metric.step)  # fmt: skip
                     elif auto:
                         run = run_em(
-                            source, C0, tol=tol, max_iter=params.max_iter,
-                            relocate=relocator(source, kind, notes), task=task,
+                            training, C0, tol=tol, max_iter=params.max_iter,
+                            relocate=relocator(training, kind, notes), task=task,
                             on_step=lambda i, s, step, _: progress.line(
                                 iteration_line(i, kind, s, step)
                             ),
@@ -314,7 +331,7 @@ class Fitter:
                         run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
                 C, sig, history, (final, labels), *offsets = run
                 # sigma='auto': runs end at their own widths, so they compare by likelihood.
-                score = nll_score(final, sig, source.shape[1]) if auto else final.objective
+                score = nll_score(final, sig, training.shape[1]) if auto else final.objective
                 if best is None or (
                     score < best_score and not _same_clustering(labels, best[2], k)
                 ):
@@ -322,6 +339,10 @@ class Fitter:
                 state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
                 if task.end(lambda state=state: state):
                     break
+            if training is not source:
+                final, C, _, sig, history = best
+                final, labels = label_all(source, C, kind, sig, progress)
+                best = (final, C, labels, sig, history)
         finally:
             progress.close()
         self._set_results(kind, schedule, k, *best)

@@ -102,6 +102,8 @@ class FitParams:
     balance: Any = None
     max_cluster_size: Any = None
 
+    max_points_per_centroid: int | None = None
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
@@ -191,6 +193,7 @@ class FitParams:
         ):
             allowed = "a float in the range [0.0, 1.0]"
             raise InvalidParameterError(_sklearn_phrase("decay", allowed, self.decay))
+        v.check_int(self.max_points_per_centroid, "max_points_per_centroid", 1, allow_none=True)
         return schedule
 
     def metric_policy(self):

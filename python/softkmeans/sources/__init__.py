@@ -11,7 +11,8 @@ One implementation per kind of input:
 input                       source
 ==========================  ======================================================
 C-contiguous NumPy array,   `ArraySource` (`dense`): the kernels read X in place
-np.memmap
+np.memmap                   (a memmap over 1 GiB: in 64 MiB blocks, the next one
+                            read ahead while one is computed, `readahead`)
 Fortran-ordered or strided  `RowBlockSource` (`dense`): bounded row blocks copied
 array, DataFrame values,    into one reused C-contiguous buffer, their statistics
 h5py / zarr datasets        merged in block order (SPEC.md, "Block statistics");

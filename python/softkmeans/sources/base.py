@@ -14,7 +14,8 @@ reads. Its methods, by who needs them:
   passes over all of X, `softkmeans.sources.parallel`) and `rows`;
 - empty clusters: `farthest` (relocation), `positive`, `n_distinct_rows` (the warning);
 - annealing: `augmented`, `responsibility_moments`, `add_farthest`;
-- the bounded hard step, which keeps per-row state between passes: `dense_array`.
+- the bounded hard step, which keeps per-row state between passes: `dense_array`;
+- a fit on a training sample (`softkmeans.fit.sampled`): `subset`.
 
 ``n_threads`` (an int, 0: the OpenMP default) is the thread count of the native calls;
 the fit sets it once it knows k.
@@ -94,13 +95,16 @@ class Source(abc.ABC):
     """What reads X. Attributes: ``shape`` (n, d), ``dtype`` (float32 or float64),
     ``data`` (X as validated: what a callable ``init`` receives), ``unit_weights`` (no
     sample_weight was given), ``rows_per_pass`` (the most rows one native call reads: the
-    thread count is chosen by it), ``n_threads``."""
+    thread count is chosen by it), ``n_threads``, ``on_block``."""
 
     shape: tuple
     dtype: np.dtype
     data: object
     unit_weights: bool
     n_threads: int = 0
+    # Called as on_block(rows done, n) after each block of a pass, where the source reads
+    # X in several blocks (a large memory-mapped file): the progress of a long pass.
+    on_block = None
 
     @abc.abstractmethod
     def stats(self, C, kind, sigma, *, sums=True, labels=False):
@@ -170,6 +174,12 @@ class Source(abc.ABC):
         """C (m, d) extended to k rows, one at a time, by the positive-weight row farthest
         from all centroids so far (ties to the first row)."""
 
+    @abc.abstractmethod
+    def subset(self, idx):
+        """The source of the rows X[idx] (idx sorted, distinct) with their weights, read
+        the way X is (in memory, from a temporary file when X is file-backed, on the
+        Dask workers); the caller closes it."""
+
     def close(self):  # noqa: B027 - most sources hold nothing to release
         """Release what the source holds beyond X (a temporary file)."""
 
@@ -223,8 +233,8 @@ class LocalSource(Source):
         """(mean, covariance) of a block's rows under weights w."""
         return _native.weighted_covariance(rows, w, self.n_threads)
 
-    def _pairs(self):
-        """(start, stop, rows of X, rows of [X, 0]) in order."""
+    def paired_blocks(self):
+        """(start, stop, rows of X, rows of [X, 0]) in order (the two `blocks` in step)."""
         for (start, stop, rows), (_, _, rows_a) in zip(self.blocks(), self.blocks(True)):
             yield start, stop, rows, rows_a
 
@@ -353,7 +363,7 @@ class LocalSource(Source):
     def responsibility_moments(self, Ca, kind, sigma):
         k = Ca.shape[0]
         parts = [[] for _ in range(k)]
-        for start, stop, rows, rows_a in self._pairs():
+        for start, stop, rows, rows_a in self.paired_blocks():
             R = _native.responsibilities(rows_a, Ca, kind, sigma, self.n_threads)
             w = self.weights[start:stop]
             for j in range(k):
@@ -409,4 +419,4 @@ class _Augmented(LocalSource):
         raise NotImplementedError("an augmented source is only read by stats")
 
     feature_variances = moments = rows = n_distinct_rows = seeding_passes = _unused
-    parallel_passes = _unused
+    parallel_passes = subset = _unused

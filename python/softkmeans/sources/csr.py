@@ -46,6 +46,10 @@ class CSRSource(LocalSource):
     def rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)].toarray()
 
+    def subset(self, idx):
+        weights = None if self.unit_weights else self.weights[idx]
+        return CSRSource(self.data[idx], weights, n_threads=self.n_threads)
+
     def block_sq_distances(self, rows, C, labels):
         # The kernel's own distance to the label's centroid (stored entries only).
         return _native.assign(rows, C, self.n_threads)[1]

@@ -470,6 +470,12 @@ class DaskSource(Source):
     def rows(self, idx):
         return np.ascontiguousarray(_compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
 
+    def subset(self, idx):
+        """The rows idx as a Dask array (gathered and persisted on the workers)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        weights = None if self.weights is None else self.weights[idx]
+        return DaskSource(self.data[idx], weights, n_threads=self.n_threads, scan=True)
+
     def seeding_source(self, n_clusters, rng):
         """An in-memory uniform sample of max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER x k)
         rows (all of X when it has no more), with their weights."""

@@ -132,6 +132,10 @@ class UnitCSRSource(_UnitRows, CSRSource):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
         self._unit_covariance = None
 
+    def subset(self, idx):
+        """The normalized rows idx (CSRSource's subset holds the unscaled X)."""
+        return UnitCSRSource(super().subset(idx))
+
     def spans(self):
         """(start, stop) row spans of about BLOCK_ENTRIES stored entries (one row at least)."""
         indptr, n = self.data.indptr, self.shape[0]

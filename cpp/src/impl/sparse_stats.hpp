@@ -128,7 +128,8 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
 
 // The hard pass without grad_X over rows i0 .. i0 + rows: each row's
 // distances reduced in registers as they are formed (CsrDistances::row_min2,
-// no distance block), then the statistics csr_stats_rows sums, by the same
+// two rows at a time by row_min2_pair where their accumulators fit, no
+// distance block), then the statistics csr_stats_rows sums, by the same
 // additions in the same order (RowAssignment {m1, wi, 1}, N_a += w,
 // S_a[l] += w x_l as CsrSupportAccumulator adds them). The chunk's scalar
 // sums are kept in locals across the rows.

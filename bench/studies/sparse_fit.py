@@ -1,5 +1,6 @@
 """The parts of the sparse hard fit of `compare.py --only sparse` (40000 x 3000 CSR, density
-0.004, k = 20, 30 iterations, float64), timed alone: one hard `block_stats` pass, the
+0.004, k = 20, 30 iterations; --rows topic (default) or uniform, --dtype float64 (default)
+or float32), timed alone: one hard `block_stats` pass, the
 covariance's lambda_max (`critical_sigma`, which a hard fit no longer computes), and the
 whole fit against scikit-learn's KMeans(algorithm="lloyd") from the same init. Every
 figure is a median of contenders run alternately in one process.
@@ -9,6 +10,9 @@ of that build's package under the name softkmeans_baseline, e.g.
 
     mkdir -p /tmp/base && cp -r /work/main/python/softkmeans /tmp/base/softkmeans_baseline
     python bench/studies/sparse_fit.py --baseline /tmp/base
+
+(with an editable install the compiled `_core*.so` lies in site-packages/softkmeans/:
+copy it into the baseline folder too).
 
 --threads 1 (the default) reports CPU time (time.process_time), which a loaded machine
 disturbs least; other thread counts report wall time.
@@ -28,7 +32,7 @@ import softkmeans
 from softkmeans import _native, _sparse
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
-from compare_fits import sparse_topic_rows  # noqa: E402
+from compare_fits import SPARSE_GENERATORS  # noqa: E402
 from peers import SETTLE_SECONDS  # noqa: E402
 
 
@@ -56,6 +60,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--baseline", help="a folder holding a package softkmeans_baseline")
+    ap.add_argument("--rows", choices=sorted(SPARSE_GENERATORS), default="topic",
+                    help="compare_fits.py's generator of the rows")  # fmt: skip
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float64")
     args = ap.parse_args()
     builds = {"this": (softkmeans, _native, _sparse)}
     if args.baseline:
@@ -71,8 +78,10 @@ def main():
         }
     th = args.threads
     clock = time.process_time if th == 1 else time.perf_counter
-    print(f"threads {th}, {'CPU' if th == 1 else 'wall'} time, medians of {args.repeats}")
-    X, C = sparse_topic_rows(40_000, 3_000, 0.004, 20)
+    print(f"threads {th}, {'CPU' if th == 1 else 'wall'} time, medians of {args.repeats}, "
+          f"{args.rows} rows, {args.dtype}, load average {os.getloadavg()}")  # fmt: skip
+    X, C = SPARSE_GENERATORS[args.rows](40_000, 3_000, 0.004, 20)
+    X, C = X.astype(args.dtype), C.astype(args.dtype)
     Xc = _sparse.check_csr(X)
     w = np.ones(X.shape[0])
 

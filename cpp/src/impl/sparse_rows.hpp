@@ -101,6 +101,34 @@ struct CsrDistances {
     return m.finish();
   }
 
+  // Whether row_min2_pair applies: a row pair's partial dot products (2 kp / W
+  // vectors) fit in registers beside the broadcasts and the reductions.
+  bool pairs_in_registers() const { return kp <= kPairBlock * W; }
+
+  // row_min2 of rows i and i + 1 (pairs_in_registers()), their stored entries
+  // interleaved: each row's x.c summed in its own entries' order, as row()
+  // sums it (the same bits), with two independent chains of FMAs in flight
+  // where one row alone leaves the FMA units waiting on its chain's latency.
+  template <typename I>
+  void row_min2_pair(const CsrRows<T, I>& X, index_t i, RowMin<T>& first, RowMin<T>& second) const {
+    Min2<T> ma, mb;
+    auto fa = [&](index_t, V D) { ma.push(D); };
+    auto fb = [&](index_t, V D) { mb.push(D); };
+    switch (kp / W) {
+      case 1:
+        centroid_block_pair<1>(X, i, fa, fb);
+        break;
+      case 2:
+        centroid_block_pair<2>(X, i, fa, fb);
+        break;
+      default:
+        centroid_block_pair<kPairBlock>(X, i, fa, fb);
+        break;
+    }
+    first = ma.finish();
+    second = mb.finish();
+  }
+
   // out [out] (rows, kp) with row stride kp: D of rows i0 .. i0 + rows of X,
   // +inf in the padding columns.
   template <typename I>
@@ -117,6 +145,8 @@ struct CsrDistances {
   // stored entries, each stored entry broadcast once per block. 6 leaves room
   // in 16 AVX2 registers for the broadcast and a row reduction's state.
   static constexpr int kBlock = 6;
+  // Centroid vectors per row of a row pair (row_min2_pair): 2 x 3 accumulators.
+  static constexpr int kPairBlock = 3;
 
   // ||x||^2 in double over the stored entries e0 .. e1, in their order.
   template <typename I>
@@ -140,11 +170,54 @@ struct CsrDistances {
 #pragma GCC unroll 8
       for (int b = 0; b < B; ++b) acc[b] = vfma(vv, vload(c + b * W), acc[b]);
     }
+    finish_block<B>(j, x, acc, f);
+  }
+
+  // f(j + b W, D) for b < B from the block's dot products acc.
+  template <int B, typename F>
+  void finish_block(index_t j, V x, const V* acc, F& f) const {
 #pragma GCC unroll 8
     for (int b = 0; b < B; ++b) {
       const V cnv = vload(cn.data() + j + b * W);
       f(j + b * W, vmax((x + cnv) - (acc[b] + acc[b]), V{}));
     }
+  }
+
+  // One row's entries e .. e1 added into acc (centroids 0 .. B W), in order.
+  template <int B, typename I>
+  void add_entries(const CsrRows<T, I>& X, index_t e, index_t e1, V* acc) const {
+    for (; e < e1; ++e) {
+      const V vv = vset<T>(X.val[e]);
+      const T* c = ct.data() + static_cast<index_t>(X.col[e]) * kp;
+#pragma GCC unroll 8
+      for (int b = 0; b < B; ++b) acc[b] = vfma(vv, vload(c + b * W), acc[b]);
+    }
+  }
+
+  // centroid_block<B> at j = 0 (B W == kp) of rows i and i + 1 at once: their
+  // first min(nnz) entries in lockstep, then the rest of the longer row.
+  template <int B, typename I, typename F, typename G>
+  void centroid_block_pair(const CsrRows<T, I>& X, index_t i, F& fa, G& fb) const {
+    V a[B], b[B];
+#pragma GCC unroll 8
+    for (int q = 0; q < B; ++q) a[q] = b[q] = V{};
+    index_t ea = X.begin(i), eb = X.begin(i + 1);
+    const index_t ea1 = X.end(i), eb1 = X.end(i + 1);
+    const index_t both = std::min(ea1 - ea, eb1 - eb);
+    for (index_t t = 0; t < both; ++t, ++ea, ++eb) {
+      const V va = vset<T>(X.val[ea]), vb = vset<T>(X.val[eb]);
+      const T* ca = ct.data() + static_cast<index_t>(X.col[ea]) * kp;
+      const T* cb = ct.data() + static_cast<index_t>(X.col[eb]) * kp;
+#pragma GCC unroll 8
+      for (int q = 0; q < B; ++q) {
+        a[q] = vfma(va, vload(ca + q * W), a[q]);
+        b[q] = vfma(vb, vload(cb + q * W), b[q]);
+      }
+    }
+    add_entries<B>(X, ea, ea1, a);
+    add_entries<B>(X, eb, eb1, b);
+    finish_block<B>(0, vset<T>(static_cast<T>(row_sq_norm(X, X.begin(i), ea1))), a, fa);
+    finish_block<B>(0, vset<T>(static_cast<T>(row_sq_norm(X, X.begin(i + 1), eb1))), b, fb);
   }
 };
 

@@ -128,7 +128,8 @@ void csr_stats_rows(const StatsPass<T>& p, const CsrRows<T, I>& X, const Acc& ac
 
 // The hard pass without grad_X over rows i0 .. i0 + rows: each row's
 // distances reduced in registers as they are formed (CsrDistances::row_min2,
-// no distance block), then the statistics csr_stats_rows sums, by the same
+// two rows at a time by row_min2_pair where their accumulators fit, no
+// distance block), then the statistics csr_stats_rows sums, by the same
 // additions in the same order (RowAssignment {m1, wi, 1}, N_a += w,
 // S_a[l] += w x_l as CsrSupportAccumulator adds them). The chunk's scalar
 // sums are kept in locals across the rows.
@@ -137,8 +138,7 @@ void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const do
                    std::int64_t* labels, bool sums, ChunkStats& chunk, index_t i0, index_t rows) {
   const index_t d = X.d;
   double W = chunk.W, obj = chunk.obj, J = chunk.J, mm = chunk.mm;
-  for (index_t i = i0; i < i0 + rows; ++i) {
-    const RowMin<T> m = dist.row_min2(X, i);
+  const auto add_row = [&](index_t i, const RowMin<T>& m) {
     const double wi = w[i];
     W += wi;
     if (labels) labels[i] = m.a;
@@ -146,12 +146,20 @@ void csr_hard_rows(const CsrDistances<T>& dist, const CsrRows<T, I>& X, const do
     const double m1 = static_cast<double>(m.m1);
     obj += rounded_product(wi, m1);
     J += rounded_product(wi, m1);
-    if (!sums || wi == 0.0) continue;
+    if (!sums || wi == 0.0) return;
     chunk.N[m.a] += wi;
     double* sa = chunk.S.data() + m.a * d;
     for (index_t e = X.begin(i); e < X.end(i); ++e)
       sa[X.col[e]] += wi * static_cast<double>(X.val[e]);
-  }
+  };
+  index_t i = i0;
+  if (dist.pairs_in_registers())
+    for (RowMin<T> first, second; i + 1 < i0 + rows; i += 2) {
+      dist.row_min2_pair(X, i, first, second);
+      add_row(i, first);
+      add_row(i + 1, second);
+    }
+  for (; i < i0 + rows; ++i) add_row(i, dist.row_min2(X, i));
   chunk.set_sums(W, obj, J, mm);
 }
 

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 import peers
+import table
 
 from softkmeans import SoftKMeans
 
@@ -60,10 +61,8 @@ def main():
     ap.add_argument("--no-capped", action="store_true", help="skip max_cluster_size (slow)")
     args = ap.parse_args()
     n, d, k = args.n, args.d, args.k
-    print(peers.machine())
-    print(f"load average (1, 5, 15 min): {os.getloadavg()}")
     sgemm = peers.gemm_rate(np.float32, n_threads=args.threads, size=1024)
-    print(f"same-run sgemm: {sgemm:.1f} GFLOP/s ({args.threads} threads)")
+    print(table.machine_line(sgemm, args.threads, 1024))
 
     X = unequal_blobs(n, d, k)
     C0 = peers.initial_centroids(X, k)

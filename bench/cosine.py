@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers as P  # noqa: E402
+import table  # noqa: E402
 
 import softkmeans  # noqa: E402
 
@@ -157,32 +158,6 @@ def _wall(run):
     return timed
 
 
-def cpu_line():
-    """family / model / model name of the first CPU (Linux), and the thread count used."""
-    info = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                info.setdefault(key.strip(), value.strip())
-                if not line.strip():
-                    break
-    except OSError:
-        return "cpu: unknown"
-    return (
-        f"cpu: family {info.get('cpu family')} model {info.get('model')} "
-        f"({info.get('model name')}), {os.cpu_count()} logical CPUs"
-    )
-
-
-def loadavg():
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "unknown"
-
-
 def compare(name, X, C0, iters, threads, repeats, with_faiss):
     cases = {"ours": ours(X, C0, iters, threads), "sklearn": sklearn_loop(X, C0, iters, threads)}
     if with_faiss:
@@ -191,9 +166,9 @@ def compare(name, X, C0, iters, threads, repeats, with_faiss):
         except P.PeerUnavailable as exc:
             print(P.skip_message("faiss", exc))
     print(f"\n{name}: X {X.shape} {X.dtype}, k = {C0.shape[0]}, {iters} iterations, "
-          f"load average before {loadavg()}")  # fmt: skip
+          f"load average before {table.load_average()}")  # fmt: skip
     timings = P.interleaved(cases, repeats=repeats, warmup=1)
-    print(f"load average after {loadavg()}")
+    print(f"load average after {table.load_average()}")
     ours_t = timings["ours"].median
     print(f"{'contender':10s} {'median s':>9s} {'J (cosine)':>14s} {'speedup':>8s} {'needed':>7s}"
           f" {'measured/needed':>16s}")  # fmt: skip
@@ -220,9 +195,9 @@ def main(argv=None):
     ap.add_argument("--sets", default="embeddings,tfidf", help="comma-separated data sets")
     args = ap.parse_args(argv)
 
-    print(cpu_line())
-    print(f"numpy sgemm (same run, {args.threads} threads): "
-          f"{P.gemm_rate(np.float32, n_threads=args.threads):.1f} GFLOP/s")  # fmt: skip
+    sgemm_size = 2048
+    sgemm = P.gemm_rate(np.float32, n_threads=args.threads, size=sgemm_size)
+    print(table.machine_line(sgemm, args.threads, sgemm_size))
     sets = args.sets.split(",")
     if "embeddings" in sets:
         X = embeddings(args.n, args.d, args.topics)

@@ -24,10 +24,10 @@ times are indicative, printed beside the load average and an sgemm rate of the s
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
+import table
 from peers import gemm_rate
 from sklearn import datasets as skd
 from sklearn.cluster import KMeans
@@ -153,8 +153,7 @@ METHODS = {
 
 def main():
     print(f"# softkmeans {softkmeans.__version__} {softkmeans.build_info()}")
-    print(f"# load average {open('/proc/loadavg').read().split()[:3]}  cpu {_cpu()}")
-    print(f"# sgemm {gemm_rate(np.float32):.1f} GFLOP/s (2 threads, same run)")
+    print(table.machine_line(gemm_rate(np.float32), 2, 2048))
     names = list(METHODS)
     head = "| data set | n x d | true k | " + " | ".join(f"{m} k (ARI)" for m in names)
     print(head + " | KMeans at true k ARI |")
@@ -173,18 +172,6 @@ def main():
               + f" | {ref:.2f} |", flush=True)  # fmt: skip
     print("# seconds per method, all data sets: "
           + ", ".join(f"{m} {s:.1f}" for m, s in seconds.items()))  # fmt: skip
-
-
-def _cpu():
-    try:
-        with open("/proc/cpuinfo") as f:
-            info = dict(
-                line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line
-            )
-        fields = ("model name", "cpu family", "model")
-        return ", ".join(f"{k.strip()}={info[k].strip()}" for k in info if k.strip() in fields)
-    except OSError:
-        return os.uname().machine
 
 
 if __name__ == "__main__":

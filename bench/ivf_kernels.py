@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
@@ -29,33 +28,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import peers as P  # noqa: E402
+import table  # noqa: E402
 
-import softkmeans  # noqa: E402
 from softkmeans import _native  # noqa: E402
 from softkmeans.centroid_groups import principal_axis_groups  # noqa: E402
 from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
 from softkmeans.sources.nearest import NearestCentroid  # noqa: E402
-
-
-def machine():
-    """The CPU (model name, family / model), the load average, and softkmeans's build."""
-    cpu = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, val = line.partition(":")
-                key = key.strip()
-                if key in ("model name", "cpu family", "model") and key not in cpu:
-                    cpu[key] = val.strip()
-    except OSError:
-        cpu["model name"] = platform.processor()
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    return (
-        f"# CPU {cpu.get('model name', '?')} (family {cpu.get('cpu family', '?')}, model "
-        f"{cpu.get('model', '?')}); load average {' '.join(load)}; "
-        f"softkmeans {softkmeans.build_info()}"
-    )
 
 
 def clustered(n, d, k, *, dtype=np.float32, seed=0, uniform=False):
@@ -171,8 +149,8 @@ def main(argv=None):
     p.add_argument("--uniform", action="store_true", help="also the uniform-centre data")
     args = p.parse_args(argv)
     scale = 10 if args.quick else 1
-    print(machine())
-    print(f"# same-run sgemm: {P.gemm_rate(np.float32, n_threads=args.threads):.1f} GFLOP/s")
+    sgemm = P.gemm_rate(np.float32, n_threads=args.threads)
+    print(table.machine_line(sgemm, args.threads, 2048))
     for k in (1024, 4096):
         distance_fraction(max(20 * k, 200_000) // scale, 128, k, n_threads=args.threads)
     assignment_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
@@ -180,7 +158,7 @@ def main(argv=None):
         assignment_speedup(
             200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats, uniform=True
         )
-    print(machine().split(";")[1].strip())  # the load once more, after the run
+    print(f"# load average after the run: {table.load_average()}")
 
 
 if __name__ == "__main__":

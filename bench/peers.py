@@ -533,17 +533,6 @@ def torch_softmax_rows(Z: np.ndarray, *, n_threads: int = 2) -> Callable[[], obj
     return run
 
 
-def entmax_scores(n: int, k: int, support: str, dtype=np.float32, seed: int = 0) -> np.ndarray:
-    """Scores with a controlled entmax15 support size.
-
-    support="low": N(0, 100^2) scores, so one or two entries lie within 2 of the row
-    maximum (low temperature: entmax15 is nearly an argmax); "high": N(0, 0.5^2) scores,
-    so most of the row is a candidate (high temperature)."""
-    scale = {"low": 100.0, "high": 0.5}[support]
-    rng = np.random.default_rng(seed)
-    return (scale * rng.standard_normal((n, k), dtype=np.float32)).astype(dtype, copy=False)
-
-
 # --------------------------------------------------------------------------------------
 # Ceilings
 # --------------------------------------------------------------------------------------
@@ -562,26 +551,6 @@ def sgemm_call(size: int, n_threads: int) -> tuple[Callable[[], object], float]:
             np.matmul(A, A, out=out)
 
     return gemm, 2.0 * size**3
-
-
-def machine() -> str:
-    """The CPU as /proc/cpuinfo names it (model name, family, model), and the core count."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-                if not line.strip():
-                    break
-    except OSError:
-        return "CPU: unknown (no /proc/cpuinfo)"
-    import os
-
-    return (
-        f"CPU: {fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, "
-        f"model {fields.get('model', '?')}), {os.cpu_count()} logical cores"
-    )
 
 
 def gemm_rate(dtype=np.float32, *, n_threads: int = 2, size: int = 2048, repeats: int = 5) -> float:

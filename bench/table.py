@@ -114,9 +114,27 @@ def avx512_width(vendor, family, flags):
     return "full 512-bit" if vendor == "GenuineIntel" else "unknown"
 
 
-def machine_line(sgemm_gflops, n_threads):
+def cpu_name():
+    """The CPU as /proc/cpuinfo names it: model name (family, model), and the CPU count."""
+    cpu = _cpuinfo()
+    return (
+        f"{cpu.get('model name', '?')} (family {cpu.get('cpu family', '?')}, model "
+        f"{cpu.get('model', '?')}), {os.cpu_count()} CPUs"
+    )
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages, as one string ("n/a" where unknown)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def machine_line(sgemm_gflops, n_threads, sgemm_size=4096):
     """One line naming the machine: CPU model, family/model, the AVX-512 width and the
-    extensions the kernels may use, the SIMD level selected, and the same-run sgemm."""
+    extensions the kernels may use, the SIMD level selected, the same-run sgemm (a
+    sgemm_size^3 float32 product) and the load average now. Every benchmark prints it."""
     import softkmeans
 
     cpu = _cpuinfo()
@@ -126,11 +144,10 @@ def machine_line(sgemm_gflops, n_threads):
     extensions = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
     level = softkmeans.build_info().get("simd_selected", "?")
     return (
-        f"# machine: {cpu.get('model name', '?')} (family {family}, model "
-        f"{cpu.get('model', '?')}), {os.cpu_count()} CPUs, AVX-512: "
-        f"{avx512_width(vendor, family, flags)}; flags {' '.join(extensions)}; SIMD level "
-        f"{level}; same-run sgemm 4096^3 float32 {sgemm_gflops:.0f} GFLOP/s at {n_threads} "
-        f"threads (numpy/{_blas_name()})"
+        f"# machine: {cpu_name()}, AVX-512: {avx512_width(vendor, family, flags)}; flags "
+        f"{' '.join(extensions)}; SIMD level {level}; same-run sgemm {sgemm_size}^3 float32 "
+        f"{sgemm_gflops:.0f} GFLOP/s at {n_threads} threads (numpy/{_blas_name()}); load "
+        f"average {load_average()}"
     )
 
 

@@ -61,6 +61,19 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
     if (outside > *v1) *best = -1;
     *v2 = std::max(*v2, outside);
   };
+  // Row i's value in cluster o (-inf when o is not a candidate) and its best
+  // value elsewhere (at least the bound on the clusters beyond its candidates).
+  auto own_and_other = [&](int64_t i, int64_t o, double* own, double* other) {
+    *own = neg_inf;
+    *other = -beyond[i] - min_price;
+    for (int64_t s = 0; s < m; ++s) {
+      const double v = -cost[i * m + s] - prices[cand[i * m + s]];
+      if (cand[i * m + s] == o)
+        *own = v;
+      else
+        *other = std::max(*other, v);
+    }
+  };
   // Rows handed in keep their cluster, at its price, while within eps of
   // their best value (eps-complementary slackness) and within its capacity.
   // free_at_zero: a cluster left with room starts at price 0 (and so ends at 0
@@ -74,14 +87,8 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
       const int64_t o = owner[i];
       keep[i] = 0;
       if (o < 0 || o >= k) continue;
-      double own = neg_inf, other = -beyond[i] - min_price;
-      for (int64_t s = 0; s < m; ++s) {
-        const double v = -cost[i * m + s] - prices[cand[i * m + s]];
-        if (cand[i * m + s] == o)
-          own = v;
-        else
-          other = std::max(other, v);
-      }
+      double own, other;
+      own_and_other(i, o, &own, &other);
       if (own >= other - eps && load[o] + w[i] <= caps[o] * (1 + 1e-12)) {
         keep[i] = 1;
         load[o] += w[i];
@@ -100,14 +107,8 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
     const int64_t o = owner[i];
     if (keep[i]) {
       // As if it bid now: what it would pay (at least the price).
-      double own = neg_inf, other = -beyond[i] - min_price;
-      for (int64_t s = 0; s < m; ++s) {
-        const double v = -cost[i * m + s] - prices[cand[i * m + s]];
-        if (cand[i * m + s] == o)
-          own = v;
-        else
-          other = std::max(other, v);
-      }
+      double own, other;
+      own_and_other(i, o, &own, &other);
       const double gain = std::isfinite(other) ? own - other : 0.0;
       held[o].push(Held(prices[o] + gain + eps, i));
     } else {

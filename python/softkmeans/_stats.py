@@ -76,7 +76,12 @@ def centroids(stats: BlockStats, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def step_result(stats: BlockStats, C: np.ndarray) -> StepResult:
     """The alternating-minimization step from C whose statistics are `stats`."""
-    new_C, empty = centroids(stats, C)
+    return moved_to(stats, *centroids(stats, C))
+
+
+def moved_to(stats: BlockStats, new_C: np.ndarray, empty: np.ndarray) -> StepResult:
+    """The StepResult of a step with statistics `stats` that moved the centroids to new_C
+    (empty: the clusters that kept their centroid)."""
     return StepResult(
         centroids=new_C,
         cluster_weights=stats.cluster_weights,

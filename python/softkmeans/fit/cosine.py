@@ -75,14 +75,7 @@ class Cosine(Euclidean):
         with np.errstate(divide="ignore", invalid="ignore"):
             new_C = (S / norms[:, None]).astype(C.dtype)
         new_C[empty] = C[empty]
-        return StepResult(
-            centroids=new_C,
-            cluster_weights=stats.cluster_weights,
-            objective=float(stats.objective),
-            distortion=float(stats.distortion),
-            min_margin=float(stats.min_margin),
-            empty=empty,
-        )
+        return _stats.moved_to(stats, new_C, empty)
 
     def project(self, C, fallback):
         return unit_rows(C, fallback)

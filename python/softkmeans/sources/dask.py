@@ -449,7 +449,7 @@ class DaskSource(Source):
         while C.shape[0] + len(added) < k:
             reference = Shared((C, list(added)))
             farthest = self._pass(
-                "farthest-row", _block_farthest_row, _first_farthest, reference, self.n_threads
+                "farthest", _block_farthest_row, _first_farthest, reference, self.n_threads
             )
             added.append(farthest[1])
         return np.vstack([C, *added]).astype(self.dtype) if added else C

@@ -293,6 +293,33 @@ def test_a_lost_unrecomputable_input_is_reported(client, problem, monkeypatch):
     client.wait_for_workers(2)
 
 
+@pytest.mark.parametrize("inline", [True, False], ids=["centroids-inline", "centroids-task"])
+@pytest.mark.parametrize("chunks", [CHUNKS, (150,) * 20], ids=["5-blocks", "20-blocks"])
+def test_the_futures_passes_give_the_graph_passes_bits(
+    client, problem, monkeypatch, chunks, inline
+):
+    # With a client, a pass maps tasks over the persisted blocks' futures and merges on the
+    # client (20 blocks: a level of merge tasks first); the dask.delayed graph of the local
+    # scheduler (forced here, run on the same cluster) merges in tasks. The same tree:
+    # the same bits, whichever worker ran which block.
+    from softkmeans.sources import dask as dask_source
+    from softkmeans.sources import dask_passes
+
+    X, C, w = problem
+    Xd = da.from_array(X, chunks=(chunks, -1)).persist()
+    wd = da.from_array(w, chunks=(chunks,))
+    if not inline:
+        monkeypatch.setattr(dask_passes, "INLINE_BYTES", 0)
+    got = _fit(skd.SoftKMeans, Xd, C, "softmax", wd, tol=0.0, max_iter=4)
+    monkeypatch.setattr(dask_source, "_client", lambda: None)
+    expected = _fit(skd.SoftKMeans, Xd, C, "softmax", wd, tol=0.0, max_iter=4)
+    assert got.cluster_centers_.tobytes() == expected.cluster_centers_.tobytes()
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
+    for name in ("inertia_", "objective_", "min_margin_"):
+        assert getattr(got, name) == getattr(expected, name), name
+    assert got.history_["objective"].tobytes() == expected.history_["objective"].tobytes()
+
+
 def test_kmeans_parallel_is_the_default_and_equals_the_in_memory_seeding(client, problem):
     # k-means|| over all blocks (uneven, one of one row), weighted: the draws are hashed
     # from the row index, so the seeding and the fit are the in-memory ones.

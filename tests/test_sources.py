@@ -152,3 +152,19 @@ def test_critical_sigma_of_data_no_longer_referenced_says_what_to_do():
         _ = model.critical_sigma_
     listed = SoftKMeans(K, assignment="hard", init=C).fit(X.tolist())  # no weak reference
     assert listed.critical_sigma_ == pytest.approx(SoftKMeans(K, init=C).fit(X).critical_sigma_)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_feature_moments_fold_in_steps_as_numpy_computes_them(monkeypatch, dtype):
+    # Steps of 7 rows over 40 (a short last step) in one reused buffer; a step of zero
+    # weight is skipped. Against NumPy's weighted variance of the whole array at once.
+    monkeypatch.setattr(dense, "SCAN_BYTES", 7 * 3 * 8)
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(40, 3)) * [1.0, 10.0, 0.1] + 3.0).astype(dtype)
+    w = rng.uniform(0.5, 2.0, size=40)
+    w[7:14] = 0.0
+    X64 = X.astype(np.float64)
+    mean = np.average(X64, axis=0, weights=w)
+    expected = np.average((X64 - mean) ** 2, axis=0, weights=w)
+    got = dense.FeatureMoments(3).add(X, w).variances()
+    np.testing.assert_allclose(got, expected, rtol=1e-12)

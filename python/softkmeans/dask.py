@@ -38,9 +38,10 @@ method is passed to `softkmeans.SoftKMeans` unchanged.
 
 Progress: ``verbose=1`` prints the estimator's per-iteration lines (a tqdm bar on a
 terminal); the tasks appear in the Dask dashboard's task stream as
-``softkmeans-block_stats``, ``softkmeans-merge``, ``softkmeans-moments``,
-``softkmeans-anneal-moments``, ``softkmeans-farthest`` and k-means||'s
-``softkmeans-kmeans-parallel-*``.
+``softkmeans-block_stats``, ``softkmeans-moments``, ``softkmeans-anneal-moments``,
+``softkmeans-farthest`` and k-means||'s ``softkmeans-kmeans-parallel-*`` (with a client,
+the merges of more than 8 blocks' results as ``softkmeans-*-merge``; the last 8 are merged
+on the client).
 
 Annealing (``anneal=...``) runs `softkmeans.annealing`'s schedule, the in-memory one, with
 its reads of X as block passes: each step one block_stats pass over the blocks augmented

@@ -4,13 +4,13 @@ Imported only when a Dask collection is given (the ``softkmeans[dask]`` extra). 
 (`softkmeans.fit`) is the in-memory one; each read of X is a pass over the blocks:
 
 - **A pass** maps the native block-statistics kernel (`softkmeans._native.block_stats`)
-  over the row blocks, one task per block, on the workers. The centroids are sent once per
-  pass: one ``dask.delayed`` key of the pass's graph that every block task depends on
-  (each worker fetches it once), never embedded in the block tasks.
-- **The merge** of the block statistics (`softkmeans._stats.merge`) is a tree of pairwise
-  merges in block order -- (0, 1), (2, 3), ..., then the same on the results -- whose shape
-  depends only on the number of blocks, so the result does not depend on which worker
-  computed what, or when. Only the merged statistics (k x d numbers) reach the client.
+  over the row blocks, one task per block, on the workers (`softkmeans.sources.dask_passes`:
+  with a distributed client, tasks on the persisted blocks' futures; otherwise a
+  ``dask.delayed`` graph). The centroids travel with the pass's tasks.
+- **The merge** of the block statistics (`softkmeans._stats.merge`) is a tree of merges of
+  consecutive blocks, in block order, whose shape depends only on the number of blocks, so
+  the result does not depend on which worker computed what, or when. Only the statistics
+  of at most 8 groups of blocks (k x d numbers each) reach the client.
 - **The update** c_j+ = S_j / N_j (`softkmeans._stats.step_result`) and the loop
   (`softkmeans.fit.steps.run_steps`) run on the client.
 
@@ -42,6 +42,7 @@ from .. import _native, _stats
 from .. import _validation as v
 from .base import Farthest, Source, euclidean_distances
 from .dask_parallel import DaskParallelPasses
+from .dask_passes import BlockPasses, Shared, compute, delayed_blocks, merge_in_tree, unit_weights
 from .dense import ArraySource, FeatureMoments
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
@@ -66,81 +67,8 @@ def _client():
         return None
 
 
-def _broadcast(C):
-    """The centroids of one pass as one graph key that every block task depends on: sent
-    to the scheduler once with the pass's graph and from there to each worker once, never
-    embedded in the block tasks.
-
-    NOTE: not ``client.scatter(C, broadcast=True)``: a broadcast waits for every worker,
-    and hangs while one that just died is being restarted; a key in the graph is simply
-    recomputed wherever it is needed (and costs the same here, ~20 ms per pass).
-    """
-    return dask.delayed(C, name="softkmeans-centroids-" + dask.base.tokenize(C))
-
-
-_LOST = (
-    "the Dask fit lost data it cannot recompute: most likely a worker died holding blocks "
-    "of X (or sample_weight) that were scattered from the client rather than computed "
-    "from a graph. Build X from a recomputable source (da.from_array, da.from_zarr, "
-    "dd.read_parquet, ...) and persist it, so that Dask can recompute lost blocks"
-)
-
-
-def _compute(*objs):
-    """dask.compute, with a lost, unrecomputable input reported as what happened."""
-    try:
-        return dask.compute(*objs)
-    except Exception as exc:
-        names = {type(e).__name__ for e in _chain(exc)}
-        if names & {"FutureCancelledError", "CancelledError"}:
-            raise RuntimeError(f"{_LOST} ({type(exc).__name__}: {exc})") from exc
-        raise
-
-
-def _chain(exc):
-    while exc is not None:
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-# Statistics of up to this many consecutive blocks merge in one task: a tree whose shape
-# depends only on the number of blocks (one level up to 8 blocks, two up to 64, ...).
-MERGE_FAN_IN = 8
-
-
-def _tree(parts, merge, name):
-    """Merges of consecutive groups of MERGE_FAN_IN parts, in block order, level by level.
-
-    merge(list) -> part combines its list in the order given. Each task combines a fixed
-    range of blocks, so the result does not depend on who computed which block, or when.
-    """
-    level = 0
-    while len(parts) > 1:
-        key = f"{name}-{level}-" + dask.base.tokenize(parts)
-        parts = [
-            dask.delayed(merge, pure=True)(
-                parts[i : i + MERGE_FAN_IN], dask_key_name=(key, i // MERGE_FAN_IN)
-            )
-            for i in range(0, len(parts), MERGE_FAN_IN)
-        ]
-        level += 1
-    return parts[0]
-
-
-def _blocks(X, w):
-    """[(X block, w block or None)] of the non-empty row blocks, in order."""
-    xs = X.to_delayed().ravel()
-    ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
-    return [(x, wb) for x, wb, rows in zip(xs, ws, X.chunks[0]) if rows > 0]
-
-
-def _row_counts(X):
-    """The row counts of the non-empty row blocks of X, in order (as `_blocks`)."""
-    return [rows for rows in X.chunks[0] if rows > 0]
-
-
 def _weights(w, n):
-    return np.ones(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+    return unit_weights(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
 
 
 # ---------------------------------------------------------------------- block tasks
@@ -252,37 +180,16 @@ def _proba_block(X, C, kind, sigma, n_threads):
 # ---------------------------------------------------------------------- passes
 
 
-def _block_tasks(name, block_fn, X, w, *args):
-    """One task per non-empty row block: block_fn(X block, w block or None, *args), named
-    ``softkmeans-<name>`` in the task stream (the args may hold a `_broadcast` key)."""
-    token = dask.base.tokenize(X, w, *args)
-    return [
-        dask.delayed(block_fn, pure=True)(
-            xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
-        )
-        for i, (xb, wb) in enumerate(_blocks(X, w))
-    ]
-
-
-def _merged(parts, merge, name):
-    """The parts merged by `merge` in the fixed tree (`_tree`), computed."""
-    return _compute(_tree(parts, merge, name))[0]
-
-
-def _stats_pass(X, w, C, kind, sigma, n_threads, *, sums=True, labels=False):
-    """One block_stats pass over the blocks of X at C: (merged BlockStats, labels or None)."""
-    args = (_broadcast(C), kind, sigma, n_threads, sums, labels)
-    parts = _block_tasks("block_stats", _block_stats, X, w, *args)
+def _stats_pass(passes, C, kind, sigma, n_threads, *, sums=True, labels=False):
+    """One block_stats pass over the blocks at C: (merged BlockStats, labels or None)."""
+    args = (Shared(C), kind, sigma, n_threads, sums, labels)
+    parts = passes.map("block_stats", _block_stats, *args)
     if not labels:
-        return _merged(parts, _stats.merge, "softkmeans-merge"), None
-    root = _tree([p[0] for p in parts], _stats.merge, "softkmeans-merge")
-    merged, *labs = _compute(root, *[p[1] for p in parts])
-    return merged, np.concatenate(labs)
-
-
-def _moments(X, w, n_threads):
-    parts = _block_tasks("moments", _block_moments, X, w, n_threads)
-    return _merged(parts, _merge_moments, "softkmeans-moments-merge")
+        return passes.merged(parts, _stats.merge, "softkmeans-merge"), None
+    # The labels reach the client anyway: the blocks' statistics come with them, merged
+    # on the client in the same tree.
+    stats, labs = zip(*passes.gather(parts))
+    return merge_in_tree(list(stats), _stats.merge), np.concatenate(labs)
 
 
 # ---------------------------------------------------------------------- input checks
@@ -420,20 +327,22 @@ class DaskSource(Source):
         self.rows_per_pass = int(max(X.chunks[0]))
         self.n_threads = n_threads
         self._variances = None
+        self.passes = BlockPasses(X, w, client)
         if scan:
-            W, _, M2 = _merged(
-                _block_tasks("scan", _block_scan, X, w), _merge_scans, "softkmeans-scan-merge"
-            )
+            W, _, M2 = self._pass("scan", _block_scan, _merge_scans)
             _check_total_weight(W)
             self._variances = M2 / W
 
     def close(self):
         """Nothing to release: persisted blocks are freed with the last reference."""
 
+    def _pass(self, name, block_fn, merge, *args):
+        """One pass of block_fn over the blocks, its parts merged by `merge`."""
+        parts = self.passes.map(name, block_fn, *args)
+        return self.passes.merged(parts, merge, f"softkmeans-{name}-merge")
+
     def stats(self, C, kind, sigma, *, sums=True, labels=False):
-        return _stats_pass(
-            self.data, self.weights, C, kind, sigma, self.n_threads, sums=sums, labels=labels
-        )
+        return _stats_pass(self.passes, C, kind, sigma, self.n_threads, sums=sums, labels=labels)
 
     def _blockwise(self, fn, out_index, dtype, meta, **kwargs):
         C = da.from_array(kwargs.pop("C"), chunks=kwargs["shape"])
@@ -463,12 +372,12 @@ class DaskSource(Source):
         return self._variances
 
     def moments(self):
-        W, mean, M = _moments(self.data, self.weights, self.n_threads)
+        W, mean, M = self._pass("moments", _block_moments, _merge_moments, self.n_threads)
         _check_total_weight(W)
         return mean, M / W
 
     def rows(self, idx):
-        return np.ascontiguousarray(_compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
+        return np.ascontiguousarray(compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
 
     def subset(self, idx):
         """The rows idx as a Dask array (gathered and persisted on the workers)."""
@@ -485,7 +394,7 @@ class DaskSource(Source):
         if n > m:
             idx = np.unique(rng.randint(0, n, size=m))
             X, w = X[idx], (w[idx] if w is not None else None)
-        rows, ws = _compute(X, w) if w is not None else (_compute(X)[0], None)
+        rows, ws = compute(X, w) if w is not None else (compute(X)[0], None)
         if ws is not None and int((ws > 0).sum()) < n_clusters:
             raise ValueError(
                 f"the seeding sample has fewer than n_clusters={n_clusters} rows of positive "
@@ -497,14 +406,15 @@ class DaskSource(Source):
         """k-means||'s passes as block tasks (`softkmeans.sources.dask_parallel`)."""
         blocks = [
             (x, wb, int(rows))
-            for (x, wb), rows in zip(_blocks(self.data, self.weights), _row_counts(self.data))
+            for (x, wb), rows in zip(delayed_blocks(self.data, self.weights), self.data.chunks[0])
+            if rows > 0
         ]
-        return DaskParallelPasses(blocks, _compute, self.n_threads)
+        return DaskParallelPasses(blocks, compute, self.n_threads)
 
     def farthest(self, C, m, labels=None):
-        args = (_broadcast(C), m, self.n_threads)
-        parts = _block_tasks("farthest", _block_farthest, self.data, self.weights, *args)
-        dist, rows, ws, labs = _merged(parts, _concat_farthest, "softkmeans-farthest-merge")
+        dist, rows, ws, labs = self._pass(
+            "farthest", _block_farthest, _concat_farthest, Shared(C), m, self.n_threads
+        )
         if dist.max() == 0:
             return Farthest(dist[:0], rows[:0], ws[:0], labs[:0])
         # NOTE: the same m rows as the in-memory fit; when several clusters are empty at
@@ -513,11 +423,11 @@ class DaskSource(Source):
         return Farthest(dist[top], np.ascontiguousarray(rows[top]), ws[top], labs[top])
 
     def positive(self):
-        return None if self.weights is None else _compute(self.weights > 0)[0]
+        return None if self.weights is None else compute(self.weights > 0)[0]
 
     def n_distinct_rows(self):
         positive = self.positive()
-        rows = _compute(self.data if positive is None else self.data[positive])[0]
+        rows = compute(self.data if positive is None else self.data[positive])[0]
         return np.unique(rows, axis=0).shape[0]
 
     def augmented(self):
@@ -528,15 +438,14 @@ class DaskSource(Source):
             _augment, chunks=(self.data.chunks[0], (d,)), dtype=self.dtype
         )
         source.shape = (self.shape[0], d)
+        source.passes = self.passes.prepared(_augment, source.data)
         return source
 
     def responsibility_moments(self, Ca, kind, sigma):
         """One pass: the per-centroid moments of each block, merged in block order."""
-        args = (_broadcast(Ca), kind, sigma, self.n_threads)
-        parts = _block_tasks(
-            "anneal-moments", _block_responsibility_moments, self.data, self.weights, *args
-        )
-        merged = _merged(parts, _merge_responsibility_moments, "softkmeans-anneal-moments-merge")
+        args = (Shared(Ca), kind, sigma, self.n_threads)
+        block_fn, merge = _block_responsibility_moments, _merge_responsibility_moments
+        merged = self._pass("anneal-moments", block_fn, merge, *args)
         return [(U, mean, M / U) if U > 0 else (U, None, None) for U, mean, M in merged]
 
     def add_farthest(self, C, k):
@@ -544,9 +453,11 @@ class DaskSource(Source):
         C = np.ascontiguousarray(C, dtype=self.dtype)
         added = []
         while C.shape[0] + len(added) < k:
-            args = (_broadcast((C, list(added))), self.n_threads)
-            parts = _block_tasks("farthest", _block_farthest_row, self.data, self.weights, *args)
-            added.append(_merged(parts, _first_farthest, "softkmeans-farthest-merge")[1])
+            reference = Shared((C, list(added)))
+            farthest = self._pass(
+                "farthest", _block_farthest_row, _first_farthest, reference, self.n_threads
+            )
+            added.append(farthest[1])
         return np.vstack([C, *added]).astype(self.dtype) if added else C
 
 

@@ -1,0 +1,215 @@
+"""How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask`).
+
+A pass is one task per non-empty row block, block_fn(X block, w block or None, *args),
+whose results (the parts) are merged by a tree of merges of MERGE_FAN_IN consecutive
+parts, in block order, level by level. The tree's shape depends only on the number of
+blocks, so the result does not depend on which worker computed what, or when, nor on the
+scheduler: both ways below merge the same groups in the same order (the same bits).
+
+- **With a distributed client** (X and the weights persisted on the workers), the block
+  tasks are submitted on the blocks' futures (`Client.map`): no graph to build, tokenize
+  or optimize per pass, and no merge task between the blocks and the client. The last
+  level of the tree (at most MERGE_FAN_IN parts) is gathered and merged on the client;
+  the levels below it (more than MERGE_FAN_IN blocks) are merge tasks on the workers, so
+  that the client never receives more than MERGE_FAN_IN parts. A `Shared` argument (the
+  centroids) travels inside each task while it is small (INLINE_BYTES), and as one task
+  that every block task depends on otherwise.
+- **With the local scheduler**, a pass is one ``dask.delayed`` graph computed by
+  `compute`; a `Shared` argument is one key of it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import uuid
+
+import dask
+import numpy as np
+from dask.sizeof import sizeof
+
+__all__ = ["LOST", "MERGE_FAN_IN", "BlockPasses", "Shared", "compute", "delayed_blocks"]
+
+# Statistics of up to this many consecutive blocks merge in one step: a tree whose shape
+# depends only on the number of blocks (one level up to 8 blocks, two up to 64, ...).
+MERGE_FAN_IN = 8
+
+# A `Shared` argument is copied into each block task of a pass up to this many bytes in
+# all (k = 64, d = 16 float32 centroids over 8 blocks: 32 KiB); above it, it is one task
+# that the block tasks depend on (each worker fetches it once).
+INLINE_BYTES = 1 << 20
+
+LOST = (
+    "the Dask fit lost data it cannot recompute: most likely a worker died holding blocks "
+    "of X (or sample_weight) that were scattered from the client rather than computed "
+    "from a graph. Build X from a recomputable source (da.from_array, da.from_zarr, "
+    "dd.read_parquet, ...) and persist it, so that Dask can recompute lost blocks"
+)
+
+
+def _reported(run, *args):
+    """run(*args), with a lost, unrecomputable input reported as what happened."""
+    try:
+        return run(*args)
+    except Exception as exc:
+        names = {type(e).__name__ for e in _chain(exc)}
+        if names & {"FutureCancelledError", "CancelledError"}:
+            raise RuntimeError(f"{LOST} ({type(exc).__name__}: {exc})") from exc
+        raise
+
+
+def _chain(exc):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def compute(*objs):
+    """dask.compute, with a lost, unrecomputable input reported as what happened."""
+    return _reported(dask.compute, *objs)
+
+
+def delayed_blocks(X, w):
+    """[(X block, w block or None)] of the non-empty row blocks, as Delayed, in order."""
+    xs = X.to_delayed().ravel()
+    ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
+    return [(x, wb) for x, wb, rows in zip(xs, ws, X.chunks[0]) if rows > 0]
+
+
+def _reduce(parts, combine, until):
+    """The levels of the merge tree while more than `until` parts remain: each level
+    combines consecutive groups of MERGE_FAN_IN parts, in block order."""
+    while len(parts) > until:
+        parts = [combine(parts[i : i + MERGE_FAN_IN]) for i in range(0, len(parts), MERGE_FAN_IN)]
+    return parts
+
+
+def merge_in_tree(values, merge):
+    """The values merged as the tree merges them (one value: itself, unmerged)."""
+    return _reduce(values, merge, 1)[0]
+
+
+class Shared:
+    """An argument that every block task of a pass receives (the centroids)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _identity(value):
+    return value
+
+
+def _prepared(block_fn, prepare, X, w, *args):
+    return block_fn(X if prepare is None else prepare(X), w, *args)
+
+
+class BlockPasses:
+    """The passes over the non-empty row blocks of X (and w), in block order.
+
+    client: the distributed Client X and w are persisted on, or None (the local
+    scheduler). prepare: a function applied to each X block in its task before block_fn
+    (annealing's augmented rows; with the local scheduler, X itself is the prepared array).
+    """
+
+    def __init__(self, X, w, client, prepare=None):
+        self.client, self.prepare = client, prepare
+        self.X, self.w = X, w
+        if client is None:
+            self.blocks = delayed_blocks(X, w)
+            return
+        ws = _block_futures(w) if w is not None else [None] * X.numblocks[0]
+        blocks = zip(_block_futures(X), ws, X.chunks[0])
+        self.blocks = [(xb, wb) for xb, wb, rows in blocks if rows > 0]
+
+    def prepared(self, prepare, X_prepared):
+        """The passes over the blocks of X_prepared = X's blocks mapped by `prepare`."""
+        if self.client is None:
+            return BlockPasses(X_prepared, self.w, None)
+        passes = copy.copy(self)
+        passes.prepare = prepare
+        return passes
+
+    def map(self, name, block_fn, *args):
+        """One task per block, block_fn(X block, w block or None, *args): the parts,
+        named ``softkmeans-<name>`` in the task stream."""
+        if self.client is None:
+            args = [_delayed_shared(a) for a in args]
+            token = dask.base.tokenize(self.X, self.w, *args)
+            return [
+                dask.delayed(block_fn, pure=True)(
+                    xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
+                )
+                for i, (xb, wb) in enumerate(self.blocks)
+            ]
+        n = len(self.blocks)
+        token = uuid.uuid4().hex
+        args = [self._submitted_shared(a, n, token) for a in args]
+        xs, ws = (list(column) for column in zip(*self.blocks))
+        return self.client.map(
+            _prepared, [block_fn] * n, [self.prepare] * n, xs, ws, *[[a] * n for a in args],
+            key=[f"softkmeans-{name}-{token}-{i}" for i in range(n)], pure=False,
+        )  # fmt: skip
+
+    def merged(self, parts, merge, name):
+        """The parts merged by `merge` in the fixed tree, on the client."""
+        if self.client is None:
+
+            def combine(group):
+                key = f"{name}-" + dask.base.tokenize(group)
+                return dask.delayed(merge, pure=True)(group, dask_key_name=key)
+
+            return compute(merge_in_tree(parts, combine))[0]
+
+        def submit(group):
+            return self.client.submit(merge, group, key=f"{name}-{uuid.uuid4().hex}", pure=False)
+
+        return merge_in_tree(self.gather(_reduce(parts, submit, MERGE_FAN_IN)), merge)
+
+    def gather(self, parts):
+        """The parts' values, in order."""
+        if self.client is None:
+            return list(compute(*parts))
+        return _reported(self.client.gather, parts)
+
+    def _submitted_shared(self, arg, n, token):
+        if not isinstance(arg, Shared):
+            return arg
+        if sizeof(arg.value) * n <= INLINE_BYTES:
+            return arg.value
+        return self.client.submit(
+            _identity, arg.value, key=f"softkmeans-centroids-{token}", pure=False
+        )
+
+
+def _delayed_shared(arg):
+    """A Shared argument as one graph key: sent to the scheduler once with the pass's
+    graph and from there to each worker once, never embedded in the block tasks.
+
+    NOTE: not ``client.scatter(C, broadcast=True)``: a broadcast waits for every worker,
+    and hangs while one that just died is being restarted; a key in the graph (or a task,
+    with a client) is simply recomputed wherever it is needed.
+    """
+    if not isinstance(arg, Shared):
+        return arg
+    return dask.delayed(arg.value, name="softkmeans-centroids-" + dask.base.tokenize(arg.value))
+
+
+def _block_futures(A):
+    """The futures of a persisted array's row blocks, in block order."""
+    from dask.core import flatten
+    from distributed import futures_of
+
+    by_key = {f.key: f for f in futures_of(A)}
+    return [by_key[key] for key in flatten(A.__dask_keys__())]
+
+
+@functools.lru_cache(maxsize=16)
+def unit_weights(n):
+    """A read-only array of n ones (the weights of an unweighted block), made once per
+    block size in each process rather than once per pass."""
+    ones = np.ones(n)
+    ones.flags.writeable = False
+    return ones

@@ -60,4 +60,30 @@ void def_balanced(py::module_& m) {
       },
       "One epsilon phase of the balanced forward auction (rows kept from owner where they may):\n"
       "(status, owner, prices, short_row).");
+  m.def(
+      "balanced_counts",
+      [](const py::array& D_, const py::array& targets_, const py::array& g_,
+         int64_t rows_per_move, double slack, int64_t max_tries) {
+        auto D = checked<double>(D_, "D", 2);
+        auto targets = checked<int64_t>(targets_, "targets", 1);
+        auto g_in = checked<double>(g_, "g", 1);
+        const int64_t n = D.shape(0), k = D.shape(1);
+        if (targets.shape(0) != k || g_in.shape(0) != k || k < 1 || rows_per_move < 1 ||
+            max_tries < 1)
+          throw py::value_error("balanced_counts: inconsistent shapes");
+        carray<double> g(k);
+        std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+        carray<int64_t> owner(n);
+        int64_t moves = 0, rows_used = 0;
+        softkmeans::TransferStatus status;
+        {
+          py::gil_scoped_release release;
+          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
+                                               slack, max_tries, g.mutable_data(),
+                                               owner.mutable_data(), &moves, &rows_used);
+        }
+        return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+      },
+      "The hard balanced assignment to integer counts from the offsets g:\n"
+      "(status, owner, g, moves, rows_used).");
 }

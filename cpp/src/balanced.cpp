@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -153,6 +154,179 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
     }
   }
   return AuctionStatus::settled;
+}
+
+}  // namespace softkmeans
+
+namespace softkmeans {
+
+namespace {
+
+using Edge = std::pair<double, int64_t>;  // (cost[i, l] - cost[i, j], row i)
+
+// std::push_heap / pop_heap keep the largest on top: this order puts the
+// cheapest move on top, and among equal ones the smaller row.
+struct CheaperOnTop {
+  bool operator()(const Edge& a, const Edge& b) const {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second > b.second;
+  }
+};
+
+// The successive shortest paths of balanced_transfer over the rows `rows`
+// (nullptr: 0..n-1) of the candidate graph (cand nullptr: every row's
+// candidates are the k clusters in order, m == k).
+TransferStatus shortest_paths(const int64_t* cand, const double* cost, int64_t m, int64_t k,
+                              const int64_t* rows, int64_t n_rows, int64_t* excess, double* g,
+                              int64_t max_moves, int64_t* owner, int64_t* moves) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto cluster = [&](int64_t i, int64_t s) { return cand ? cand[i * m + s] : s; };
+  std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
+  auto push_row = [&](int64_t i, bool heapify) {
+    const double* di = cost + i * m;
+    const int64_t j = owner[i];
+    double own = 0.0;
+    for (int64_t s = 0; s < m; ++s)
+      if (cluster(i, s) == j) own = di[s];
+    for (int64_t s = 0; s < m; ++s) {
+      const int64_t l = cluster(i, s);
+      if (l == j) continue;
+      auto& heap = edges[j * k + l];
+      heap.emplace_back(di[s] - own, i);
+      if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+    }
+  };
+  for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
+  for (auto& heap : edges) std::make_heap(heap.begin(), heap.end(), CheaperOnTop());
+  // The cheapest row of j that may move to l (rows that left j dropped here).
+  auto top = [&](int64_t j, int64_t l) -> const Edge* {
+    auto& heap = edges[j * k + l];
+    while (!heap.empty() && owner[heap.front().second] != j) {
+      std::pop_heap(heap.begin(), heap.end(), CheaperOnTop());
+      heap.pop_back();
+    }
+    return heap.empty() ? nullptr : &heap.front();
+  };
+  std::vector<double> dist(k);
+  std::vector<int64_t> prev(k);
+  std::vector<char> done(k);
+  *moves = 0;
+  for (;;) {
+    std::fill(dist.begin(), dist.end(), inf);
+    std::fill(prev.begin(), prev.end(), -1);
+    std::fill(done.begin(), done.end(), 0);
+    bool any = false;
+    for (int64_t j = 0; j < k; ++j)
+      if (excess[j] > 0) dist[j] = 0.0, any = true;
+    if (!any) return TransferStatus::settled;
+    if (*moves >= max_moves) return TransferStatus::too_many_moves;
+    int64_t target = -1;
+    for (;;) {  // dense Dijkstra: k is small
+      int64_t u = -1;
+      for (int64_t j = 0; j < k; ++j)
+        if (!done[j] && dist[j] < inf && (u < 0 || dist[j] < dist[u])) u = j;
+      if (u < 0) return TransferStatus::no_path;
+      done[u] = 1;
+      if (excess[u] < 0) {
+        target = u;
+        break;
+      }
+      for (int64_t l = 0; l < k; ++l) {
+        if (done[l] || l == u) continue;
+        const Edge* e = top(u, l);
+        if (e == nullptr) continue;
+        // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
+        const double reduced = std::max(0.0, e->first - g[l] + g[u]);
+        if (dist[u] + reduced < dist[l]) {
+          dist[l] = dist[u] + reduced;
+          prev[l] = u;
+        }
+      }
+    }
+    const double reach = dist[target];
+    for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);
+    for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
+      const int64_t i = top(prev[l], l)->second;
+      owner[i] = l;
+      push_row(i, true);
+      if (prev[prev[l]] < 0) --excess[prev[l]];
+    }
+    ++excess[target];
+    ++*moves;
+  }
+}
+
+}  // namespace
+
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double slack, int64_t max_tries,
+                               double* g, int64_t* owner, int64_t* moves, int64_t* rows_used) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> g_start(g, g + k);
+  std::vector<double> gap(static_cast<size_t>(n));
+  std::vector<int64_t> excess(k), start_owner(static_cast<size_t>(n)), near;
+  // The argmin of D - g (ties to the smaller j) and the gap to the next value.
+  for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
+  for (int64_t i = 0; i < n; ++i) {
+    const double* di = D + i * k;
+    int64_t best = 0;
+    double v1 = di[0] - g[0], v2 = inf;
+    for (int64_t j = 1; j < k; ++j) {
+      const double v = di[j] - g[j];
+      if (v < v1) {
+        v2 = v1;
+        v1 = v;
+        best = j;
+      } else if (v < v2) {
+        v2 = v;
+      }
+    }
+    start_owner[i] = best;
+    gap[i] = v2 - v1;
+    ++excess[best];
+  }
+  int64_t off = 0;
+  for (int64_t j = 0; j < k; ++j) off += std::abs(excess[j]);
+  const std::vector<int64_t> start_excess = excess;
+  int64_t want = std::min<int64_t>(n, rows_per_move * (off / 2 + k));
+  TransferStatus status = TransferStatus::settled;
+  for (int64_t tries = 0; tries < max_tries; ++tries) {
+    std::copy(g_start.begin(), g_start.end(), g);
+    std::copy(start_owner.begin(), start_owner.end(), owner);
+    excess = start_excess;
+    // The `want` rows of smallest gap (ties: smaller row) may move; the others
+    // keep their labels, which stay argmins while the offsets move by less
+    // than their gaps (checked below).
+    near.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) near[i] = i;
+    if (want < n) {
+      auto closer = [&](int64_t a, int64_t b) {
+        return gap[a] < gap[b] || (gap[a] == gap[b] && a < b);
+      };
+      std::nth_element(near.begin(), near.begin() + want, near.end(), closer);
+      near.resize(static_cast<size_t>(want));
+      std::sort(near.begin(), near.end());
+    }
+    *rows_used = static_cast<int64_t>(near.size());
+    status = shortest_paths(nullptr, D, k, k, near.data(), *rows_used, excess.data(), g,
+                            std::max<int64_t>(16 * (off + k), 1024), owner, moves);
+    if (want == n || status == TransferStatus::too_many_moves) return status;
+    // no_path: a short cluster is reached by none of these rows' edges.
+    // Complementary slackness for every row: its label an argmin of D - g.
+    bool holds = status == TransferStatus::settled;
+    for (int64_t i = 0; i < n && holds; ++i) {
+      const double* di = D + i * k;
+      const double own = di[owner[i]] - g[owner[i]];
+      for (int64_t j = 0; j < k; ++j)
+        if (di[j] - g[j] < own - slack) {
+          holds = false;
+          break;
+        }
+    }
+    if (holds) return status;
+    want = tries + 2 >= max_tries ? n : std::min<int64_t>(n, want * 8);
+  }
+  return TransferStatus::too_many_moves;
 }
 
 }  // namespace softkmeans

@@ -50,4 +50,47 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
                                int64_t k, double* prices, bool free_at_zero, double eps,
                                int64_t max_bids, int64_t* owner, int64_t* short_row);
 
+// Status of balanced_counts.
+enum class TransferStatus : int {
+  settled = 0,        // every cluster holds its target count
+  no_path = 1,        // a cluster short of rows is reached by no row's edge
+  too_many_moves = 2,
+};
+
+// The hard balanced assignment of unit-weight rows with integer target counts
+// from the last offsets g: the argmin of D - g (ties to the smaller j),
+// corrected by successive shortest paths on the cluster graph (k nodes): edge
+// j -> l costs the cheapest reduced cost of moving one row of j to l,
+// min_i (D_il - g_l) - (D_ij - g_j) >= 0. Each step runs Dijkstra from every
+// over-full cluster to the nearest short one, raises g by min(dist, dist to
+// it) (reduced costs stay >= 0, the path's become 0) and moves one row along
+// each edge of the path; the labels stay an argmin of D - g, and at the end
+// the counts are the targets: the optimum (complementary slackness). Rows are
+// kept per edge in min-heaps of (D_il - D_ij, i), removed lazily; ties take
+// the smaller row: one fixed sequence of moves, whatever the thread count.
+//
+// Between Lloyd iterations g is nearly right: only the rows_per_move x (half
+// the count error + k) rows of smallest gap (second best minus best value of
+// D - g) take part; the others keep their labels, and complementary slackness
+// is then checked on every row (within slack). When it fails (the offsets
+// moved by more than a left-out row's gap), again from g with 8 times the
+// rows, every row at the last of max_tries (which needs no check).
+//
+// balanced_transfer from the offsets g alone, on every row's distances to all
+// k clusters: labels the rows by the argmin of D - g (ties to the smaller j),
+// then lets only the rows_per_move x (half the count error + k) rows of
+// smallest gap (second best minus best value) move, and checks complementary
+// slackness on every row (within slack); when it fails, again from g with 8
+// times the rows (every row at last, which needs no check), at most max_tries
+// times (too_many_moves).
+//
+// D       [in]  (n, k) double, D_ij
+// targets [in]  (k,) int64 counts summing to n
+// g       [in/out] (k,) double, the offsets
+// owner   [out] (n,) int64, each row's cluster
+// moves   [out] the rows moved; rows_used [out] the rows allowed to move
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double slack, int64_t max_tries,
+                               double* g, int64_t* owner, int64_t* moves, int64_t* rows_used);
+
 }  // namespace softkmeans

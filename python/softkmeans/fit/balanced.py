@@ -56,6 +56,12 @@ SINKHORN_STEP_TOL, SINKHORN_FINAL_TOL = 1e-3, 1e-6
 SINKHORN_STEP_PASSES, SINKHORN_FINAL_PASSES = 30, 2000
 # Floyd-Warshall over k clusters for offsets strictly inside the optimal dual face.
 MAX_K_POTENTIALS = 512
+# The transfer (successive shortest paths on the k-node cluster graph) runs Dijkstra in
+# O(k^2) a move: above this k the auction is used.
+MAX_K_TRANSFER = 64
+# `_native.balanced_counts` lets this many rows of the smallest gaps move per row of
+# count error (then 8x, then every row: at most TRANSFER_TRIES solves).
+TRANSFER_ROWS_PER_MOVE, TRANSFER_TRIES = 64, 3
 
 
 def with_offsets(C, g, dtype):
@@ -176,6 +182,12 @@ class BalancedProblem:
         self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
+        # Integer counts, every cluster a candidate of every row: `_counts`, from the
+        # last offsets.
+        two_sided_counts = not targets.one_sided and source.unit_weights
+        fast = two_sided_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
+        self.counts = self.caps.astype(np.int64) if fast else None
+        self.g = np.zeros(k)
 
     def solve(self, C, offsets=False):
         """(labels (n,) int64 of every row, offsets g (k,), the cost of each live row's
@@ -184,16 +196,21 @@ class BalancedProblem:
         k = C.shape[0]
         while True:
             cand, cost, beyond = self.source.candidates(C, self.width)
-            cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
+            if self.live.size < cand.shape[0]:
+                cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
             move = (
                 np.inf if self.last is None else float(np.sqrt(((C - self.last) ** 2).sum(1)).max())
             )
+            moved = self._counts(cost) if self.counts is not None else None
+            if moved is not None:
+                owner, g = moved
+                break
             owner = self._auction(cand, cost, beyond, move) if k > 1 else np.zeros(self.w.size, int)
             if owner is not None:
+                g = self.prices.min() - self.prices
                 break
             self.width = min(k, 2 * self.width)  # a row's optimum may lie beyond: widen
         self.last = np.asarray(C, dtype=np.float64)
-        g = self.prices.min() - self.prices
         room = self._room(owner) if self.targets.one_sided else None
         if room is not None:
             g = -self.prices if not self.slack else g
@@ -208,6 +225,20 @@ class BalancedProblem:
             labels[dead] = biased_labels(self.source, C, g)[0][dead]
         pos = owner if cand.shape[1] == k else np.argmax(cand == owner[:, None], axis=1)
         return labels, g, cost[np.arange(owner.size), pos]
+
+    def _counts(self, cost):
+        """(owners of the live rows, offsets g) by `_native.balanced_counts` (cost: every
+        row's distances to all k clusters) from the last solve's offsets; None when it
+        does not settle (then the auction)."""
+        scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
+        status, owner, g, _, _ = _native.balanced_counts(
+            cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, EPS_RELATIVE * scale,
+            TRANSFER_TRIES,
+        )  # fmt: skip
+        if status != 0:
+            return None
+        self.g = g - g.max()
+        return owner, self.g.copy()
 
     def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by
@@ -229,7 +260,7 @@ class BalancedProblem:
         max_bids = MAX_BIDS_PER_ROW * cand.shape[0]
         while True:
             status, owner, prices, _ = _native.balanced_auction(
-                cand, cost, beyond, w, self.caps, self.prices, self.owner,
+                np.ascontiguousarray(cand), cost, beyond, w, self.caps, self.prices, self.owner,
                 free_at_zero and eps <= eps_final, eps, max_bids,
             )  # fmt: skip
             if status == 1:

@@ -63,7 +63,7 @@ void def_balanced(py::module_& m) {
   m.def(
       "balanced_counts",
       [](const py::array& D_, const py::array& targets_, const py::array& g_,
-         int64_t rows_per_move, double slack, int64_t max_tries) {
+         int64_t rows_per_move, double band, double slack, int64_t max_tries) {
         auto D = checked<double>(D_, "D", 2);
         auto targets = checked<int64_t>(targets_, "targets", 1);
         auto g_in = checked<double>(g_, "g", 1);
@@ -79,7 +79,7 @@ void def_balanced(py::module_& m) {
         {
           py::gil_scoped_release release;
           status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
-                                               slack, max_tries, g.mutable_data(),
+                                               band, slack, max_tries, g.mutable_data(),
                                                owner.mutable_data(), &moves, &rows_used);
         }
         return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);

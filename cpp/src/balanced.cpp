@@ -258,14 +258,12 @@ TransferStatus shortest_paths(const int64_t* cand, const double* cost, int64_t m
 
 }  // namespace
 
-TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                               int64_t rows_per_move, double slack, int64_t max_tries,
-                               double* g, int64_t* owner, int64_t* moves, int64_t* rows_used) {
+// The argmin of D - g of every row (ties to the smaller j), its gap to the
+// next value, and each cluster's count minus its target; returns the total
+// count error sum_j |excess_j|.
+static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets, const double* g,
+                          int64_t* owner, double* gap, int64_t* excess) {
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> g_start(g, g + k);
-  std::vector<double> gap(static_cast<size_t>(n));
-  std::vector<int64_t> excess(k), start_owner(static_cast<size_t>(n)), near;
-  // The argmin of D - g (ties to the smaller j) and the gap to the next value.
   for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
   for (int64_t i = 0; i < n; ++i) {
     const double* di = D + i * k;
@@ -281,25 +279,45 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
         v2 = v;
       }
     }
-    start_owner[i] = best;
-    gap[i] = v2 - v1;
+    owner[i] = best;
+    if (gap) gap[i] = v2 - v1;
     ++excess[best];
   }
   int64_t off = 0;
   for (int64_t j = 0; j < k; ++j) off += std::abs(excess[j]);
-  const std::vector<int64_t> start_excess = excess;
-  int64_t want = std::min<int64_t>(n, rows_per_move * (off / 2 + k));
-  TransferStatus status = TransferStatus::settled;
+  return off;
+}
+
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, double slack,
+                               int64_t max_tries, double* g, int64_t* owner, int64_t* moves,
+                               int64_t* rows_used) {
+  std::vector<double> gap(static_cast<size_t>(n));
+  std::vector<int64_t> excess(k), near;
+  // Far from the optimum (the first iterations: the centroids move far), the
+  // last offsets can miss the counts by more than none at all: the better.
+  int64_t off = label_rows(D, n, k, targets, g, owner, nullptr, excess.data());
+  const std::vector<double> zero(k, 0.0);
+  if (label_rows(D, n, k, targets, zero.data(), owner, nullptr, excess.data()) < off)
+    std::fill(g, g + k, 0.0);
+  const std::vector<double> g_start(g, g + k);
+  off = label_rows(D, n, k, targets, g, owner, gap.data(), excess.data());
+  const std::vector<int64_t> owner_start(owner, owner + n), excess_start = excess;
+  int64_t want = rows_per_move * (off / 2 + k);
   for (int64_t tries = 0; tries < max_tries; ++tries) {
-    std::copy(g_start.begin(), g_start.end(), g);
-    std::copy(start_owner.begin(), start_owner.end(), owner);
-    excess = start_excess;
-    // The `want` rows of smallest gap (ties: smaller row) may move; the others
-    // keep their labels, which stay argmins while the offsets move by less
-    // than their gaps (checked below).
-    near.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) near[i] = i;
-    if (want < n) {
+    // The rows within `band` of a tie, and at least `want`, of smallest gap
+    // (ties: smaller row) may move; the others keep their labels, which stay
+    // argmins while the offsets move by less than their gaps (checked below).
+    // Every row at the last try.
+    near.clear();
+    for (int64_t i = 0; i < n; ++i)
+      if (gap[i] < band) near.push_back(i);
+    if (tries + 1 == max_tries || static_cast<int64_t>(near.size()) * 2 > n || want * 2 > n) {
+      near.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) near[i] = i;
+    } else if (static_cast<int64_t>(near.size()) < want) {
+      near.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) near[i] = i;
       auto closer = [&](int64_t a, int64_t b) {
         return gap[a] < gap[b] || (gap[a] == gap[b] && a < b);
       };
@@ -307,10 +325,14 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
       near.resize(static_cast<size_t>(want));
       std::sort(near.begin(), near.end());
     }
-    *rows_used = static_cast<int64_t>(near.size());
-    status = shortest_paths(nullptr, D, k, k, near.data(), *rows_used, excess.data(), g,
-                            std::max<int64_t>(16 * (off + k), 1024), owner, moves);
-    if (want == n || status == TransferStatus::too_many_moves) return status;
+    const int64_t used = static_cast<int64_t>(near.size());
+    *rows_used = used;
+    std::copy(g_start.begin(), g_start.end(), g);
+    std::copy(owner_start.begin(), owner_start.end(), owner);
+    excess = excess_start;
+    const TransferStatus status = shortest_paths(nullptr, D, k, k, near.data(), used,
+                                                 excess.data(), g, off + k, owner, moves);
+    if (used == n || status == TransferStatus::too_many_moves) return status;
     // no_path: a short cluster is reached by none of these rows' edges.
     // Complementary slackness for every row: its label an argmin of D - g.
     bool holds = status == TransferStatus::settled;
@@ -324,7 +346,15 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
         }
     }
     if (holds) return status;
-    want = tries + 2 >= max_tries ? n : std::min<int64_t>(n, want * 8);
+    // The offsets moved by `spread` (relative to each other): a band that wide
+    // is what the rows left out needed.
+    double lo = g[0] - g_start[0], hi = lo;
+    for (int64_t j = 1; j < k; ++j) {
+      lo = std::min(lo, g[j] - g_start[j]);
+      hi = std::max(hi, g[j] - g_start[j]);
+    }
+    band = std::max(4 * band, 2 * (hi - lo));
+    want *= 4;
   }
   return TransferStatus::too_many_moves;
 }

@@ -64,7 +64,13 @@ def balanced_auction(
     max_bids: int,
 ) -> tuple[int, _I64, _F64, int]: ...
 def balanced_counts(
-    D: _F64, targets: _I64, g: _F64, rows_per_move: int, slack: float, max_tries: int
+    D: _F64,
+    targets: _I64,
+    g: _F64,
+    rows_per_move: int,
+    band: float,
+    slack: float,
+    max_tries: int,
 ) -> tuple[int, _I64, _F64, int, int]: ...
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""

@@ -69,12 +69,15 @@ enum class TransferStatus : int {
 // kept per edge in min-heaps of (D_il - D_ij, i), removed lazily; ties take
 // the smaller row: one fixed sequence of moves, whatever the thread count.
 //
-// Between Lloyd iterations g is nearly right: only the rows_per_move x (half
-// the count error + k) rows of smallest gap (second best minus best value of
-// D - g) take part; the others keep their labels, and complementary slackness
-// is then checked on every row (within slack). When it fails (the offsets
-// moved by more than a left-out row's gap), again from g with 8 times the
-// rows, every row at the last of max_tries (which needs no check).
+// Between Lloyd iterations g is nearly right: only the rows whose gap (second
+// best minus best value of D - g) is below band, and at least the
+// rows_per_move x (half the count error + k) of smallest gap, take part; the
+// others keep their labels, and complementary slackness is then checked on
+// every row (within slack). When it fails (the offsets moved by more than a
+// left-out row's gap), again from g with a band 4 times wider, or twice the
+// offsets' spread if wider, and 4 times the rows; every row at the last of
+// max_tries (which needs no check) or when half the rows would take part. It
+// starts from g = 0 instead when that misses the counts by less.
 //
 // balanced_transfer from the offsets g alone, on every row's distances to all
 // k clusters: labels the rows by the argmin of D - g (ties to the smaller j),
@@ -90,7 +93,8 @@ enum class TransferStatus : int {
 // owner   [out] (n,) int64, each row's cluster
 // moves   [out] the rows moved; rows_used [out] the rows allowed to move
 TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                               int64_t rows_per_move, double slack, int64_t max_tries,
-                               double* g, int64_t* owner, int64_t* moves, int64_t* rows_used);
+                               int64_t rows_per_move, double band, double slack,
+                               int64_t max_tries, double* g, int64_t* owner, int64_t* moves,
+                               int64_t* rows_used);
 
 }  // namespace softkmeans

@@ -59,9 +59,10 @@ MAX_K_POTENTIALS = 512
 # The transfer (successive shortest paths on the k-node cluster graph) runs Dijkstra in
 # O(k^2) a move: above this k the auction is used.
 MAX_K_TRANSFER = 64
-# `_native.balanced_counts` lets this many rows of the smallest gaps move per row of
-# count error (then 8x, then every row: at most TRANSFER_TRIES solves).
-TRANSFER_ROWS_PER_MOVE, TRANSFER_TRIES = 64, 3
+# `_native.balanced_counts` lets the rows within TRANSFER_BAND x the last solve's change
+# of the offsets of a tie move, and at least this many rows of the smallest gaps per
+# row of count error (then 4x, then every row: at most TRANSFER_TRIES solves).
+TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND, TRANSFER_TRIES = 64, 1.0, 4
 
 
 def with_offsets(C, g, dtype):
@@ -188,6 +189,7 @@ class BalancedProblem:
         fast = two_sided_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
         self.counts = self.caps.astype(np.int64) if fast else None
         self.g = np.zeros(k)
+        self.spread = 0.0  # how far the offsets moved (relative to each other) last time
 
     def solve(self, C, offsets=False):
         """(labels (n,) int64 of every row, offsets g (k,), the cost of each live row's
@@ -232,13 +234,15 @@ class BalancedProblem:
         does not settle (then the auction)."""
         scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
         status, owner, g, _, _ = _native.balanced_counts(
-            cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, EPS_RELATIVE * scale,
-            TRANSFER_TRIES,
+            cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND * self.spread,
+            EPS_RELATIVE * scale, TRANSFER_TRIES,
         )  # fmt: skip
         if status != 0:
             return None
-        self.g = g - g.max()
-        return owner, self.g.copy()
+        g -= g.max()
+        change = g - self.g
+        self.spread, self.g = float(change.max() - change.min()), g
+        return owner, g.copy()
 
     def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by

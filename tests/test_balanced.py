@@ -266,11 +266,12 @@ def test_warm_solves_along_moving_centroids_match_the_linear_program(
     assert min(used[1:]) < 150, used  # the warm solves moved only some rows
 
 
+@pytest.mark.parametrize("edges_per_row", [1, 3])
 @pytest.mark.parametrize("seed", range(4))
-def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed):
+def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed, edges_per_row):
     # `balanced_counts` from offsets far from the optimum's, letting few rows move at first
-    # (rows_per_move 2, band 0): the check on every row must catch a wrong restricted
-    # solve. Integer distances; the oracle is the assignment problem with each cluster
+    # (rows_per_move 2, band 0), each through its edges_per_row best moves: the check on
+    # every row must catch a wrong restricted solve. Integer distances; the oracle is the assignment problem with each cluster
     # expanded into its target count of slots (scipy's linear_sum_assignment).
     from scipy.optimize import linear_sum_assignment
 
@@ -280,7 +281,7 @@ def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed):
     targets = np.array([30, 40, 60, 70])
     g = rng.normal(scale=5.0, size=k)
     status, owner, g_out, _, _ = balanced._native.balanced_counts(
-        D, targets, g, 2, 0.0, 1e-9, balanced.TRANSFER_TRIES
+        D, targets, g, 2, 0.0, edges_per_row, 1e-9, balanced.TRANSFER_TRIES
     )
     assert status == 0
     assert np.array_equal(np.bincount(owner, minlength=k), targets)

@@ -63,13 +63,14 @@ void def_balanced(py::module_& m) {
   m.def(
       "balanced_counts",
       [](const py::array& D_, const py::array& targets_, const py::array& g_,
-         int64_t rows_per_move, double band, double slack, int64_t max_tries) {
+         int64_t rows_per_move, double band, int64_t edges_per_row, double slack,
+         int64_t max_tries) {
         auto D = checked<double>(D_, "D", 2);
         auto targets = checked<int64_t>(targets_, "targets", 1);
         auto g_in = checked<double>(g_, "g", 1);
         const int64_t n = D.shape(0), k = D.shape(1);
         if (targets.shape(0) != k || g_in.shape(0) != k || k < 1 || rows_per_move < 1 ||
-            max_tries < 1)
+            max_tries < 1 || edges_per_row < 1)
           throw py::value_error("balanced_counts: inconsistent shapes");
         carray<double> g(k);
         std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
@@ -79,7 +80,8 @@ void def_balanced(py::module_& m) {
         {
           py::gil_scoped_release release;
           status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
-                                               band, slack, max_tries, g.mutable_data(),
+                                               band, edges_per_row, slack, max_tries,
+                                               g.mutable_data(),
                                                owner.mutable_data(), &moves, &rows_used);
         }
         return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);

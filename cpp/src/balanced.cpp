@@ -173,28 +173,52 @@ struct CheaperOnTop {
   }
 };
 
-// The successive shortest paths of balanced_transfer over the rows `rows`
+// Most edges a row may be limited to (balanced_counts' edges_per_row).
+constexpr int64_t kMaxEdgesPerRow = 8;
+
+// The successive shortest paths of balanced_counts over the rows `rows`
 // (nullptr: 0..n-1) of the candidate graph (cand nullptr: every row's
-// candidates are the k clusters in order, m == k).
+// candidates are the k clusters in order, m == k). Each row enters the edges
+// to its edges_per_row best other clusters (by D_il - g_l when it enters),
+// all of them when edges_per_row >= m - 1.
 TransferStatus shortest_paths(const int64_t* cand, const double* cost, int64_t m, int64_t k,
-                              const int64_t* rows, int64_t n_rows, int64_t* excess, double* g,
-                              int64_t max_moves, int64_t* owner, int64_t* moves) {
+                              const int64_t* rows, int64_t n_rows, int64_t edges_per_row,
+                              int64_t* excess, double* g, int64_t max_moves, int64_t* owner,
+                              int64_t* moves) {
   const double inf = std::numeric_limits<double>::infinity();
   auto cluster = [&](int64_t i, int64_t s) { return cand ? cand[i * m + s] : s; };
   std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
+  const bool every_edge = edges_per_row >= m - 1;
+  const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
   auto push_row = [&](int64_t i, bool heapify) {
     const double* di = cost + i * m;
     const int64_t j = owner[i];
     double own = 0.0;
     for (int64_t s = 0; s < m; ++s)
       if (cluster(i, s) == j) own = di[s];
+    auto push = [&](int64_t l, double d) {
+      auto& heap = edges[j * k + l];
+      heap.emplace_back(d - own, i);
+      if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+    };
+    if (every_edge) {
+      for (int64_t s = 0; s < m; ++s)
+        if (cluster(i, s) != j) push(cluster(i, s), di[s]);
+      return;
+    }
+    int64_t best[kMaxEdgesPerRow], held = 0;  // candidate slots, by D_il - g_l
     for (int64_t s = 0; s < m; ++s) {
       const int64_t l = cluster(i, s);
       if (l == j) continue;
-      auto& heap = edges[j * k + l];
-      heap.emplace_back(di[s] - own, i);
-      if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+      const double v = di[s] - g[l];
+      int64_t at = held < few ? held++ : few;
+      while (at > 0 && v < di[best[at - 1]] - g[cluster(i, best[at - 1])]) {
+        if (at < few) best[at] = best[at - 1];
+        --at;
+      }
+      if (at < few) best[at] = s;
     }
+    for (int64_t t = 0; t < held; ++t) push(cluster(i, best[t]), di[best[t]]);
   };
   for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
   for (auto& heap : edges) std::make_heap(heap.begin(), heap.end(), CheaperOnTop());
@@ -289,9 +313,9 @@ static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* 
 }
 
 TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                               int64_t rows_per_move, double band, double slack,
-                               int64_t max_tries, double* g, int64_t* owner, int64_t* moves,
-                               int64_t* rows_used) {
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
   std::vector<double> gap(static_cast<size_t>(n));
   std::vector<int64_t> excess(k), near;
   // Far from the optimum (the first iterations: the centroids move far), the
@@ -304,6 +328,7 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
   off = label_rows(D, n, k, targets, g, owner, gap.data(), excess.data());
   const std::vector<int64_t> owner_start(owner, owner + n), excess_start = excess;
   int64_t want = rows_per_move * (off / 2 + k);
+  if (off * 64 > n) edges_per_row = k;  // far off: the few edges would not do
   for (int64_t tries = 0; tries < max_tries; ++tries) {
     // The rows within `band` of a tie, and at least `want`, of smallest gap
     // (ties: smaller row) may move; the others keep their labels, which stay
@@ -330,9 +355,11 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     std::copy(g_start.begin(), g_start.end(), g);
     std::copy(owner_start.begin(), owner_start.end(), owner);
     excess = excess_start;
-    const TransferStatus status = shortest_paths(nullptr, D, k, k, near.data(), used,
-                                                 excess.data(), g, off + k, owner, moves);
-    if (used == n || status == TransferStatus::too_many_moves) return status;
+    const bool last = tries + 1 == max_tries;
+    const TransferStatus status =
+        shortest_paths(nullptr, D, k, k, near.data(), used, last ? k : edges_per_row,
+                       excess.data(), g, off + k, owner, moves);
+    if (last || status == TransferStatus::too_many_moves) return status;
     // no_path: a short cluster is reached by none of these rows' edges.
     // Complementary slackness for every row: its label an argmin of D - g.
     bool holds = status == TransferStatus::settled;
@@ -355,6 +382,7 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     }
     band = std::max(4 * band, 2 * (hi - lo));
     want *= 4;
+    edges_per_row = k;
   }
   return TransferStatus::too_many_moves;
 }

@@ -69,6 +69,7 @@ def balanced_counts(
     g: _F64,
     rows_per_move: int,
     band: float,
+    edges_per_row: int,
     slack: float,
     max_tries: int,
 ) -> tuple[int, _I64, _F64, int, int]: ...

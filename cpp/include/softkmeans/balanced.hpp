@@ -77,7 +77,10 @@ enum class TransferStatus : int {
 // left-out row's gap), again from g with a band 4 times wider, or twice the
 // offsets' spread if wider, and 4 times the rows; every row at the last of
 // max_tries (which needs no check) or when half the rows would take part. It
-// starts from g = 0 instead when that misses the counts by less.
+// starts from g = 0 instead when that misses the counts by less. At the first
+// try a row enters only the edges to its edges_per_row (at most 8) best other
+// clusters (fewer heap entries; the check covers the others), every edge
+// after, and from the start when over n / 128 rows are to move.
 //
 // balanced_transfer from the offsets g alone, on every row's distances to all
 // k clusters: labels the rows by the argmin of D - g (ties to the smaller j),
@@ -93,8 +96,8 @@ enum class TransferStatus : int {
 // owner   [out] (n,) int64, each row's cluster
 // moves   [out] the rows moved; rows_used [out] the rows allowed to move
 TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                               int64_t rows_per_move, double band, double slack,
-                               int64_t max_tries, double* g, int64_t* owner, int64_t* moves,
-                               int64_t* rows_used);
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used);
 
 }  // namespace softkmeans

@@ -63,6 +63,9 @@ MAX_K_TRANSFER = 64
 # of the offsets of a tie move, and at least this many rows of the smallest gaps per
 # row of count error (then 4x, then every row: at most TRANSFER_TRIES solves).
 TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND, TRANSFER_TRIES = 64, 1.0, 4
+# At the first try a row enters the cluster graph only through its moves to this many
+# best other clusters (fewer heap entries; the check covers the rest).
+TRANSFER_EDGES_PER_ROW = 9
 
 
 def with_offsets(C, g, dtype):
@@ -235,7 +238,7 @@ class BalancedProblem:
         scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
         status, owner, g, _, _ = _native.balanced_counts(
             cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND * self.spread,
-            EPS_RELATIVE * scale, TRANSFER_TRIES,
+            TRANSFER_EDGES_PER_ROW, EPS_RELATIVE * scale, TRANSFER_TRIES,
         )  # fmt: skip
         if status != 0:
             return None

@@ -176,50 +176,53 @@ struct CheaperOnTop {
 // Most edges a row may be limited to (balanced_counts' edges_per_row).
 constexpr int64_t kMaxEdgesPerRow = 8;
 
-// The successive shortest paths of balanced_counts over the rows `rows`
-// (nullptr: 0..n-1) of the candidate graph (cand nullptr: every row's
-// candidates are the k clusters in order, m == k). Each row enters the edges
-// to its edges_per_row best other clusters (by D_il - g_l when it enters),
-// all of them when edges_per_row >= m - 1.
-TransferStatus shortest_paths(const int64_t* cand, const double* cost, int64_t m, int64_t k,
-                              const int64_t* rows, int64_t n_rows, int64_t edges_per_row,
+// The successive shortest paths of balanced_counts over the rows `rows` of
+// D (n, k). Each row enters the edges to its edges_per_row best other
+// clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
+// k - 1.
+TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
+                              int64_t edges_per_row,
                               int64_t* excess, double* g, int64_t max_moves, int64_t* owner,
                               int64_t* moves) {
   const double inf = std::numeric_limits<double>::infinity();
-  auto cluster = [&](int64_t i, int64_t s) { return cand ? cand[i * m + s] : s; };
   std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
-  const bool every_edge = edges_per_row >= m - 1;
+  const bool every_edge = edges_per_row >= k - 1;
   const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
   auto push_row = [&](int64_t i, bool heapify) {
-    const double* di = cost + i * m;
+    const double* di = D + i * k;
     const int64_t j = owner[i];
-    double own = 0.0;
-    for (int64_t s = 0; s < m; ++s)
-      if (cluster(i, s) == j) own = di[s];
+    const double own = di[j];
     auto push = [&](int64_t l, double d) {
       auto& heap = edges[j * k + l];
       heap.emplace_back(d - own, i);
       if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
     };
     if (every_edge) {
-      for (int64_t s = 0; s < m; ++s)
-        if (cluster(i, s) != j) push(cluster(i, s), di[s]);
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) push(l, di[l]);
       return;
     }
-    int64_t best[kMaxEdgesPerRow], held = 0;  // candidate slots, by D_il - g_l
-    for (int64_t s = 0; s < m; ++s) {
-      const int64_t l = cluster(i, s);
+    int64_t best[kMaxEdgesPerRow], held = 0;  // the best clusters so far, by D_il - g_l
+    for (int64_t l = 0; l < k; ++l) {
       if (l == j) continue;
-      const double v = di[s] - g[l];
+      const double v = di[l] - g[l];
       int64_t at = held < few ? held++ : few;
-      while (at > 0 && v < di[best[at - 1]] - g[cluster(i, best[at - 1])]) {
+      while (at > 0 && v < di[best[at - 1]] - g[best[at - 1]]) {
         if (at < few) best[at] = best[at - 1];
         --at;
       }
-      if (at < few) best[at] = s;
+      if (at < few) best[at] = l;
     }
-    for (int64_t t = 0; t < held; ++t) push(cluster(i, best[t]), di[best[t]]);
+    for (int64_t t = 0; t < held; ++t) push(best[t], di[best[t]]);
   };
+  {  // room for the rows' entries (every edge: the rows of each cluster), then heaps
+    std::vector<int64_t> held(k, 0);
+    for (int64_t r = 0; r < n_rows; ++r) ++held[owner[rows ? rows[r] : r]];
+    const int64_t per_row = every_edge ? 1 : few, share = every_edge ? 1 : k - 1;
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) edges[j * k + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
+  }
   for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
   for (auto& heap : edges) std::make_heap(heap.begin(), heap.end(), CheaperOnTop());
   // The cheapest row of j that may move to l (rows that left j dropped here).
@@ -357,7 +360,7 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     excess = excess_start;
     const bool last = tries + 1 == max_tries;
     const TransferStatus status =
-        shortest_paths(nullptr, D, k, k, near.data(), used, last ? k : edges_per_row,
+        shortest_paths(D, k, near.data(), used, last ? k : edges_per_row,
                        excess.data(), g, off + k, owner, moves);
     if (last || status == TransferStatus::too_many_moves) return status;
     // no_path: a short cluster is reached by none of these rows' edges.

@@ -271,8 +271,9 @@ def test_warm_solves_along_moving_centroids_match_the_linear_program(
 def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed, edges_per_row):
     # `balanced_counts` from offsets far from the optimum's, letting few rows move at first
     # (rows_per_move 2, band 0), each through its edges_per_row best moves: the check on
-    # every row must catch a wrong restricted solve. Integer distances; the oracle is the assignment problem with each cluster
-    # expanded into its target count of slots (scipy's linear_sum_assignment).
+    # every row must catch a wrong restricted solve. Integer distances; the oracle is the
+    # assignment problem with each cluster expanded into its target count of slots
+    # (scipy's linear_sum_assignment).
     from scipy.optimize import linear_sum_assignment
 
     rng = np.random.default_rng(seed)

@@ -1,13 +1,13 @@
 // Binding of the balanced auction (softkmeans/balanced.hpp): checks shapes and
 // dtypes, copies the prices, releases the GIL, calls.
+#include "softkmeans/balanced.hpp"
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
 #include <string>
 #include <tuple>
-
-#include "softkmeans/balanced.hpp"
 
 namespace py = pybind11;
 
@@ -51,10 +51,9 @@ void def_balanced(py::module_& m) {
         softkmeans::AuctionStatus status;
         {
           py::gil_scoped_release release;
-          status = softkmeans::balanced_auction(cand.data(), cost.data(), beyond.data(), w.data(),
-                                                n, m, caps.data(), k, prices.mutable_data(),
-                                                free_at_zero, eps, max_bids, owner.mutable_data(),
-                                                &short_row);
+          status = softkmeans::balanced_auction(
+              cand.data(), cost.data(), beyond.data(), w.data(), n, m, caps.data(), k,
+              prices.mutable_data(), free_at_zero, eps, max_bids, owner.mutable_data(), &short_row);
         }
         return std::make_tuple(static_cast<int>(status), owner, prices, short_row);
       },
@@ -62,9 +61,8 @@ void def_balanced(py::module_& m) {
       "(status, owner, prices, short_row).");
   m.def(
       "balanced_counts",
-      [](const py::array& D_, const py::array& targets_, const py::array& g_,
-         int64_t rows_per_move, double band, int64_t edges_per_row, double slack,
-         int64_t max_tries) {
+      [](const py::array& D_, const py::array& targets_, const py::array& g_, int64_t rows_per_move,
+         double band, int64_t edges_per_row, double slack, int64_t max_tries) {
         auto D = checked<double>(D_, "D", 2);
         auto targets = checked<int64_t>(targets_, "targets", 1);
         auto g_in = checked<double>(g_, "g", 1);
@@ -79,9 +77,8 @@ void def_balanced(py::module_& m) {
         softkmeans::TransferStatus status;
         {
           py::gil_scoped_release release;
-          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
-                                               band, edges_per_row, slack, max_tries,
-                                               g.mutable_data(),
+          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move, band,
+                                               edges_per_row, slack, max_tries, g.mutable_data(),
                                                owner.mutable_data(), &moves, &rows_used);
         }
         return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);

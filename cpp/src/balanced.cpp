@@ -31,9 +31,9 @@ struct LowestFirst {
 }  // namespace
 
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
-                               const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, bool free_at_zero, double eps,
-                               int64_t max_bids, int64_t* owner, int64_t* short_row) {
+                               const double* w, int64_t n, int64_t m, const double* caps, int64_t k,
+                               double* prices, bool free_at_zero, double eps, int64_t max_bids,
+                               int64_t* owner, int64_t* short_row) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<std::priority_queue<Held, std::vector<Held>, LowestFirst>> held(k);
   std::vector<double> load(k, 0.0);
@@ -181,9 +181,8 @@ constexpr int64_t kMaxEdgesPerRow = 8;
 // clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
 // k - 1.
 TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
-                              int64_t edges_per_row,
-                              int64_t* excess, double* g, int64_t max_moves, int64_t* owner,
-                              int64_t* moves) {
+                              int64_t edges_per_row, int64_t* excess, double* g, int64_t max_moves,
+                              int64_t* owner, int64_t* moves) {
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
   const bool every_edge = edges_per_row >= k - 1;
@@ -288,8 +287,8 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
 // The argmin of D - g of every row (ties to the smaller j), its gap to the
 // next value, and each cluster's count minus its target; returns the total
 // count error sum_j |excess_j|.
-static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets, const double* g,
-                          int64_t* owner, double* gap, int64_t* excess) {
+static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                          const double* g, int64_t* owner, double* gap, int64_t* excess) {
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
   for (int64_t i = 0; i < n; ++i) {
@@ -359,9 +358,8 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     std::copy(owner_start.begin(), owner_start.end(), owner);
     excess = excess_start;
     const bool last = tries + 1 == max_tries;
-    const TransferStatus status =
-        shortest_paths(D, k, near.data(), used, last ? k : edges_per_row,
-                       excess.data(), g, off + k, owner, moves);
+    const TransferStatus status = shortest_paths(D, k, near.data(), used, last ? k : edges_per_row,
+                                                 excess.data(), g, off + k, owner, moves);
     if (last || status == TransferStatus::too_many_moves) return status;
     // no_path: a short cluster is reached by none of these rows' edges.
     // Complementary slackness for every row: its label an argmin of D - g.

@@ -123,6 +123,7 @@ def assign_grouped(X, C, group, n_threads):
     `cpp/src/impl/group_pruned.hpp`."""
     return _core.assign_grouped(X, C, group, n_threads)
 
+
 def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):
     """One epsilon phase of the balanced forward auction on the candidate graph
     (`cpp/include/softkmeans/balanced.hpp`), keeping the rows of `owner` (-1: none)
@@ -138,8 +139,8 @@ def balanced_counts(D, targets, g, rows_per_move, band, edges_per_row, slack, ma
     """The hard balanced assignment of unit-weight rows to integer counts `targets` from
     the offsets g, on their distances D (n, k) float64, moving first only the rows within
     band of a tie, each through its edges_per_row best other clusters
-    (`cpp/include/softkmeans/balanced.hpp`). Returns (status 0 settled / 1 no path / 2 too many moves, owner (n,)
-    int64, g (k,), rows moved, rows allowed to move)."""
+    (`cpp/include/softkmeans/balanced.hpp`). Returns (status 0 settled / 1 no path / 2
+    too many moves, owner (n,) int64, g (k,), rows moved, rows allowed to move)."""
     return _core.balanced_counts(
         D, targets, g, rows_per_move, band, edges_per_row, slack, max_tries
     )

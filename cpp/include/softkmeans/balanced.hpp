@@ -46,14 +46,14 @@ enum class AuctionStatus : int {
 //               none); out, the cluster holding each row
 // short_row [out] the first row whose candidates do not suffice (short_rows)
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
-                               const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, bool free_at_zero, double eps,
-                               int64_t max_bids, int64_t* owner, int64_t* short_row);
+                               const double* w, int64_t n, int64_t m, const double* caps, int64_t k,
+                               double* prices, bool free_at_zero, double eps, int64_t max_bids,
+                               int64_t* owner, int64_t* short_row);
 
 // Status of balanced_counts.
 enum class TransferStatus : int {
-  settled = 0,        // every cluster holds its target count
-  no_path = 1,        // a cluster short of rows is reached by no row's edge
+  settled = 0,  // every cluster holds its target count
+  no_path = 1,  // a cluster short of rows is reached by no row's edge
   too_many_moves = 2,
 };
 

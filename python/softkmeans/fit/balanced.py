@@ -186,10 +186,10 @@ class BalancedProblem:
         self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
-        # Integer counts, every cluster a candidate of every row: `_counts`, from the
-        # last offsets.
-        two_sided_counts = not targets.one_sided and source.unit_weights
-        fast = two_sided_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
+        # Integer counts (unit weights; capacities through the slack rows), every cluster
+        # a candidate of every row: `_counts`, from the last offsets.
+        exact_counts = source.unit_weights and (not targets.one_sided or self.slack or spare == 0)
+        fast = exact_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
         self.counts = self.caps.astype(np.int64) if fast else None
         self.g = np.zeros(k)
         self.spread = 0.0  # how far the offsets moved (relative to each other) last time
@@ -235,7 +235,10 @@ class BalancedProblem:
         """(owners of the live rows, offsets g) by `_native.balanced_counts` (cost: every
         row's distances to all k clusters) from the last solve's offsets; None when it
         does not settle (then the auction)."""
+        n = cost.shape[0]
         scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
+        if self.slack:  # they sit where there is room, whose offset is then the largest
+            cost = np.vstack([cost, np.zeros((self.slack, cost.shape[1]))])
         status, owner, g, _, _ = _native.balanced_counts(
             cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND * self.spread,
             TRANSFER_EDGES_PER_ROW, EPS_RELATIVE * scale, TRANSFER_TRIES,
@@ -245,7 +248,7 @@ class BalancedProblem:
         g -= g.max()
         change = g - self.g
         self.spread, self.g = float(change.max() - change.min()), g
-        return owner, g.copy()
+        return owner[:n], g.copy()
 
     def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by

@@ -282,7 +282,7 @@ def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed, edges_per_row):
     targets = np.array([30, 40, 60, 70])
     g = rng.normal(scale=5.0, size=k)
     status, owner, g_out, _, _ = balanced._native.balanced_counts(
-        D, targets, g, 2, 0.0, edges_per_row, 1e-9, balanced.TRANSFER_TRIES
+        D, targets, g, np.full(n, -1), 2, 0.0, edges_per_row, 1e-9, balanced.TRANSFER_TRIES
     )
     assert status == 0
     assert np.array_equal(np.bincount(owner, minlength=k), targets)

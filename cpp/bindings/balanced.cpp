@@ -61,18 +61,21 @@ void def_balanced(py::module_& m) {
       "(status, owner, prices, short_row).");
   m.def(
       "balanced_counts",
-      [](const py::array& D_, const py::array& targets_, const py::array& g_, int64_t rows_per_move,
-         double band, int64_t edges_per_row, double slack, int64_t max_tries) {
+      [](const py::array& D_, const py::array& targets_, const py::array& g_,
+         const py::array& owner_, int64_t rows_per_move, double band, int64_t edges_per_row,
+         double slack, int64_t max_tries) {
         auto D = checked<double>(D_, "D", 2);
         auto targets = checked<int64_t>(targets_, "targets", 1);
         auto g_in = checked<double>(g_, "g", 1);
+        auto owner_in = checked<int64_t>(owner_, "owner", 1);
         const int64_t n = D.shape(0), k = D.shape(1);
-        if (targets.shape(0) != k || g_in.shape(0) != k || k < 1 || rows_per_move < 1 ||
-            max_tries < 1 || edges_per_row < 1)
+        if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
+            rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
           throw py::value_error("balanced_counts: inconsistent shapes");
         carray<double> g(k);
         std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
         carray<int64_t> owner(n);
+        std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
         int64_t moves = 0, rows_used = 0;
         softkmeans::TransferStatus status;
         {

@@ -288,7 +288,8 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
 // next value, and each cluster's count minus its target; returns the total
 // count error sum_j |excess_j|.
 static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                          const double* g, int64_t* owner, double* gap, int64_t* excess) {
+                          const double* g, const int64_t* keep, double slack, int64_t* owner,
+                          double* gap, int64_t* excess) {
   const double inf = std::numeric_limits<double>::infinity();
   for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
   for (int64_t i = 0; i < n; ++i) {
@@ -305,8 +306,14 @@ static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* 
         v2 = v;
       }
     }
+    const int64_t last = keep[i];
+    if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
+      best = last;  // tied: it stays (the slack rows of capacities all tie)
+      v2 = v1;
+      v1 = di[last] - g[last];
+    }
     owner[i] = best;
-    if (gap) gap[i] = v2 - v1;
+    if (gap) gap[i] = std::max(0.0, v2 - v1);
     ++excess[best];
   }
   int64_t off = 0;
@@ -320,14 +327,16 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
                                int64_t* moves, int64_t* rows_used) {
   std::vector<double> gap(static_cast<size_t>(n));
   std::vector<int64_t> excess(k), near;
+  const std::vector<int64_t> keep(owner, owner + n);
   // Far from the optimum (the first iterations: the centroids move far), the
   // last offsets can miss the counts by more than none at all: the better.
-  int64_t off = label_rows(D, n, k, targets, g, owner, nullptr, excess.data());
+  int64_t off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, nullptr, excess.data());
   const std::vector<double> zero(k, 0.0);
-  if (label_rows(D, n, k, targets, zero.data(), owner, nullptr, excess.data()) < off)
+  if (label_rows(D, n, k, targets, zero.data(), keep.data(), slack, owner, nullptr, excess.data()) <
+      off)
     std::fill(g, g + k, 0.0);
   const std::vector<double> g_start(g, g + k);
-  off = label_rows(D, n, k, targets, g, owner, gap.data(), excess.data());
+  off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, gap.data(), excess.data());
   const std::vector<int64_t> owner_start(owner, owner + n), excess_start = excess;
   int64_t want = rows_per_move * (off / 2 + k);
   if (off * 64 > n) edges_per_row = k;  // far off: the few edges would not do

@@ -67,6 +67,7 @@ def balanced_counts(
     D: _F64,
     targets: _I64,
     g: _F64,
+    owner: _I64,
     rows_per_move: int,
     band: float,
     edges_per_row: int,
@@ -171,4 +172,5 @@ def _bf16_distance_bounds(
     X: npt.NDArray[np.float32], C: npt.NDArray[np.float32]
 ) -> tuple[_F64, _F64, npt.NDArray[np.bool_]] | None:
     """(D~, eps, candidates) of every pair by the bf16 pass (cpp/bindings/bf16.cpp)."""
+
 def default_threads() -> int: ...

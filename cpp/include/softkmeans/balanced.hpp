@@ -93,7 +93,9 @@ enum class TransferStatus : int {
 // D       [in]  (n, k) double, D_ij
 // targets [in]  (k,) int64 counts summing to n
 // g       [in/out] (k,) double, the offsets
-// owner   [out] (n,) int64, each row's cluster
+// owner   [in/out] (n,) int64: in, each row's last cluster (-1: none), which
+//               it keeps where tied within slack with its argmin of D - g
+//               (the slack rows of capacities tie everywhere); out, its cluster
 // moves   [out] the rows moved; rows_used [out] the rows allowed to move
 TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
                                int64_t rows_per_move, double band, int64_t edges_per_row,

@@ -240,14 +240,15 @@ class BalancedProblem:
         if self.slack:  # they sit where there is room, whose offset is then the largest
             cost = np.vstack([cost, np.zeros((self.slack, cost.shape[1]))])
         status, owner, g, _, _ = _native.balanced_counts(
-            cost, self.counts, self.g, TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND * self.spread,
+            cost, self.counts, self.g, self.owner, TRANSFER_ROWS_PER_MOVE,
+            TRANSFER_BAND * self.spread,
             TRANSFER_EDGES_PER_ROW, EPS_RELATIVE * scale, TRANSFER_TRIES,
         )  # fmt: skip
         if status != 0:
             return None
         g -= g.max()
         change = g - self.g
-        self.spread, self.g = float(change.max() - change.min()), g
+        self.spread, self.g, self.owner = float(change.max() - change.min()), g, owner
         return owner[:n], g.copy()
 
     def _auction(self, cand, cost, beyond, move):

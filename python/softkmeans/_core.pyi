@@ -172,5 +172,4 @@ def _bf16_distance_bounds(
     X: npt.NDArray[np.float32], C: npt.NDArray[np.float32]
 ) -> tuple[_F64, _F64, npt.NDArray[np.bool_]] | None:
     """(D~, eps, candidates) of every pair by the bf16 pass (cpp/bindings/bf16.cpp)."""
-
 def default_threads() -> int: ...

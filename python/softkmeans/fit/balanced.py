@@ -1,18 +1,27 @@
 """Balanced (size-constrained) K-Means (SPEC.md, "Balanced (size-constrained) assignments").
 
-Hard: each Lloyd iteration makes one candidates pass (`LocalSource.candidates`: the
-M_CANDIDATES nearest centroids of every row and the next distance, a lower bound on all
-the others), solves the balanced assignment on that sparse candidate graph in memory by
-an auction (Bertsekas' forward auction for similar objects, epsilon-scaled, warm-started
-from the previous iteration's prices), and forms c_j = S_j / N_j from the labels (one
-`label_sums` read of X, no distances). Every bid checks the next distance: a row whose
-best value is beaten by the bound of a centroid outside its candidates widens the
-candidates (another pass), so the restricted solution is the unrestricted one.
+Hard, unit weights and k <= M_CANDIDATES (masses rounded to counts, or capacities made
+two-sided by slack rows of cost 0): each Lloyd iteration makes one distances pass
+(`LocalSource.sq_distances`, D (n, k)) and `_native.balanced_counts` solves the
+assignment exactly from the last iteration's offsets g: the argmin of D - g, corrected to
+the counts by successive shortest paths on the k-node cluster graph (edge j -> l: the
+cheapest reduced cost of moving one row of j to l), first over the rows near a tie only,
+then checked on every row (complementary slackness: the optimum); c_j = S_j / N_j from
+the labels (one `label_sums` read of X).
+
+Otherwise (weights, more clusters, or when that does not settle) each iteration makes
+one candidates pass (`LocalSource.candidates`: the M_CANDIDATES nearest centroids of
+every row and the next distance, a lower bound on all the others) and solves the
+assignment on that sparse candidate graph by an auction (Bertsekas' forward auction for
+similar objects, epsilon-scaled, warm-started from the previous iteration's prices).
+Every bid checks the next distance: a row whose best value is beaten by the bound of a
+centroid outside its candidates widens the candidates (another pass), so the restricted
+solution is the unrestricted one.
 
 Why not a per-centroid bias in the native passes and a search over the k offsets: the
 dual is piecewise linear, so no smooth method reaches the exact counts, and each of its
-evaluations is a full pass; the auction reaches exact integer counts with one pass per
-iteration. The bias trick ([C, sqrt(b)] over [X, 0], b_j = max g - g_j: D_ij + b_j from
+evaluations is a full pass; the shortest paths and the auction reach exact integer counts
+with one pass per iteration. The bias trick ([C, sqrt(b)] over [X, 0], b_j = max g - g_j: D_ij + b_j from
 the plain kernels) is used where a pass at given offsets is what is wanted: each
 Sinkhorn iteration of the soft assignment, and predict with the fitted offsets.
 

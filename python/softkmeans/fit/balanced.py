@@ -23,7 +23,8 @@ dual is piecewise linear, so no smooth method reaches the exact counts, and each
 evaluations is a full pass; the shortest paths and the auction reach exact integer
 counts with one pass per iteration. The bias trick ([C, sqrt(b)] over [X, 0],
 b_j = max g - g_j: D_ij + b_j from the plain kernels) is used where a pass at given
-offsets is what is wanted: each Sinkhorn iteration of the soft assignment, and predict with the fitted offsets.
+offsets is what is wanted: each Sinkhorn iteration of the soft assignment, and predict
+with the fitted offsets.
 
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.

@@ -7,13 +7,16 @@ average and a same-run sgemm rate, then:
 
 - the time of the unconstrained hard fit, the balanced one and the capped one
   (max_cluster_size = ceil(1.05 n / k)), interleaved medians, and the ratio to the
-  unconstrained fit (issue 25 target: <= 1.5x);
+  unconstrained fit (issue 25 target: <= 1.5x); --auction: also the balanced fit with
+  the epsilon-scaled auction instead of the shortest paths (`MAX_K_TRANSFER = 0`: the
+  solver that is left for weights and k > 16);
 - the balanced objective sum_i ||x_i - c_{a_i}||^2 (float64, from each fit's labels and
   centroids) and the time of one KMeansConstrained fit with size_min = size_max = n / k
   (issue 25 targets: quality within 1 %, at least 20x faster).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/balanced.py \
         [--n 100000] [--d 16] [--k 10] [--iters 10] [--repeats 3] [--kmc-n N] [--no-capped]
+        [--auction]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import peers
 import table
 
 from softkmeans import SoftKMeans
+from softkmeans.fit import balanced
 
 
 def unequal_blobs(n, d, k, seed=0):
@@ -59,6 +63,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kmc-n", type=int, default=None, help="n for KMeansConstrained")
     ap.add_argument("--no-capped", action="store_true", help="skip max_cluster_size (slow)")
+    ap.add_argument("--auction", action="store_true", help="also time the auction solver")
     args = ap.parse_args()
     n, d, k = args.n, args.d, args.k
     sgemm = peers.gemm_rate(np.float32, n_threads=args.threads, size=1024)
@@ -71,9 +76,13 @@ def main():
     common["n_threads"] = args.threads
     fits = {}
 
-    def case(name, **kw):
+    def case(name, max_k_transfer=balanced.MAX_K_TRANSFER, **kw):
         def run():
-            fits[name] = SoftKMeans(k, **common, **kw).fit(X)
+            default, balanced.MAX_K_TRANSFER = balanced.MAX_K_TRANSFER, max_k_transfer
+            try:
+                fits[name] = SoftKMeans(k, **common, **kw).fit(X)
+            finally:
+                balanced.MAX_K_TRANSFER = default
 
         return run
 
@@ -83,6 +92,9 @@ def main():
     }
     if not args.no_capped:
         cases[f"max_cluster_size={cap}"] = case(f"max_cluster_size={cap}", max_cluster_size=cap)
+    if args.auction:
+        name = "balance='equal' (auction)"
+        cases[name] = case(name, max_k_transfer=0, balance="equal")
     timings = peers.interleaved(cases, repeats=args.repeats, warmup=1)
     base = timings["unconstrained"].median
     print(f"\nn={n} d={d} k={k}, {args.iters} iterations from the same init, float32")

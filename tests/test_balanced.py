@@ -232,3 +232,68 @@ def test_balanced_refuses_auto_sigma():
     X = np.random.default_rng(1).normal(size=(40, 2))
     with pytest.raises(ValueError, match="sigma='auto' does not combine with balance"):
         SoftKMeans(2, assignment="softmax", sigma="auto", balance="equal").fit(X)
+
+
+@pytest.mark.parametrize("rows_per_move, band", [(1, 0.0), (4, 1.0)])
+@pytest.mark.parametrize("targets", TARGETS[:2], ids=["equal", "masses"])
+def test_warm_solves_along_moving_centroids_match_the_linear_program(
+    monkeypatch, rows_per_move, band, targets
+):
+    # Integer counts with k <= M_CANDIDATES take `balanced_counts`: from the last offsets,
+    # only the rows near a tie move, then complementary slackness is checked on all rows
+    # (a retry with more rows when it fails; band 0: too few rows at first, so the
+    # retries run). Every solve along a path of centroids must be the optimum of the
+    # linear program at those centroids.
+    monkeypatch.setattr(balanced, "TRANSFER_ROWS_PER_MOVE", rows_per_move)
+    monkeypatch.setattr(balanced, "TRANSFER_BAND", band)
+    used = []
+    counts = balanced._native.balanced_counts
+
+    def recording(*args):
+        out = counts(*args)
+        used.append(out[4])
+        return out
+
+    monkeypatch.setattr(balanced._native, "balanced_counts", recording)
+    X, C = _unequal_blobs(300, 3, 4, seed=9)
+    balance = targets["balance"]
+    balance = balance if isinstance(balance, str) else np.array(balance) * 5  # W = 300
+    targets = {"balance": balance}
+    spec = check_targets(balance, None, 4, 300, 300.0, True)
+    problem = BalancedProblem(sources.source_of(X), spec)
+    drift = np.random.default_rng(1).normal(size=C.shape)
+    for t in range(6):
+        Ct = C + 0.1 * t * drift
+        labels, offsets, own = problem.solve(Ct)
+        R, _ = reference.balanced_assignment(X, Ct, **targets)
+        D = reference.sq_distances(X, Ct)
+        assert own.sum() == pytest.approx(float((R * D).sum()), rel=1e-12), t
+        assert np.array_equal(labels, R.argmax(axis=1)), t
+    assert min(used[1:]) < 150, used  # the warm solves moved only some rows
+
+
+@pytest.mark.parametrize("edges_per_row", [1, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed, edges_per_row):
+    # `balanced_counts` from offsets far from the optimum's, letting few rows move at first
+    # (rows_per_move 2, band 0), each through its edges_per_row best moves: the check on
+    # every row must catch a wrong restricted solve. Integer distances; the oracle is the
+    # assignment problem with each cluster expanded into its target count of slots
+    # (scipy's linear_sum_assignment).
+    from scipy.optimize import linear_sum_assignment
+
+    rng = np.random.default_rng(seed)
+    n, k = 200, 4
+    D = rng.integers(0, 50, size=(n, k)).astype(np.float64)
+    targets = np.array([30, 40, 60, 70])
+    g = rng.normal(scale=5.0, size=k)
+    status, owner, g_out, _, _ = balanced._native.balanced_counts(
+        D, targets, g, np.full(n, -1), 2, 0.0, edges_per_row, 1e-9, balanced.TRANSFER_TRIES
+    )
+    assert status == 0
+    assert np.array_equal(np.bincount(owner, minlength=k), targets)
+    slots = np.repeat(np.arange(k), targets)
+    rows, cols = linear_sum_assignment(D[:, slots])
+    assert D[np.arange(n), owner].sum() == D[rows, slots[cols]].sum()
+    value = D - g_out
+    assert (value[np.arange(n), owner] <= value.min(axis=1) + 1e-9).all()

@@ -1,13 +1,13 @@
 // Binding of the balanced auction (softkmeans/balanced.hpp): checks shapes and
 // dtypes, copies the prices, releases the GIL, calls.
+#include "softkmeans/balanced.hpp"
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
 #include <string>
 #include <tuple>
-
-#include "softkmeans/balanced.hpp"
 
 namespace py = pybind11;
 
@@ -51,13 +51,41 @@ void def_balanced(py::module_& m) {
         softkmeans::AuctionStatus status;
         {
           py::gil_scoped_release release;
-          status = softkmeans::balanced_auction(cand.data(), cost.data(), beyond.data(), w.data(),
-                                                n, m, caps.data(), k, prices.mutable_data(),
-                                                free_at_zero, eps, max_bids, owner.mutable_data(),
-                                                &short_row);
+          status = softkmeans::balanced_auction(
+              cand.data(), cost.data(), beyond.data(), w.data(), n, m, caps.data(), k,
+              prices.mutable_data(), free_at_zero, eps, max_bids, owner.mutable_data(), &short_row);
         }
         return std::make_tuple(static_cast<int>(status), owner, prices, short_row);
       },
       "One epsilon phase of the balanced forward auction (rows kept from owner where they may):\n"
       "(status, owner, prices, short_row).");
+  m.def(
+      "balanced_counts",
+      [](const py::array& D_, const py::array& targets_, const py::array& g_,
+         const py::array& owner_, int64_t rows_per_move, double band, int64_t edges_per_row,
+         double slack, int64_t max_tries) {
+        auto D = checked<double>(D_, "D", 2);
+        auto targets = checked<int64_t>(targets_, "targets", 1);
+        auto g_in = checked<double>(g_, "g", 1);
+        auto owner_in = checked<int64_t>(owner_, "owner", 1);
+        const int64_t n = D.shape(0), k = D.shape(1);
+        if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
+            rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
+          throw py::value_error("balanced_counts: inconsistent shapes");
+        carray<double> g(k);
+        std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+        carray<int64_t> owner(n);
+        std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
+        int64_t moves = 0, rows_used = 0;
+        softkmeans::TransferStatus status;
+        {
+          py::gil_scoped_release release;
+          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move, band,
+                                               edges_per_row, slack, max_tries, g.mutable_data(),
+                                               owner.mutable_data(), &moves, &rows_used);
+        }
+        return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+      },
+      "The hard balanced assignment to integer counts from the offsets g:\n"
+      "(status, owner, g, moves, rows_used).");
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -30,9 +31,9 @@ struct LowestFirst {
 }  // namespace
 
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
-                               const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, bool free_at_zero, double eps,
-                               int64_t max_bids, int64_t* owner, int64_t* short_row) {
+                               const double* w, int64_t n, int64_t m, const double* caps, int64_t k,
+                               double* prices, bool free_at_zero, double eps, int64_t max_bids,
+                               int64_t* owner, int64_t* short_row) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<std::priority_queue<Held, std::vector<Held>, LowestFirst>> held(k);
   std::vector<double> load(k, 0.0);
@@ -154,6 +155,247 @@ AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const do
     }
   }
   return AuctionStatus::settled;
+}
+
+}  // namespace softkmeans
+
+namespace softkmeans {
+
+namespace {
+
+using Edge = std::pair<double, int64_t>;  // (cost[i, l] - cost[i, j], row i)
+
+// std::push_heap / pop_heap keep the largest on top: this order puts the
+// cheapest move on top, and among equal ones the smaller row.
+struct CheaperOnTop {
+  bool operator()(const Edge& a, const Edge& b) const {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second > b.second;
+  }
+};
+
+// Most edges a row may be limited to (balanced_counts' edges_per_row).
+constexpr int64_t kMaxEdgesPerRow = 8;
+
+// The successive shortest paths of balanced_counts over the rows `rows` of
+// D (n, k). Each row enters the edges to its edges_per_row best other
+// clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
+// k - 1.
+TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
+                              int64_t edges_per_row, int64_t* excess, double* g, int64_t max_moves,
+                              int64_t* owner, int64_t* moves) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
+  const bool every_edge = edges_per_row >= k - 1;
+  const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
+  auto push_row = [&](int64_t i, bool heapify) {
+    const double* di = D + i * k;
+    const int64_t j = owner[i];
+    const double own = di[j];
+    auto push = [&](int64_t l, double d) {
+      auto& heap = edges[j * k + l];
+      heap.emplace_back(d - own, i);
+      if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+    };
+    if (every_edge) {
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) push(l, di[l]);
+      return;
+    }
+    int64_t best[kMaxEdgesPerRow], held = 0;  // the best clusters so far, by D_il - g_l
+    for (int64_t l = 0; l < k; ++l) {
+      if (l == j) continue;
+      const double v = di[l] - g[l];
+      int64_t at = held < few ? held++ : few;
+      while (at > 0 && v < di[best[at - 1]] - g[best[at - 1]]) {
+        if (at < few) best[at] = best[at - 1];
+        --at;
+      }
+      if (at < few) best[at] = l;
+    }
+    for (int64_t t = 0; t < held; ++t) push(best[t], di[best[t]]);
+  };
+  {  // room for the rows' entries (every edge: the rows of each cluster), then heaps
+    std::vector<int64_t> held(k, 0);
+    for (int64_t r = 0; r < n_rows; ++r) ++held[owner[rows ? rows[r] : r]];
+    const int64_t per_row = every_edge ? 1 : few, share = every_edge ? 1 : k - 1;
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) edges[j * k + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
+  }
+  for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
+  for (auto& heap : edges) std::make_heap(heap.begin(), heap.end(), CheaperOnTop());
+  // The cheapest row of j that may move to l (rows that left j dropped here).
+  auto top = [&](int64_t j, int64_t l) -> const Edge* {
+    auto& heap = edges[j * k + l];
+    while (!heap.empty() && owner[heap.front().second] != j) {
+      std::pop_heap(heap.begin(), heap.end(), CheaperOnTop());
+      heap.pop_back();
+    }
+    return heap.empty() ? nullptr : &heap.front();
+  };
+  std::vector<double> dist(k);
+  std::vector<int64_t> prev(k);
+  std::vector<char> done(k);
+  *moves = 0;
+  for (;;) {
+    std::fill(dist.begin(), dist.end(), inf);
+    std::fill(prev.begin(), prev.end(), -1);
+    std::fill(done.begin(), done.end(), 0);
+    bool any = false;
+    for (int64_t j = 0; j < k; ++j)
+      if (excess[j] > 0) dist[j] = 0.0, any = true;
+    if (!any) return TransferStatus::settled;
+    if (*moves >= max_moves) return TransferStatus::too_many_moves;
+    int64_t target = -1;
+    for (;;) {  // dense Dijkstra: k is small
+      int64_t u = -1;
+      for (int64_t j = 0; j < k; ++j)
+        if (!done[j] && dist[j] < inf && (u < 0 || dist[j] < dist[u])) u = j;
+      if (u < 0) return TransferStatus::no_path;
+      done[u] = 1;
+      if (excess[u] < 0) {
+        target = u;
+        break;
+      }
+      for (int64_t l = 0; l < k; ++l) {
+        if (done[l] || l == u) continue;
+        const Edge* e = top(u, l);
+        if (e == nullptr) continue;
+        // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
+        const double reduced = std::max(0.0, e->first - g[l] + g[u]);
+        if (dist[u] + reduced < dist[l]) {
+          dist[l] = dist[u] + reduced;
+          prev[l] = u;
+        }
+      }
+    }
+    const double reach = dist[target];
+    for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);
+    for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
+      const int64_t i = top(prev[l], l)->second;
+      owner[i] = l;
+      push_row(i, true);
+      if (prev[prev[l]] < 0) --excess[prev[l]];
+    }
+    ++excess[target];
+    ++*moves;
+  }
+}
+
+}  // namespace
+
+// The argmin of D - g of every row (ties to the smaller j), its gap to the
+// next value, and each cluster's count minus its target; returns the total
+// count error sum_j |excess_j|.
+static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                          const double* g, const int64_t* keep, double slack, int64_t* owner,
+                          double* gap, int64_t* excess) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
+  for (int64_t i = 0; i < n; ++i) {
+    const double* di = D + i * k;
+    int64_t best = 0;
+    double v1 = di[0] - g[0], v2 = inf;
+    for (int64_t j = 1; j < k; ++j) {
+      const double v = di[j] - g[j];
+      if (v < v1) {
+        v2 = v1;
+        v1 = v;
+        best = j;
+      } else if (v < v2) {
+        v2 = v;
+      }
+    }
+    const int64_t last = keep[i];
+    if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
+      best = last;  // tied: it stays (the slack rows of capacities all tie)
+      v2 = v1;
+      v1 = di[last] - g[last];
+    }
+    owner[i] = best;
+    if (gap) gap[i] = std::max(0.0, v2 - v1);
+    ++excess[best];
+  }
+  int64_t off = 0;
+  for (int64_t j = 0; j < k; ++j) off += std::abs(excess[j]);
+  return off;
+}
+
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
+  std::vector<double> gap(static_cast<size_t>(n));
+  std::vector<int64_t> excess(k), near;
+  const std::vector<int64_t> keep(owner, owner + n);
+  // Far from the optimum (the first iterations: the centroids move far), the
+  // last offsets can miss the counts by more than none at all: the better.
+  int64_t off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, nullptr, excess.data());
+  const std::vector<double> zero(k, 0.0);
+  if (label_rows(D, n, k, targets, zero.data(), keep.data(), slack, owner, nullptr, excess.data()) <
+      off)
+    std::fill(g, g + k, 0.0);
+  const std::vector<double> g_start(g, g + k);
+  off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, gap.data(), excess.data());
+  const std::vector<int64_t> owner_start(owner, owner + n), excess_start = excess;
+  int64_t want = rows_per_move * (off / 2 + k);
+  if (off * 64 > n) edges_per_row = k;  // far off: the few edges would not do
+  for (int64_t tries = 0; tries < max_tries; ++tries) {
+    // The rows within `band` of a tie, and at least `want`, of smallest gap
+    // (ties: smaller row) may move; the others keep their labels, which stay
+    // argmins while the offsets move by less than their gaps (checked below).
+    // Every row at the last try.
+    near.clear();
+    for (int64_t i = 0; i < n; ++i)
+      if (gap[i] < band) near.push_back(i);
+    if (tries + 1 == max_tries || static_cast<int64_t>(near.size()) * 2 > n || want * 2 > n) {
+      near.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) near[i] = i;
+    } else if (static_cast<int64_t>(near.size()) < want) {
+      near.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) near[i] = i;
+      auto closer = [&](int64_t a, int64_t b) {
+        return gap[a] < gap[b] || (gap[a] == gap[b] && a < b);
+      };
+      std::nth_element(near.begin(), near.begin() + want, near.end(), closer);
+      near.resize(static_cast<size_t>(want));
+      std::sort(near.begin(), near.end());
+    }
+    const int64_t used = static_cast<int64_t>(near.size());
+    *rows_used = used;
+    std::copy(g_start.begin(), g_start.end(), g);
+    std::copy(owner_start.begin(), owner_start.end(), owner);
+    excess = excess_start;
+    const bool last = tries + 1 == max_tries;
+    const TransferStatus status = shortest_paths(D, k, near.data(), used, last ? k : edges_per_row,
+                                                 excess.data(), g, off + k, owner, moves);
+    if (last || status == TransferStatus::too_many_moves) return status;
+    // no_path: a short cluster is reached by none of these rows' edges.
+    // Complementary slackness for every row: its label an argmin of D - g.
+    bool holds = status == TransferStatus::settled;
+    for (int64_t i = 0; i < n && holds; ++i) {
+      const double* di = D + i * k;
+      const double own = di[owner[i]] - g[owner[i]];
+      for (int64_t j = 0; j < k; ++j)
+        if (di[j] - g[j] < own - slack) {
+          holds = false;
+          break;
+        }
+    }
+    if (holds) return status;
+    // The offsets moved by `spread` (relative to each other): a band that wide
+    // is what the rows left out needed.
+    double lo = g[0] - g_start[0], hi = lo;
+    for (int64_t j = 1; j < k; ++j) {
+      lo = std::min(lo, g[j] - g_start[j]);
+      hi = std::max(hi, g[j] - g_start[j]);
+    }
+    band = std::max(4 * band, 2 * (hi - lo));
+    want *= 4;
+    edges_per_row = k;
+  }
+  return TransferStatus::too_many_moves;
 }
 
 }  // namespace softkmeans

@@ -63,6 +63,17 @@ def balanced_auction(
     eps: float,
     max_bids: int,
 ) -> tuple[int, _I64, _F64, int]: ...
+def balanced_counts(
+    D: _F64,
+    targets: _I64,
+    g: _F64,
+    owner: _I64,
+    rows_per_move: int,
+    band: float,
+    edges_per_row: int,
+    slack: float,
+    max_tries: int,
+) -> tuple[int, _I64, _F64, int, int]: ...
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

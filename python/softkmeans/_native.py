@@ -26,6 +26,7 @@ __all__ = [
     "assign_grouped",
     "available_simd_levels",
     "balanced_auction",
+    "balanced_counts",
     "block_stats",
     "build_info",
     "csr_second_moment_matvec",
@@ -131,6 +132,18 @@ def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, e
     owner (n,) int64, prices (k,), that row)."""
     return _core.balanced_auction(
         cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids
+    )
+
+
+def balanced_counts(D, targets, g, owner, rows_per_move, band, edges_per_row, slack, max_tries):
+    """The hard balanced assignment of unit-weight rows to integer counts `targets` from
+    the offsets g, on their distances D (n, k) float64, moving first only the rows within
+    band of a tie, each through its edges_per_row best other clusters; owner (n,) int64:
+    the last owners (-1: none), kept where tied
+    (`cpp/include/softkmeans/balanced.hpp`). Returns (status 0 settled / 1 no path / 2
+    too many moves, owner (n,) int64, g (k,), rows moved, rows allowed to move)."""
+    return _core.balanced_counts(
+        D, targets, g, owner, rows_per_move, band, edges_per_row, slack, max_tries
     )
 
 

@@ -46,8 +46,60 @@ enum class AuctionStatus : int {
 //               none); out, the cluster holding each row
 // short_row [out] the first row whose candidates do not suffice (short_rows)
 AuctionStatus balanced_auction(const int64_t* cand, const double* cost, const double* beyond,
-                               const double* w, int64_t n, int64_t m, const double* caps,
-                               int64_t k, double* prices, bool free_at_zero, double eps,
-                               int64_t max_bids, int64_t* owner, int64_t* short_row);
+                               const double* w, int64_t n, int64_t m, const double* caps, int64_t k,
+                               double* prices, bool free_at_zero, double eps, int64_t max_bids,
+                               int64_t* owner, int64_t* short_row);
+
+// Status of balanced_counts.
+enum class TransferStatus : int {
+  settled = 0,  // every cluster holds its target count
+  no_path = 1,  // a cluster short of rows is reached by no row's edge
+  too_many_moves = 2,
+};
+
+// The hard balanced assignment of unit-weight rows with integer target counts
+// from the last offsets g: the argmin of D - g (ties to the smaller j),
+// corrected by successive shortest paths on the cluster graph (k nodes): edge
+// j -> l costs the cheapest reduced cost of moving one row of j to l,
+// min_i (D_il - g_l) - (D_ij - g_j) >= 0. Each step runs Dijkstra from every
+// over-full cluster to the nearest short one, raises g by min(dist, dist to
+// it) (reduced costs stay >= 0, the path's become 0) and moves one row along
+// each edge of the path; the labels stay an argmin of D - g, and at the end
+// the counts are the targets: the optimum (complementary slackness). Rows are
+// kept per edge in min-heaps of (D_il - D_ij, i), removed lazily; ties take
+// the smaller row: one fixed sequence of moves, whatever the thread count.
+//
+// Between Lloyd iterations g is nearly right: only the rows whose gap (second
+// best minus best value of D - g) is below band, and at least the
+// rows_per_move x (half the count error + k) of smallest gap, take part; the
+// others keep their labels, and complementary slackness is then checked on
+// every row (within slack). When it fails (the offsets moved by more than a
+// left-out row's gap), again from g with a band 4 times wider, or twice the
+// offsets' spread if wider, and 4 times the rows; every row at the last of
+// max_tries (which needs no check) or when half the rows would take part. It
+// starts from g = 0 instead when that misses the counts by less. At the first
+// try a row enters only the edges to its edges_per_row (at most 8) best other
+// clusters (fewer heap entries; the check covers the others), every edge
+// after, and from the start when over n / 128 rows are to move.
+//
+// balanced_transfer from the offsets g alone, on every row's distances to all
+// k clusters: labels the rows by the argmin of D - g (ties to the smaller j),
+// then lets only the rows_per_move x (half the count error + k) rows of
+// smallest gap (second best minus best value) move, and checks complementary
+// slackness on every row (within slack); when it fails, again from g with 8
+// times the rows (every row at last, which needs no check), at most max_tries
+// times (too_many_moves).
+//
+// D       [in]  (n, k) double, D_ij
+// targets [in]  (k,) int64 counts summing to n
+// g       [in/out] (k,) double, the offsets
+// owner   [in/out] (n,) int64: in, each row's last cluster (-1: none), which
+//               it keeps where tied within slack with its argmin of D - g
+//               (the slack rows of capacities tie everywhere); out, its cluster
+// moves   [out] the rows moved; rows_used [out] the rows allowed to move
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used);
 
 }  // namespace softkmeans

@@ -1,20 +1,30 @@
 """Balanced (size-constrained) K-Means (SPEC.md, "Balanced (size-constrained) assignments").
 
-Hard: each Lloyd iteration makes one candidates pass (`LocalSource.candidates`: the
-M_CANDIDATES nearest centroids of every row and the next distance, a lower bound on all
-the others), solves the balanced assignment on that sparse candidate graph in memory by
-an auction (Bertsekas' forward auction for similar objects, epsilon-scaled, warm-started
-from the previous iteration's prices), and forms c_j = S_j / N_j from the labels (one
-`label_sums` read of X, no distances). Every bid checks the next distance: a row whose
-best value is beaten by the bound of a centroid outside its candidates widens the
-candidates (another pass), so the restricted solution is the unrestricted one.
+Hard, unit weights and k <= M_CANDIDATES (masses rounded to counts, or capacities made
+two-sided by slack rows of cost 0): each Lloyd iteration makes one distances pass
+(`LocalSource.sq_distances`, D (n, k)) and `_native.balanced_counts` solves the
+assignment exactly from the last iteration's offsets g: the argmin of D - g, corrected to
+the counts by successive shortest paths on the k-node cluster graph (edge j -> l: the
+cheapest reduced cost of moving one row of j to l), first over the rows near a tie only,
+then checked on every row (complementary slackness: the optimum); c_j = S_j / N_j from
+the labels (one `label_sums` read of X).
+
+Otherwise (weights, more clusters, or when that does not settle) each iteration makes
+one candidates pass (`LocalSource.candidates`: the M_CANDIDATES nearest centroids of
+every row and the next distance, a lower bound on all the others) and solves the
+assignment on that sparse candidate graph by an auction (Bertsekas' forward auction for
+similar objects, epsilon-scaled, warm-started from the previous iteration's prices).
+Every bid checks the next distance: a row whose best value is beaten by the bound of a
+centroid outside its candidates widens the candidates (another pass), so the restricted
+solution is the unrestricted one.
 
 Why not a per-centroid bias in the native passes and a search over the k offsets: the
 dual is piecewise linear, so no smooth method reaches the exact counts, and each of its
-evaluations is a full pass; the auction reaches exact integer counts with one pass per
-iteration. The bias trick ([C, sqrt(b)] over [X, 0], b_j = max g - g_j: D_ij + b_j from
-the plain kernels) is used where a pass at given offsets is what is wanted: each
-Sinkhorn iteration of the soft assignment, and predict with the fitted offsets.
+evaluations is a full pass; the shortest paths and the auction reach exact integer
+counts with one pass per iteration. The bias trick ([C, sqrt(b)] over [X, 0],
+b_j = max g - g_j: D_ij + b_j from the plain kernels) is used where a pass at given
+offsets is what is wanted: each Sinkhorn iteration of the soft assignment, and predict
+with the fitted offsets.
 
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.
@@ -56,6 +66,16 @@ SINKHORN_STEP_TOL, SINKHORN_FINAL_TOL = 1e-3, 1e-6
 SINKHORN_STEP_PASSES, SINKHORN_FINAL_PASSES = 30, 2000
 # Floyd-Warshall over k clusters for offsets strictly inside the optimal dual face.
 MAX_K_POTENTIALS = 512
+# The transfer (successive shortest paths on the k-node cluster graph) runs Dijkstra in
+# O(k^2) a move: above this k the auction is used.
+MAX_K_TRANSFER = 64
+# `_native.balanced_counts` lets the rows within TRANSFER_BAND x the last solve's change
+# of the offsets of a tie move, and at least this many rows of the smallest gaps per
+# row of count error (then 4x, then every row: at most TRANSFER_TRIES solves).
+TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND, TRANSFER_TRIES = 64, 1.0, 4
+# At the first try a row enters the cluster graph only through its moves to this many
+# best other clusters (fewer heap entries; the check covers the rest).
+TRANSFER_EDGES_PER_ROW = 9
 
 
 def with_offsets(C, g, dtype):
@@ -176,6 +196,13 @@ class BalancedProblem:
         self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
+        # Integer counts (unit weights; capacities through the slack rows), every cluster
+        # a candidate of every row: `_counts`, from the last offsets.
+        exact_counts = source.unit_weights and (not targets.one_sided or self.slack or spare == 0)
+        fast = exact_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
+        self.counts = self.caps.astype(np.int64) if fast else None
+        self.g = np.zeros(k)
+        self.spread = 0.0  # how far the offsets moved (relative to each other) last time
 
     def solve(self, C, offsets=False):
         """(labels (n,) int64 of every row, offsets g (k,), the cost of each live row's
@@ -184,16 +211,21 @@ class BalancedProblem:
         k = C.shape[0]
         while True:
             cand, cost, beyond = self.source.candidates(C, self.width)
-            cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
+            if self.live.size < cand.shape[0]:
+                cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
             move = (
                 np.inf if self.last is None else float(np.sqrt(((C - self.last) ** 2).sum(1)).max())
             )
+            moved = self._counts(cost) if self.counts is not None else None
+            if moved is not None:
+                owner, g = moved
+                break
             owner = self._auction(cand, cost, beyond, move) if k > 1 else np.zeros(self.w.size, int)
             if owner is not None:
+                g = self.prices.min() - self.prices
                 break
             self.width = min(k, 2 * self.width)  # a row's optimum may lie beyond: widen
         self.last = np.asarray(C, dtype=np.float64)
-        g = self.prices.min() - self.prices
         room = self._room(owner) if self.targets.one_sided else None
         if room is not None:
             g = -self.prices if not self.slack else g
@@ -208,6 +240,26 @@ class BalancedProblem:
             labels[dead] = biased_labels(self.source, C, g)[0][dead]
         pos = owner if cand.shape[1] == k else np.argmax(cand == owner[:, None], axis=1)
         return labels, g, cost[np.arange(owner.size), pos]
+
+    def _counts(self, cost):
+        """(owners of the live rows, offsets g) by `_native.balanced_counts` (cost: every
+        row's distances to all k clusters) from the last solve's offsets; None when it
+        does not settle (then the auction)."""
+        n = cost.shape[0]
+        scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
+        if self.slack:  # they sit where there is room, whose offset is then the largest
+            cost = np.vstack([cost, np.zeros((self.slack, cost.shape[1]))])
+        status, owner, g, _, _ = _native.balanced_counts(
+            cost, self.counts, self.g, self.owner, TRANSFER_ROWS_PER_MOVE,
+            TRANSFER_BAND * self.spread,
+            TRANSFER_EDGES_PER_ROW, EPS_RELATIVE * scale, TRANSFER_TRIES,
+        )  # fmt: skip
+        if status != 0:
+            return None
+        g -= g.max()
+        change = g - self.g
+        self.spread, self.g, self.owner = float(change.max() - change.min()), g, owner
+        return owner[:n], g.copy()
 
     def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by
@@ -229,7 +281,7 @@ class BalancedProblem:
         max_bids = MAX_BIDS_PER_ROW * cand.shape[0]
         while True:
             status, owner, prices, _ = _native.balanced_auction(
-                cand, cost, beyond, w, self.caps, self.prices, self.owner,
+                np.ascontiguousarray(cand), cost, beyond, w, self.caps, self.prices, self.owner,
                 free_at_zero and eps <= eps_final, eps, max_bids,
             )  # fmt: skip
             if status == 1:

@@ -279,7 +279,8 @@ class LocalSource(Source):
         (n,) float64, a lower bound on every other centroid's; inf when m >= k). One pass;
         (rows, k) distances exist ~4 MiB at a time, never (n, k)."""
         n, k = self.shape[0], C.shape[0]
-        m = min(m, k)
+        if m >= k:  # (n, k) is the output: one kernel call a block
+            return np.broadcast_to(np.arange(k), (n, k)), self.sq_distances(C), np.full(n, np.inf)
         cand = np.empty((n, m), dtype=np.int64)
         dist = np.empty((n, m), dtype=np.float64)
         beyond = np.full(n, np.inf)
@@ -288,15 +289,18 @@ class LocalSource(Source):
             for s in range(0, rows.shape[0], step):
                 D = _native.sq_distances(rows[s : s + step], C, self.n_threads)
                 out = slice(start + s, start + s + D.shape[0])
-                if m == k:
-                    cand[out] = np.arange(k)
-                    dist[out] = D
-                    continue
                 part = np.argpartition(D, m, axis=1)
                 cand[out] = part[:, :m]
                 dist[out] = np.take_along_axis(D, part[:, :m], axis=1)
                 beyond[out] = np.take_along_axis(D, part[:, m : m + 1], axis=1)[:, 0]
         return cand, dist, beyond
+
+    def sq_distances(self, C):
+        """D (n, k) float64, D_ij = ||x_i - c_j||^2 (the kernel's, in X's dtype)."""
+        D = np.empty((self.shape[0], C.shape[0]))
+        for start, stop, rows in self.blocks():
+            D[start:stop] = _native.sq_distances(rows, C, self.n_threads)
+        return D
 
     def label_sums(self, labels, k):
         """S (k, d) float64, S_j = sum of w_i x_i over the rows labelled j (the centroid

@@ -297,3 +297,25 @@ def test_counts_kernel_from_wrong_offsets_is_the_optimum(seed, edges_per_row):
     assert D[np.arange(n), owner].sum() == D[rows, slots[cols]].sum()
     value = D - g_out
     assert (value[np.arange(n), owner] <= value.min(axis=1) + 1e-9).all()
+
+
+@pytest.mark.parametrize("assignment", ["hard", "softmax"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_balanced_fit_is_bitwise_the_same_at_every_simd_level(assignment, dtype):
+    # With the parity tests against the linear program (at the default level), the same
+    # bytes at every level give the parity at every level.
+    from softkmeans import _native
+
+    X, _ = make_blobs(600, 5, 4, dtype=dtype, seed=3)
+    before = _native.selected_simd_level()
+    fits = {}
+    try:
+        for level in _native.available_simd_levels():
+            _native.set_simd_level(level)
+            model = SoftKMeans(
+                4, assignment=assignment, sigma=0.5, balance="equal", random_state=0, max_iter=8
+            ).fit(X)
+            fits[level] = (model.labels_.tobytes(), model.cluster_centers_.tobytes())
+    finally:
+        _native.set_simd_level(before)
+    assert len(set(fits.values())) == 1, sorted(fits)

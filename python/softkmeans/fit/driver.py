@@ -289,7 +289,7 @@ class Fitter:
             n_init = 1
 
         targets = targets_of(params, training, k, kind)
-        if targets is not None and training is not source:
+        if targets is not None and params.max_points_per_centroid is not None:
             raise ValueError(
                 "max_points_per_centroid does not combine with balance / max_cluster_size: "
                 "the cluster sizes are those of all the rows, not of a sample"

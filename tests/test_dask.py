@@ -331,3 +331,18 @@ def test_kmeans_parallel_is_the_default_and_equals_the_in_memory_seeding(client,
     expected.set_params(max_iter=1).fit(X, sample_weight=w)
     np.testing.assert_allclose(got.cluster_centers_, expected.cluster_centers_, rtol=RTOL)
     np.testing.assert_array_equal(got.labels_, expected.labels_)
+
+
+def test_dask_estimator_takes_every_parameter_of_the_estimator():
+    # The Dask estimator once listed its parameters by hand and lost the ones added later
+    # (metric, balance, ...): get_params and clone then dropped them.
+    from sklearn.base import clone
+
+    from softkmeans import SoftKMeans
+    from softkmeans.dask import SoftKMeans as DaskSoftKMeans
+
+    model = DaskSoftKMeans(3, metric="cosine", balance="equal", max_points_per_centroid=64)
+    params = model.get_params()
+    assert set(params) == set(SoftKMeans().get_params())
+    assert params["init"] == "k-means||" and params["metric"] == "cosine"
+    assert clone(model).get_params() == params

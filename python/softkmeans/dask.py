@@ -60,9 +60,13 @@ work is scheduled.
 
 from __future__ import annotations
 
+import inspect
+
 from . import estimator as _estimator
 from .fit.params import DEFAULTS
 from .sources import dask as _dask_source  # noqa: F401 - without Dask: an ImportError naming the extra
+
+DASK_INIT = "k-means||"
 
 __all__ = ["SoftKMeans"]
 
@@ -73,28 +77,17 @@ class SoftKMeans(_estimator.SoftKMeans):
         ' init defaults to "k-means||".\n' + (_estimator.SoftKMeans.__doc__ or "").split("\n", 1)[1]
     )
 
-    def __init__(
-        self,
-        n_clusters=DEFAULTS.n_clusters,
-        *,
-        assignment=DEFAULTS.assignment,
-        sigma=DEFAULTS.sigma,
-        anneal=DEFAULTS.anneal,
-        init="k-means||",
-        n_init=DEFAULTS.n_init,
-        max_iter=DEFAULTS.max_iter,
-        tol=DEFAULTS.tol,
-        random_state=DEFAULTS.random_state,
-        n_threads=DEFAULTS.n_threads,
-        verbose=DEFAULTS.verbose,
-        copy_x=DEFAULTS.copy_x,
-        algorithm=DEFAULTS.algorithm,
-        stream_memory=DEFAULTS.stream_memory,
-        decay=DEFAULTS.decay,
-    ):
-        super().__init__(
-            n_clusters, assignment=assignment, sigma=sigma, anneal=anneal, init=init,
-            n_init=n_init, max_iter=max_iter, tol=tol, random_state=random_state,
-            n_threads=n_threads, verbose=verbose, copy_x=copy_x, algorithm=algorithm,
-            stream_memory=stream_memory, decay=decay,
-        )  # fmt: skip
+    # The estimator's parameters, all of them, with init's default "k-means||": written as
+    # **params and given the parent's signature (scikit-learn's get_params and clone read
+    # the signature), so a parameter added to softkmeans.SoftKMeans is one here too.
+    def __init__(self, n_clusters=DEFAULTS.n_clusters, *, init=DASK_INIT, **params):
+        super().__init__(n_clusters, init=init, **params)
+
+    _parent = inspect.signature(_estimator.SoftKMeans.__init__)
+    __init__.__signature__ = _parent.replace(
+        parameters=[
+            p.replace(default=DASK_INIT) if p.name == "init" else p
+            for p in _parent.parameters.values()
+        ]
+    )
+    del _parent

@@ -111,8 +111,10 @@ class Source(abc.ABC):
         """One fused pass at C: (BlockStats, labels (n,) int64 or None)."""
 
     @abc.abstractmethod
-    def labels(self, C):
-        """(n,) int64: the nearest centroid of each row (`predict`)."""
+    def labels(self, C, grouping=None):
+        """(n,) int64: the nearest centroid of each row (`predict`); grouping: a
+        `softkmeans.sources.nearest.CentroidGrouping` the caller keeps for its centroids,
+        where the source prunes by groups (None: decided for this call)."""
 
     @abc.abstractmethod
     def distances(self, C):
@@ -261,8 +263,8 @@ class LocalSource(Source):
             grads.append(grad)
         return (parts[0] if len(parts) == 1 else _stats.merge(parts)), _concat(grads)
 
-    def labels(self, C):
-        nearest = NearestCentroid(C, self.n_threads)
+    def labels(self, C, grouping=None):
+        nearest = NearestCentroid(C, self.n_threads, grouping)
         return self.map_rows(lambda rows: nearest(rows)[0])
 
     def distances(self, C):

@@ -3,7 +3,8 @@ farthest-point and relocation passes): the plain assignment pass, or, for many c
 the group-pruned one (`cpp/src/impl/group_pruned.hpp`), which returns the same labels and
 minimum squared distances bit for bit and computes only the groups of centroids whose
 ball may hold a row's nearest. Which one, and how the centroids are grouped, is decided
-here, once per set of centroids; the kernel computes."""
+here, once per set of centroids (`CentroidGrouping`: a fitted estimator keeps one across
+its predictions); the kernel computes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from .. import _native
 from ..centroid_groups import ball_groups
 
-__all__ = ["NearestCentroid"]
+__all__ = ["CentroidGrouping", "NearestCentroid"]
 
 
 class NearestCentroid:
@@ -36,15 +37,21 @@ class NearestCentroid:
     PROBE_ROWS = 4096
     MAX_FRACTION = 0.5
 
-    def __init__(self, C, n_threads):
+    def __init__(self, C, n_threads, grouping=None):
+        """grouping: a `CentroidGrouping` kept across calls (None: C grouped here)."""
         self.C, self.n_threads = C, n_threads
+        self.group = (grouping or CentroidGrouping()).of(C, n_threads)
+
+    @classmethod
+    def groups_of(cls, C, n_threads):
+        """(k,) int64: the groups of C the pruned pass takes, or None: the plain pass."""
         k, d = C.shape
-        self.group = None
-        if k >= self.MIN_CENTROIDS and d > _native.SMALL_DIM:
-            t = 1
-            while 2 * t <= min(self.MAX_GROUPS, k // self.CENTROIDS_PER_GROUP):
-                t *= 2
-            self.group = ball_groups(C, t, n_threads=n_threads)
+        if k < cls.MIN_CENTROIDS or d <= _native.SMALL_DIM:
+            return None
+        t = 1
+        while 2 * t <= min(cls.MAX_GROUPS, k // cls.CENTROIDS_PER_GROUP):
+            t *= 2
+        return ball_groups(C, t, n_threads=n_threads)
 
     def __call__(self, rows):
         if self.group is None or hasattr(rows, "indptr"):  # CSR rows: the plain pass
@@ -65,3 +72,22 @@ class NearestCentroid:
         if n_distances > self.MAX_FRACTION * rows.shape[0] * self.C.shape[0]:
             self.group = None
         return labels, min_sq_dist
+
+
+class CentroidGrouping:
+    """The groups of the last centroids asked for (`NearestCentroid.groups_of`), made again
+    when the centroids differ from those (a refit, a partial_fit, centroids set or changed
+    in place by the user): comparing k d numbers costs nothing next to a pass over n
+    rows, and catches every way the centroids change. The groups do not depend on the
+    thread count."""
+
+    def __init__(self):
+        self._C = self._group = None
+
+    def of(self, C, n_threads):
+        """The groups of C (None: the plain pass), made only if C is not the last C."""
+        last = self._C
+        if last is None or last.dtype != C.dtype or not np.array_equal(last, C):
+            self._group = NearestCentroid.groups_of(C, n_threads)
+            self._C = np.array(C, copy=True)
+        return self._group

@@ -182,6 +182,12 @@ class Source(abc.ABC):
         the way X is (in memory, from a temporary file when X is file-backed, on the
         Dask workers); the caller closes it."""
 
+    def nearest_stats(self, C):
+        """The hard statistics at C without N and S, and every row's label: those of
+        `stats` (labels and the minimum margin bit for bit, J within rounding), by the
+        group-pruned pass where the source has it (a sampled fit's final pass)."""
+        return self.stats(C, "hard", 0.0, sums=False, labels=True)
+
     def close(self):  # noqa: B027 - most sources hold nothing to release
         """Release what the source holds beyond X (a temporary file)."""
 
@@ -241,16 +247,29 @@ class LocalSource(Source):
             yield start, stop, rows, rows_a
 
     def stats(self, C, kind, sigma, *, sums=True, labels=False):
+        def block(rows, w):
+            stats, lab, _ = _native.block_stats(
+                rows, C, kind, sigma, w, self.n_threads, sums=sums, labels=labels
+            )
+            return stats, lab
+
+        merged, labs = self._merged_blocks(block)
+        return merged, (_concat(labs) if labels else None)
+
+    def nearest_stats(self, C):
+        nearest = NearestCentroid(C, self.n_threads)
+        merged, labs = self._merged_blocks(nearest.hard_stats)
+        return merged, _concat(labs)
+
+    def _merged_blocks(self, block):
+        """block(rows, w) -> (BlockStats, labels) over the blocks: (the statistics merged
+        in block order, [labels of each block])."""
         parts, labs = [], []
         for start, stop, rows in self.blocks():
-            stats, lab, _ = _native.block_stats(
-                rows, C, kind, sigma, self.weights[start:stop], self.n_threads,
-                sums=sums, labels=labels,
-            )  # fmt: skip
+            stats, lab = block(rows, self.weights[start:stop])
             parts.append(stats)
             labs.append(lab)
-        merged = parts[0] if len(parts) == 1 else _stats.merge(parts)
-        return merged, (_concat(labs) if labels else None)
+        return (parts[0] if len(parts) == 1 else _stats.merge(parts)), labs
 
     def gradients(self, C, kind, sigma):
         """(BlockStats, dF/dx_i (n, d) in X's dtype): the functional API's gradients."""

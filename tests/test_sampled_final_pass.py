@@ -136,3 +136,22 @@ def test_a_sampled_fit_labels_every_row_by_the_pruned_pass(monkeypatch, dtype):
     assert model.min_margin_ == plain.min_margin
     assert model.inertia_ == pytest.approx(plain.distortion, rel=1e-12, abs=0.0)
     assert model.objective_ == model.inertia_
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pruned_hard_stats_are_the_same_bits_at_every_thread_count_and_simd_level(dtype):
+    rng = np.random.default_rng(7)
+    X, C = _data("clustered", dtype, rng, n=5000)
+    w = _weights(5000, rng)
+    group = _groupings(C)["balls"]
+    before = _native.selected_simd_level()
+    seen = set()
+    try:
+        for level in _native.available_simd_levels():
+            _native.set_simd_level(level)
+            for threads in (1, 2, 3):
+                stats, labels = NearestCentroid(C, threads, _Fixed(group)).hard_stats(X, w)
+                seen.add((stats.distortion, stats.min_margin, labels.tobytes()))
+    finally:
+        _native.set_simd_level(before)
+    assert len(seen) == 1

@@ -1,6 +1,7 @@
 """Issue 24, items 1 and 2, at the kernel level: the distances the bounded hard step
-computes per Lloyd step at large k, and the group-pruned exact assignment against the plain
-assignment pass and faiss's exact search, in one process on the same rows.
+computes per Lloyd step at large k, the group-pruned exact assignment against the plain
+assignment pass and faiss's exact search, and a sampled fit's final pass (labels, J and
+the minimum margin) pruned against the plain pass, in one process on the same rows.
 
     python bench/ivf_kernels.py                  # k = 1024 / 4096 fractions, 2e5 x 128 speed
     python bench/ivf_kernels.py --quick          # n / 10
@@ -141,6 +142,41 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     return med, same
 
 
+def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False):
+    """A sampled hard fit's final pass over every row (`Source.nearest_stats`: labels, J
+    and the minimum margin, the grouping included) vs the plain pass it replaces
+    (`_native.block_stats`, kind hard, without N and S) on the same rows: median seconds
+    of interleaved repeats, the ratio plain / pruned, and the results checked equal."""
+    from softkmeans.sources import source_of
+
+    X, C = clustered(n, d, k, seed=seed, uniform=uniform)
+    w = np.ones(n)
+    source = source_of(X, n_threads=n_threads)
+    stats, labels = source.nearest_stats(C)
+    plain, plain_labels, _ = _native.block_stats(X, C, "hard", 0.0, w, n_threads, labels=True)
+    same = (
+        np.array_equal(labels, plain_labels)
+        and stats.min_margin == plain.min_margin
+        and abs(stats.distortion - plain.distortion) <= 1e-12 * plain.distortion
+    )
+    cases = {
+        "plain": lambda: _native.block_stats(
+            X, C, "hard", 0.0, w, n_threads, sums=False, labels=True
+        ),
+        "pruned": lambda: source.nearest_stats(C),
+    }
+    med = {name: r.median for name, r in P.interleaved(cases, repeats=repeats).items()}
+    kind = "uniform" if uniform else "clustered"
+    print(
+        f"final_pass_speedup {kind} n={n} d={d} k={k} threads={n_threads}: plain "
+        f"{med['plain']:.3f} s, pruned {med['pruned']:.3f} s; plain / pruned "
+        f"{med['plain'] / med['pruned']:.2f}x; labels, min margin equal and J within 1e-12: "
+        f"{same}",
+        flush=True,
+    )
+    return med, same
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -154,6 +190,7 @@ def main(argv=None):
     for k in (1024, 4096):
         distance_fraction(max(20 * k, 200_000) // scale, 128, k, n_threads=args.threads)
     assignment_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
+    final_pass_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
     if args.uniform:
         assignment_speedup(
             200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats, uniform=True

@@ -15,10 +15,12 @@ namespace softkmeans_bindings {
 namespace {
 
 // (labels (n,) int64, min_sq_dist (n,) X's dtype, n_distances): assign's
-// labels and minima, bit for bit; group (k,) int64 in [0, 64).
+// labels and minima, bit for bit; group (k,) int64 in [0, 64). margins: also
+// second (n,) X's dtype and beyond (n,) float64 (kernels.hpp), before
+// n_distances.
 template <typename T>
 py::tuple assign_grouped_t(const py::array& Xa, const py::array& Ca, const py::array& ga,
-                           int n_threads) {
+                           bool margins, int n_threads) {
   const auto X = as_matrix<T>(Xa, "X");
   const auto C = as_matrix<T>(Ca, "C");
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
@@ -32,13 +34,16 @@ py::tuple assign_grouped_t(const py::array& Xa, const py::array& Ca, const py::a
     t = std::max<index_t>(t, g + 1);
   }
   carray<std::int64_t> labels(n);
-  carray<T> mind(n);
+  carray<T> mind(n), second(margins ? n : 0);
+  carray<double> beyond(margins ? n : 0);
   std::int64_t n_distances = 0;
   run_native([&] {
-    softkmeans::kernels<T>().assign_grouped(X.data(), n, d, C.data(), k, group.data(), t,
-                                            labels.mutable_data(), mind.mutable_data(),
-                                            &n_distances, n_threads);
+    softkmeans::kernels<T>().assign_grouped(
+        X.data(), n, d, C.data(), k, group.data(), t, labels.mutable_data(),
+        mind.mutable_data(), margins ? second.mutable_data() : nullptr,
+        margins ? beyond.mutable_data() : nullptr, &n_distances, n_threads);
   });
+  if (margins) return py::make_tuple(labels, mind, second, beyond, n_distances);
   return py::make_tuple(labels, mind, n_distances);
 }
 
@@ -47,14 +52,16 @@ py::tuple assign_grouped_t(const py::array& Xa, const py::array& Ca, const py::a
 void def_group_pruned(py::module_& m) {
   m.def(
       "assign_grouped",
-      [](const py::array& X, const py::array& C, const py::array& group, int n_threads) {
+      [](const py::array& X, const py::array& C, const py::array& group, int n_threads,
+         bool margins) {
         return by_dtype(X, [&](auto t) {
-          return assign_grouped_t<decltype(t)>(X, C, group, n_threads);
+          return assign_grouped_t<decltype(t)>(X, C, group, margins, n_threads);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("group"), py::arg("n_threads") = 0,
+      py::arg("margins") = false,
       "(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that "
-      "may hold a row's nearest");
+      "may hold a row's nearest; margins: (labels, min_sq_dist, second, beyond, n_distances)");
 }
 
 }  // namespace softkmeans_bindings

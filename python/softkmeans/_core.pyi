@@ -47,9 +47,11 @@ def hard_stats_bounded(
     """(W, N, S, distortion, min_margin, n_computed, n_distances) of the hard step with
     group distance bounds; labels (n,) and lower (n, t) updated in place."""
 
-def assign_grouped(X: _F, C: _F, group: _I64, n_threads: int = 0) -> tuple[_I64, _F, int]:
+def assign_grouped(
+    X: _F, C: _F, group: _I64, n_threads: int = 0, margins: bool = False
+) -> tuple[_I64, _F, int] | tuple[_I64, _F, _F, npt.NDArray[np.float64], int]:
     """(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that
-    may hold a row's nearest."""
+    may hold a row's nearest; margins: (labels, min_sq_dist, second, beyond, n_distances)."""
 
 def balanced_auction(
     cand: _I64,

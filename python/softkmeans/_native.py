@@ -124,6 +124,14 @@ def assign_grouped(X, C, group, n_threads):
     return _core.assign_grouped(X, C, group, n_threads)
 
 
+def nearest_two_grouped(X, C, group, n_threads):
+    """`assign_grouped` with what each row's margin needs: (labels, min_sq_dist, second
+    (n,) X's dtype, beyond (n,) float64, n_distances): second - min_sq_dist is the row's
+    margin where second <= beyond, and at least beyond - min_sq_dist elsewhere (the
+    groups left out). See `cpp/include/softkmeans/kernels.hpp`."""
+    return _core.assign_grouped(X, C, group, n_threads, True)
+
+
 def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):
     """One epsilon phase of the balanced forward auction on the candidate graph
     (`cpp/include/softkmeans/balanced.hpp`), keeping the rows of `owner` (-1: none)

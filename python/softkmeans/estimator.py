@@ -62,6 +62,7 @@ from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
+from .sources.nearest import CentroidGrouping
 
 __all__ = ["SoftKMeans"]
 
@@ -357,6 +358,7 @@ default="k-means++"
             fitter.critical_sigma_known, training_data, source, fitter.metric
         )
         self._n_features_out = self.cluster_centers_.shape[0]
+        self._grouping = CentroidGrouping()  # predict's centroid groups, made once
         task.end(dict)  # the fitted estimator itself
         return self
 
@@ -379,6 +381,8 @@ default="k-means++"
             except AttributeError:
                 value = None
             state["_critical"] = _CriticalSigma(value, None, None, state["_critical"]._metric)
+        if "_grouping" in state:  # made again by the first predict
+            state["_grouping"] = CentroidGrouping()
         return state
 
     def _fit_params(self):
@@ -427,6 +431,7 @@ default="k-means++"
         if first:
             self._critical = _CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
         self._n_features_out = self.cluster_centers_.shape[0]
+        self._grouping = CentroidGrouping()
         return self
 
     def _source(self, X, sample_weight=None):
@@ -447,7 +452,7 @@ default="k-means++"
         offsets = getattr(self, "balance_offsets_", None)
         if offsets is not None:
             return biased_labels(source, C, offsets)[0]
-        return source.labels(C)
+        return source.labels(C, self.__dict__.get("_grouping"))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""

@@ -67,10 +67,17 @@ struct Kernels {
   // assign's labels and min_sq_dist, bit for bit, computing only the groups
   // of centroids whose ball (centre, radius) may hold a row's nearest
   // (cpp/src/impl/group_pruned.hpp). group [in] (k,): the group in [0, t) of
-  // each centroid, t <= 64. n_distances [out]: the distances computed.
+  // each centroid, t <= 64. second [out] (n,) or null: the second smallest
+  // distance over the groups computed for the row (the kernel's bits; inf
+  // when they hold one centroid); beyond [out] (n,) or null (with second):
+  // a lower bound on the kernel's distance to every centroid of the other
+  // groups (inf when none), so that second - min_sq_dist is the row's margin
+  // when second <= beyond and at least beyond - min_sq_dist otherwise.
+  // n_distances [out]: the distances computed.
   void (*assign_grouped)(const T* X, index_t n, index_t d, const T* C, index_t k,
                          const std::int64_t* group, index_t t, std::int64_t* labels,
-                         T* min_sq_dist, std::int64_t* n_distances, int n_threads) = nullptr;
+                         T* min_sq_dist, T* second, double* beyond, std::int64_t* n_distances,
+                         int n_threads) = nullptr;
 
   // margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
   // distances (inf when k == 1).

@@ -23,6 +23,12 @@
 // The label is the least over the computed groups, ties to the smallest
 // centroid: assign's argmin; the minimum is its D_ia. Each row's result
 // depends on that row only, so it is the same at every thread count.
+// For a row's margin (a fit's final pass, with `second`): the second smallest
+// over the computed groups, and `beyond`, a lower bound on the kernel's
+// distances of the groups left out, (lo_g - e_lin)^2 - e_sq (KernelSlack at
+// an upper bound on ||x - s||, as bounded.hpp's exact_margin): where second
+// <= beyond, second is the row's D_i(2); elsewhere the caller computes the
+// row in full if beyond - D_i(1) may be below the least margin.
 #pragma once
 
 #include <omp.h>
@@ -124,10 +130,36 @@ struct PrunedScratch : Workspace<T> {
   std::int64_t n_distances = 0;
 };
 
-// The least of two groups' minima, ties to the smallest centroid (assign's).
+// The two smallest of two groups' minima and the first argmin, ties to the
+// smallest centroid (assign's; m2 is m1 again when both hold it).
 template <typename T>
 inline void keep_least(RowMin<T>& best, const RowMin<T>& mn) {
-  if (best.a < 0 || mn.m1 < best.m1 || (mn.m1 == best.m1 && mn.a < best.a)) best = mn;
+  if (best.a < 0) {
+    best = mn;
+  } else if (mn.m1 < best.m1 || (mn.m1 == best.m1 && mn.a < best.a)) {
+    best.m2 = std::min(best.m1, mn.m2);
+    best.m1 = mn.m1;
+    best.a = mn.a;
+  } else {
+    best.m2 = std::min(best.m2, mn.m1);
+  }
+}
+
+// A lower bound on the kernel's distances of row x to the centroids of the
+// groups in `left` (inf when none), from the rows' bounds lo (t,).
+template <typename T>
+double left_out_bound(const Engine<T>& E, const KernelSlack<T>& slack, const T* x,
+                      const double* lo, GroupMask left, index_t t) {
+  double out = std::numeric_limits<double>::infinity();
+  if (left == 0) return out;
+  const double ax = std::sqrt(direct_sq_distance(x, E.shift.data(), E.d) * sq_rounding_up(E.d));
+  const double e_lin = slack.lin(ax), e_sq = slack.sq(ax);
+  for (index_t g = 0; g < t; ++g) {
+    if (!(left >> g & 1)) continue;
+    const double l = lo[g] - e_lin;
+    out = std::min(out, l > 0.0 ? l * l - e_sq : 0.0);
+  }
+  return out;
 }
 
 // Computes group g for the tile's rows r with pick(r) (rows i0 + r, m of
@@ -153,11 +185,13 @@ void compute_group(const Engine<T>& E, const GroupSlots& slots, const T* X, inde
   }
 }
 
-// Rows i0 .. i0 + rows of X: labels and min_sq_dist.
+// Rows i0 .. i0 + rows of X: labels and min_sq_dist (second, beyond: when
+// not null).
 template <typename T>
 void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls<T>& balls,
                  const KernelSlack<T>& slack, const T* X, const T* C, index_t i0, index_t rows,
-                 std::int64_t* labels, T* min_sq_dist, PrunedScratch<T>& s) {
+                 std::int64_t* labels, T* min_sq_dist, T* second, double* beyond,
+                 PrunedScratch<T>& s) {
   constexpr index_t B = VT<double>::W;
   const index_t d = E.d, t = slots.t, tp = round_up(t, B);
   const double up = sq_rounding_up(d);
@@ -199,15 +233,28 @@ void pruned_tile(const Engine<T>& E, const GroupSlots& slots, const GroupBalls<T
     labels[i0 + r] = s.best[r].a;
     min_sq_dist[i0 + r] = s.best[r].m1;
   }
+  if (second == nullptr) return;
+  for (index_t r = 0; r < rows; ++r) {
+    second[i0 + r] = s.best[r].m2;
+    const GroupMask left = slots.all_groups & ~s.want[r] & ~group_bit(s.first[r]);
+    beyond[i0 + r] = left_out_bound(E, slack, X + (i0 + r) * d, s.lo.data() + r * tp, left, t);
+  }
 }
 
 template <typename T>
 void assign_grouped(const T* X, index_t n, index_t d, const T* C, index_t k,
                     const std::int64_t* group, index_t t, std::int64_t* labels, T* min_sq_dist,
-                    std::int64_t* n_distances, int n_threads) {
+                    T* second, double* beyond, std::int64_t* n_distances, int n_threads) {
   Engine<T> E(C, k, d, kDistBlockBytes, true);  // assign's engine: its shift, its bits
   if (E.small) {  // no lane panels to order: the plain pass
-    assign(X, n, d, C, k, labels, min_sq_dist, n_threads);
+    for_each_row_min(X, n, d, C, k, n_threads, [&](index_t i, const RowMin<T>& m) {
+      labels[i] = m.a;
+      min_sq_dist[i] = m.m1;
+      if (second != nullptr) {
+        second[i] = m.m2;
+        beyond[i] = std::numeric_limits<double>::infinity();
+      }
+    });
     *n_distances = static_cast<std::int64_t>(n) * k;
     return;
   }
@@ -237,7 +284,7 @@ void assign_grouped(const T* X, index_t n, index_t d, const T* C, index_t k,
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;
     const index_t i0 = tile * kPrunedRows;
     pruned_tile(E, slots, balls, slack, X, C, i0, std::min(kPrunedRows, n - i0), labels,
-                min_sq_dist, scratch[omp_get_thread_num()]);
+                min_sq_dist, second, beyond, scratch[omp_get_thread_num()]);
   }
   std::int64_t total = 0;
   for (const PrunedScratch<T>& s : scratch) total += s.n_distances;

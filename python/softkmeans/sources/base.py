@@ -111,8 +111,10 @@ class Source(abc.ABC):
         """One fused pass at C: (BlockStats, labels (n,) int64 or None)."""
 
     @abc.abstractmethod
-    def labels(self, C):
-        """(n,) int64: the nearest centroid of each row (`predict`)."""
+    def labels(self, C, grouping=None):
+        """(n,) int64: the nearest centroid of each row (`predict`); grouping: a
+        `softkmeans.sources.nearest.CentroidGrouping` the caller keeps for its centroids,
+        where the source prunes by groups (None: decided for this call)."""
 
     @abc.abstractmethod
     def distances(self, C):
@@ -180,6 +182,12 @@ class Source(abc.ABC):
         the way X is (in memory, from a temporary file when X is file-backed, on the
         Dask workers); the caller closes it."""
 
+    def nearest_stats(self, C):
+        """The hard statistics at C without N and S, and every row's label: those of
+        `stats` (labels and the minimum margin bit for bit, J within rounding), by the
+        group-pruned pass where the source has it (a sampled fit's final pass)."""
+        return self.stats(C, "hard", 0.0, sums=False, labels=True)
+
     def close(self):  # noqa: B027 - most sources hold nothing to release
         """Release what the source holds beyond X (a temporary file)."""
 
@@ -239,16 +247,29 @@ class LocalSource(Source):
             yield start, stop, rows, rows_a
 
     def stats(self, C, kind, sigma, *, sums=True, labels=False):
+        def block(rows, w):
+            stats, lab, _ = _native.block_stats(
+                rows, C, kind, sigma, w, self.n_threads, sums=sums, labels=labels
+            )
+            return stats, lab
+
+        merged, labs = self._merged_blocks(block)
+        return merged, (_concat(labs) if labels else None)
+
+    def nearest_stats(self, C):
+        nearest = NearestCentroid(C, self.n_threads)
+        merged, labs = self._merged_blocks(nearest.hard_stats)
+        return merged, _concat(labs)
+
+    def _merged_blocks(self, block):
+        """block(rows, w) -> (BlockStats, labels) over the blocks: (the statistics merged
+        in block order, [labels of each block])."""
         parts, labs = [], []
         for start, stop, rows in self.blocks():
-            stats, lab, _ = _native.block_stats(
-                rows, C, kind, sigma, self.weights[start:stop], self.n_threads,
-                sums=sums, labels=labels,
-            )  # fmt: skip
+            stats, lab = block(rows, self.weights[start:stop])
             parts.append(stats)
             labs.append(lab)
-        merged = parts[0] if len(parts) == 1 else _stats.merge(parts)
-        return merged, (_concat(labs) if labels else None)
+        return (parts[0] if len(parts) == 1 else _stats.merge(parts)), labs
 
     def gradients(self, C, kind, sigma):
         """(BlockStats, dF/dx_i (n, d) in X's dtype): the functional API's gradients."""
@@ -261,8 +282,8 @@ class LocalSource(Source):
             grads.append(grad)
         return (parts[0] if len(parts) == 1 else _stats.merge(parts)), _concat(grads)
 
-    def labels(self, C):
-        nearest = NearestCentroid(C, self.n_threads)
+    def labels(self, C, grouping=None):
+        nearest = NearestCentroid(C, self.n_threads, grouping)
         return self.map_rows(lambda rows: nearest(rows)[0])
 
     def distances(self, C):

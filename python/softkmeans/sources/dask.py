@@ -352,7 +352,7 @@ class DaskSource(Source):
             n_threads=self.n_threads, **kwargs,
         )  # fmt: skip
 
-    def labels(self, C):
+    def labels(self, C, grouping=None):  # the plain pass on the workers: no groups
         empty = np.empty(0, dtype=np.int64)
         return self._blockwise(_labels_block, "i", np.int64, empty, C=C, shape=C.shape)
 

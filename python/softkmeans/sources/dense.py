@@ -313,8 +313,8 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
     fit's many passes then read the page cache, not the array-like."""
     blocks = RowBlockSource(X, sample_weight, n_threads=n_threads, name=name, checked=True)
     fd, path = tempfile.mkstemp(suffix=".softkmeans", dir=directory)
-    os.close(fd)
-    try:
+    try:  # from here on a KeyboardInterrupt removes the file
+        os.close(fd)
         out = np.memmap(path, dtype=blocks.dtype, mode="w+", shape=blocks.shape)
 
         def written():

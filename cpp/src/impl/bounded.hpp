@@ -217,12 +217,12 @@ void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, GroupMask* 
 }
 
 // The minima of group g's centroids for the rows `which` (positions in the
-// block; rows (m, d) in that order) packed in ws: into s.per_group and s.got.
+// block) packed, in that order, in ws: into s.per_group and s.got.
 template <typename T>
 void group_minima(const BoundedStep<T>& st, index_t g, const std::vector<index_t>& which,
-                  const T* rows, Workspace<T>& ws, BoundedScratch<T>& s) {
+                  Workspace<T>& ws, BoundedScratch<T>& s) {
   const index_t m = static_cast<index_t>(which.size());
-  packed_group_minima(st.E, st.slots, g, rows, m, ws, [&](index_t q, const RowMin<T>& mn) {
+  packed_group_minima(st.E, st.slots, g, m, ws, [&](index_t q, const RowMin<T>& mn) {
     s.per_group[which[q] * st.t + g] = mn;
     s.got[which[q]] |= group_bit(g);
   });
@@ -311,7 +311,7 @@ void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, 
   if (n_full > 0) st.E.pack_lanes(src, n_full, s);
   for (index_t g = 0; g < st.t; ++g) {
     if (!(all_groups >> g & 1)) continue;
-    group_minima(st, g, s.full, src, s, s);
+    group_minima(st, g, s.full, s, s);
     s.part.clear();
     for (index_t r = 0; r < rows; ++r)
       if (s.want[r] != all_groups && (s.want[r] >> g & 1)) s.part.push_back(r);
@@ -321,7 +321,7 @@ void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, 
       std::copy(st.X + (i0 + s.part[q]) * d, st.X + (i0 + s.part[q] + 1) * d,
                 s.gathered_part.data() + q * d);
     st.E.pack_lanes(s.gathered_part.data(), n_part, s.part_ws);
-    group_minima(st, g, s.part, s.gathered_part.data(), s.part_ws, s);
+    group_minima(st, g, s.part, s.part_ws, s);
   }
 }
 

@@ -175,51 +175,15 @@ struct GroupSlots {
 };
 
 // The minima of group g's centroids (its slots) for the m rows packed in ws
-// (Engine::pack_lanes of rows (m, d), m <= mb): f(q, RowMin) for row q of the
-// packing, its argmin a centroid (the first in slot order: the smallest of
-// the group). Each distance is the plain pass's bits (Engine::lanes_min2);
-// with the engine's bf16 pass, a lane group's minima come from its bf16
-// candidates over the group's slots and their distances in the float path's
-// operations (impl/engine_bf16.hpp: the same v1, v2 and first argmin), or
-// from lanes_min2 where the pass declines.
+// (Engine::pack_lanes, m <= mb): f(q, RowMin) for row q of the packing, its
+// argmin a centroid (the first in slot order: the smallest of the group).
+// Each distance is the plain pass's bits (Engine::lanes_min2).
 template <typename T, typename F>
-void packed_group_minima(const Engine<T>& E, const GroupSlots& slots, index_t g, const T* rows,
-                         index_t m, Workspace<T>& ws, F f) {
+void packed_group_minima(const Engine<T>& E, const GroupSlots& slots, index_t g, index_t m,
+                         Workspace<T>& ws, F f) {
   using En = Engine<T>;
   constexpr index_t G = En::LR * En::W;  // rows of a lane group
   const index_t kc = E.lane_block(), n_lane = (m + G - 1) / G;
-  const auto emit = [&](index_t lg) {
-    const auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
-    for (index_t q = lg * G; q < std::min(m, (lg + 1) * G); ++q) {
-      const index_t v = (q % G) / En::W, ln = q % En::W;
-      const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
-      f(q, RowMin<T>{lanes[v][ln], lanes[En::LR + v][ln], slots.centroid_of_slot[slot]});
-    }
-  };
-#ifdef SOFTKMEANS_BF16
-  if (E.bf16) {
-    for (index_t lg = 0; lg < n_lane; ++lg) {
-      const T* xg = ws.xt.data() + lg * E.d * G;
-      auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
-      const index_t rn = std::min(G, m - lg * G);
-      if (E.bf16_rows(xg, lanes + 2 * En::LR, ws) &&
-          E.bf16_candidates(lanes + 2 * En::LR, slots.begin[g], slots.end[g], ws, nullptr)) {
-        RowMin<T>* out = ws.mins.data();
-        E.bf16_exact(rows + lg * G * E.d, lanes + 2 * En::LR, rn, ws, out);
-        for (index_t q = 0; q < rn; ++q)
-          f(lg * G + q, RowMin<T>{out[q].m1, out[q].m2, slots.centroid_of_slot[out[q].a]});
-        continue;
-      }
-      E.reset_lanes(lg, ws);
-      for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
-        E.lanes_min2(xg, lanes + 2 * En::LR, j0, std::min(slots.end[g], j0 + kc), lanes,
-                     lanes + En::LR, ws.lane_idx.data() + lg * En::LR);
-      emit(lg);
-    }
-    return;
-  }
-#endif
-  (void)rows;
   for (index_t lg = 0; lg < n_lane; ++lg) E.reset_lanes(lg, ws);
   for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
     for (index_t lg = 0; lg < n_lane; ++lg) {
@@ -228,7 +192,12 @@ void packed_group_minima(const Engine<T>& E, const GroupSlots& slots, index_t g,
                    std::min(slots.end[g], j0 + kc), lanes, lanes + En::LR,
                    ws.lane_idx.data() + lg * En::LR);
     }
-  for (index_t lg = 0; lg < n_lane; ++lg) emit(lg);
+  for (index_t q = 0; q < m; ++q) {
+    const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;
+    const auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
+    const index_t slot = static_cast<index_t>(ws.lane_idx[lg * En::LR + v][ln]);
+    f(q, RowMin<T>{lanes[v][ln], lanes[En::LR + v][ln], slots.centroid_of_slot[slot]});
+  }
 }
 
 // Squared distance of x to y by direct differences in double (within

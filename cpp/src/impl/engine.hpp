@@ -250,9 +250,6 @@ struct Engine {
   void prepare_bf16();
   void init_bf16(Workspace<T>& ws) const;
   bool bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws, float* dot) const;
-  bool bf16_rows(const T* xg, const V* xnv, Workspace<T>& ws) const;
-  bool bf16_candidates(const V* xnv, index_t j_begin, index_t j_end, Workspace<T>& ws,
-                       float* dot) const;
   void bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                   RowMin<T>* out) const;
 #endif

@@ -66,21 +66,14 @@ inline void Engine<T>::init_bf16(Workspace<T>& ws) const {
 }
 
 // The pass for one packed group (xg (d, G) shifted rows, xnv their norms; rn
-// real rows) against every slot: bf16_rows, then bf16_candidates over [0, kl).
-// Returns false, with nothing decided, where the float path is the better (or
-// the only sound) way. dot [out, nullable] (kl, G): a~ of every centroid and
-// row (the tests' entry).
+// real rows): the rows' bf16 pairs, lo of every centroid, each row's threshold
+// and its candidates (ws.bf16). Returns false, with nothing decided, where the
+// float path is the better (or the only sound) way: norms too large for the
+// bound's arithmetic, or more candidates than pay for their recomputation.
+// dot [out, nullable] (kl, G): a~ of every centroid and row (the tests' entry).
 template <typename T>
 inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws,
                                   float* dot) const {
-  (void)rn;
-  return bf16_rows(xg, xnv, ws) && bf16_candidates(xnv, 0, kl, ws, dot);
-}
-
-// The rows' bf16 pairs of a packed group into ws.bf16.xbf; false (the float
-// path) where the norms are too large for the bound's arithmetic.
-template <typename T>
-inline bool Engine<T>::bf16_rows(const T* xg, const V* xnv, Workspace<T>& ws) const {
   if constexpr (!std::is_same<T, float>::value) {
     return false;
   } else {
@@ -100,31 +93,13 @@ inline bool Engine<T>::bf16_rows(const T* xg, const V* xnv, Workspace<T>& ws) co
         _mm512_storeu_si512(s.xbf.data() + p * G + q * W,
                             _mm512_or_si512(lo16, _mm512_slli_epi32(hi16, 16)));
       }
-    return true;
-  }
-}
-
-// The rows of ws.bf16.xbf (bf16_rows; xnv their norms) against slots
-// [j_begin, j_end) (multiples of LC): lo of those slots, each row's threshold
-// and its candidates among them, in increasing slot order (ws.bf16). Returns
-// false where more candidates than pay for their recomputation: the float
-// path over the same slots is then the cheaper way.
-template <typename T>
-inline bool Engine<T>::bf16_candidates(const V* xnv, index_t j_begin, index_t j_end,
-                                       Workspace<T>& ws, float* dot) const {
-  if constexpr (!std::is_same<T, float>::value) {
-    return false;
-  } else {
-    constexpr index_t G = LR * W;
-    Bf16Scratch& s = ws.bf16;
-    const index_t dh = (d + 1) / 2;
     // a~ of LR W rows x LC centroids in registers; lo stored, hi's two
     // smallest kept per row.
     const float inf = std::numeric_limits<float>::infinity();
     __m512 h1[LR], h2[LR];
     for (index_t q = 0; q < LR; ++q) h1[q] = h2[q] = _mm512_set1_ps(inf);
     const __m512 minus2 = _mm512_set1_ps(-2.0f);
-    for (index_t j0 = j_begin; j0 < j_end; j0 += LC) {
+    for (index_t j0 = 0; j0 < kl; j0 += LC) {
       const std::uint32_t* cb = cbf.data() + j0 / LC * dh * LC;
       __m512 acc[LR][LC];
 #pragma GCC unroll 16
@@ -169,7 +144,7 @@ inline bool Engine<T>::bf16_candidates(const V* xnv, index_t j_begin, index_t j_
     index_t total = 0;
     __m512 thr[LR];
     for (index_t q = 0; q < LR; ++q) thr[q] = _mm512_loadu_ps(s.thr.data() + q * W);
-    for (index_t j = j_begin; j < j_end; ++j)
+    for (index_t j = 0; j < kl; ++j)
       for (index_t q = 0; q < LR; ++q) {
         unsigned mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(s.lo.data() + j * G + q * W), thr[q],
                                            _CMP_LE_OQ);
@@ -179,10 +154,10 @@ inline bool Engine<T>::bf16_candidates(const V* xnv, index_t j_begin, index_t j_
           ++total;
         }
       }
+    (void)rn;
     // The recomputation costs about d / 2 cycles a candidate, the float
-    // path about d / 32 a centroid and row: past a sixteenth of the slots a
-    // row it is cheaper.
-    return dot != nullptr || total * 16 <= G * (j_end - j_begin);
+    // path about d / 32 a centroid and row: past kl / 16 a row it is cheaper.
+    return dot != nullptr || total * 16 <= G * kl;
   }
 }
 

@@ -147,7 +147,7 @@ void compute_group(const Engine<T>& E, const GroupSlots& slots, const T* X, inde
       std::copy(X + (i0 + s.which[q]) * d, X + (i0 + s.which[q] + 1) * d,
                 s.gathered.data() + q * d);
     E.pack_lanes(s.gathered.data(), m, s);
-    packed_group_minima(E, slots, g, s.gathered.data(), m, s,
+    packed_group_minima(E, slots, g, m, s,
                         [&](index_t q, const RowMin<T>& mn) { keep_least(s.best[s.which[q]], mn); });
     s.n_distances += m * slots.count[g];
   }

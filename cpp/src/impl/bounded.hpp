@@ -115,9 +115,8 @@ struct BoundedScratch : Workspace<T> {
   std::vector<GroupMask> want;  // (mb,) the groups a row needs computed (0: skipped)
   std::vector<GroupMask> got;   // (mb,) the groups computed for it
   std::vector<index_t> full;        // the rows (positions in the block) that need every group
-  std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
+  std::vector<T> gathered;          // (mb, d) rows for min2_rows (unsure_margins)
   std::vector<index_t> part;        // the other rows that need the current group
-  std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
   std::vector<index_t> computed;    // the rows (positions in the block) that need any group
   Workspace<T> part_ws;
   std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
@@ -137,7 +136,6 @@ struct BoundedScratch : Workspace<T> {
     computed.assign(mb, 0);
     gathered.assign(mb * st.d, T(0));
     part.reserve(mb);
-    gathered_part.assign(mb * st.d, T(0));
     E.init(part_ws);
     per_group.assign(mb * st.t, RowMin<T>{});
     label_sq.assign(mb, 0.0);
@@ -339,19 +337,14 @@ index_t list_rows(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t rows) 
 
 // The groups each row of rows i0 .. i0 + rows wants (grouped): the rows that
 // need every group packed once (in place when all rows do: the first step);
-// the others gathered and packed again for each group they need.
+// the others packed again for each group they need, gathered by the packing
+// (a copy of them first was 4% of the k = 4096 steps' samples).
 template <typename T>
 void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, index_t rows) {
-  const index_t d = st.d;
   const GroupMask all_groups = st.slots.all_groups;
-  const T* src = st.X + i0 * d;
+  const T* src = st.X + i0 * st.d;
   const index_t n_full = static_cast<index_t>(s.full.size());
-  if (n_full > 0 && n_full < rows) {
-    for (index_t q = 0; q < n_full; ++q)
-      std::copy(src + s.full[q] * d, src + (s.full[q] + 1) * d, s.gathered.data() + q * d);
-    src = s.gathered.data();
-  }
-  if (n_full > 0) st.E.pack_lanes(src, n_full, s);
+  if (n_full > 0) st.E.pack_lanes(src, n_full, s, n_full < rows ? s.full.data() : nullptr);
   for (index_t g = 0; g < st.t; ++g) {
     if (!(all_groups >> g & 1)) continue;
     group_minima(st, g, s.full, s, s);
@@ -359,11 +352,7 @@ void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, 
     for (index_t r = 0; r < rows; ++r)
       if (s.want[r] != all_groups && (s.want[r] >> g & 1)) s.part.push_back(r);
     if (s.part.empty()) continue;
-    const index_t n_part = static_cast<index_t>(s.part.size());
-    for (index_t q = 0; q < n_part; ++q)
-      std::copy(st.X + (i0 + s.part[q]) * d, st.X + (i0 + s.part[q] + 1) * d,
-                s.gathered_part.data() + q * d);
-    st.E.pack_lanes(s.gathered_part.data(), n_part, s.part_ws);
+    st.E.pack_lanes(src, static_cast<index_t>(s.part.size()), s.part_ws, s.part.data());
     group_minima(st, g, s.part, s.part_ws, s);
   }
 }

@@ -18,7 +18,7 @@
 // (the least bound over all groups) skips the row; else the groups not ruled
 // out, and c_a's own group (its distance in the kernel's bits), are computed
 // by Engine::lanes_min2 over their slots, rows in the lanes: the rows that need
-// every group packed once, the others gathered again per group. Each group
+// every group packed once, the others packed again per group. Each group
 // gives the two smallest and the first argmin of its centroids; the row's
 // label is the smallest over the computed groups, ties to the smallest
 // centroid, which is the plain pass's argmin since every skipped centroid's

@@ -18,7 +18,7 @@
 // (the least bound over all groups) skips the row; else the groups not ruled
 // out, and c_a's own group (its distance in the kernel's bits), are computed
 // by Engine::lanes_min2 over their slots, rows in the lanes: the rows that need
-// every group packed once, the others gathered again per group. Each group
+// every group packed once, the others packed again per group. Each group
 // gives the two smallest and the first argmin of its centroids; the row's
 // label is the smallest over the computed groups, ties to the smallest
 // centroid, which is the plain pass's argmin since every skipped centroid's
@@ -115,9 +115,8 @@ struct BoundedScratch : Workspace<T> {
   std::vector<GroupMask> want;  // (mb,) the groups a row needs computed (0: skipped)
   std::vector<GroupMask> got;   // (mb,) the groups computed for it
   std::vector<index_t> full;        // the rows (positions in the block) that need every group
-  std::vector<T> gathered;          // (mb, d) those rows, packed in the Workspace
+  std::vector<T> gathered;          // (mb, d) rows for min2_rows (unsure_margins)
   std::vector<index_t> part;        // the other rows that need the current group
-  std::vector<T> gathered_part;     // (mb, d) those rows, packed in part_ws
   std::vector<index_t> computed;    // the rows (positions in the block) that need any group
   Workspace<T> part_ws;
   std::vector<RowMin<T>> per_group;  // (mb, t) each computed group's minima (centroids)
@@ -137,7 +136,6 @@ struct BoundedScratch : Workspace<T> {
     computed.assign(mb, 0);
     gathered.assign(mb * st.d, T(0));
     part.reserve(mb);
-    gathered_part.assign(mb * st.d, T(0));
     E.init(part_ws);
     per_group.assign(mb * st.t, RowMin<T>{});
     label_sq.assign(mb, 0.0);
@@ -151,14 +149,55 @@ using UnsureRows = std::vector<std::pair<index_t, double>>;
 // The group test of row i (labelled a, da2u its squared distance to c_a
 // rounded up, lower[i, :] its bounds after the drifts) once the global test
 // failed: the groups whose centroids may be nearer than c_a, and c_a's own
-// group always (its distance in the kernel's bits).
+// group always (its distance in the kernel's bits). A vector of groups at a
+// time (group by group, its chain of compares was 4/10 of bound_tests).
 template <typename T>
 GroupMask group_test(const BoundedStep<T>& st, index_t i, index_t a, double da2u) {
+  using VD = typename VT<double>::v;
+  constexpr index_t B = VT<double>::W;
   const double* lbr = st.lower + i * st.t;
-  GroupMask want = group_bit(st.group[a]);
-  for (index_t g = 0; g < st.t; ++g)
-    if (!st.slack.keeps_label(da2u, lbr[g])) want |= group_bit(g);
-  return want & st.slots.all_groups;
+  GroupMask kept = 0;
+  for (index_t g0 = 0; g0 < st.t; g0 += B) {
+    alignas(64) double part[B];  // t < B: the row's groups, +inf (kept) past them
+    const bool whole = g0 + B <= st.t;
+    if (!whole)
+      for (index_t q = 0; q < B; ++q)
+        part[q] = g0 + q < st.t ? lbr[g0 + q] : std::numeric_limits<double>::infinity();
+    const VD lo = vload(whole ? lbr + g0 : part);
+    kept |= GroupMask{st.slack.keeps_labels(vset(da2u), lo)} << g0;
+  }
+  return (~kept | group_bit(st.group[a])) & st.slots.all_groups;
+}
+
+// Row r's bounds lower[r, :] (t of them) after the drifts, each at least
+// sep (Hamerly's), in place: drift (t rounded up to B) the group's largest
+// drift, the second at the row's label's group where the label moved most.
+// Returns the least (the global test's bound). A vector of groups at a time,
+// contiguous: by columns (a group over a vector of rows) each bound was a
+// strided load and store, 1/10 of the k = 4096 steps' samples.
+template <typename VD>
+double shifted_bounds(double* lower_row, const double* drift, index_t t, double sep) {
+  constexpr index_t B = sizeof(VD) / sizeof(double);
+  const double inf = std::numeric_limits<double>::infinity();
+  const VD sv = vset(sep);
+  VD least = vset(inf);
+  for (index_t g0 = 0; g0 < t; g0 += B) {
+    alignas(64) double part[B];  // t < B: the row's groups, +inf past them
+    const bool whole = g0 + B <= t;
+    if (!whole)
+      for (index_t q = 0; q < B; ++q) part[q] = g0 + q < t ? lower_row[g0 + q] : inf;
+    double* at = whole ? lower_row + g0 : part;
+    const VD bound = vmax(vload(at) - vload(drift + g0), sv);
+    vstore(at, bound);
+    least = vmin(least, bound);
+    if (!whole)
+      for (index_t q = 0; g0 + q < t; ++q) lower_row[g0 + q] = part[q];
+  }
+  alignas(64) double lanes[B];
+  vstore(lanes, least);
+  double lo = inf;
+  for (index_t q = 0; q < B; ++q) lo = std::min(lo, lanes[q]);
+  return lo;
 }
 
 // The bound tests of rows i0 .. i0 + rows (row i labelled a, previous bounds
@@ -173,12 +212,15 @@ template <typename T>
 void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, GroupMask* want,
                  double* da2) {
   using VD = typename VT<double>::v;
-  using VI = typename VT<double>::i;
   constexpr index_t B = VT<double>::W;
   const index_t d = st.d, t = st.t;
   const double inf = std::numeric_limits<double>::infinity();
-  alignas(64) double dv[B], hs[B], lb[B];
+  alignas(64) double dv[B], hs[B], sep[B], lo_rows[B];
   alignas(64) std::int64_t av[B];
+  // The groups' largest drifts, padded to vectors; a row's own group is patched
+  // (and restored) where its label moved most.
+  alignas(64) double drift[kMaxGroups + B];
+  for (index_t g = 0; g < round_up(t, B); ++g) drift[g] = g < t ? st.drifts[g].first : 0.0;
   for (index_t r0 = 0; r0 < rows; r0 += B) {
     const index_t rn = std::min(B, rows - r0);
     for (index_t q = 0; q < B; ++q) {  // lanes past rn repeat the last row
@@ -190,17 +232,16 @@ void bound_tests(const BoundedStep<T>& st, index_t i0, index_t rows, GroupMask* 
     }
     const VD da2u = vload(dv) * st.up;
     // Hamerly's separation bounds every other centroid whatever the drift.
-    const VD lo_sep = st.half_sep.empty() ? vset(-inf) : 2.0 * vload(hs) - vsqrt(da2u);
-    const VI a = *reinterpret_cast<const VI*>(av);
-    VD lo = vset(inf);  // over all groups: the global test
-    for (index_t g = 0; g < t; ++g) {
-      for (index_t q = 0; q < B; ++q) lb[q] = st.lower[(i0 + r0 + std::min(q, rn - 1)) * t + g];
-      const VD bound = vmax(vload(lb) - st.drifts[g].other_than(a), lo_sep);
-      vstore(lb, bound);
-      for (index_t q = 0; q < rn; ++q) st.lower[(i0 + r0 + q) * t + g] = lb[q];
-      lo = vmin(lo, bound);
+    vstore(sep, st.half_sep.empty() ? vset(-inf) : 2.0 * vload(hs) - vsqrt(da2u));
+    for (index_t q = 0; q < rn; ++q) {
+      const index_t ga = st.group[av[q]];
+      const Drifts& own = st.drifts[ga];
+      drift[ga] = own.j_first == av[q] ? own.second : own.first;
+      lo_rows[q] = shifted_bounds<VD>(st.lower + (i0 + r0 + q) * t, drift, t, sep[q]);
+      drift[ga] = own.first;
     }
-    const unsigned keep = st.slack.keeps_labels(da2u, lo);
+    for (index_t q = rn; q < B; ++q) lo_rows[q] = lo_rows[rn - 1];
+    const unsigned keep = st.slack.keeps_labels(da2u, vload(lo_rows));
     for (index_t q = 0; q < rn; ++q) da2[r0 + q] = dv[q];
     if (t == 1) {  // the group test is the global one: a select, not a branch
       for (index_t q = 0; q < rn; ++q) want[r0 + q] = keep >> q & 1 ? (st.exact ? 1u : 0u) : 1u;
@@ -296,19 +337,14 @@ index_t list_rows(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t rows) 
 
 // The groups each row of rows i0 .. i0 + rows wants (grouped): the rows that
 // need every group packed once (in place when all rows do: the first step);
-// the others gathered and packed again for each group they need.
+// the others packed again for each group they need, gathered by the packing
+// (a copy of them first was 4% of the k = 4096 steps' samples).
 template <typename T>
 void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, index_t rows) {
-  const index_t d = st.d;
   const GroupMask all_groups = st.slots.all_groups;
-  const T* src = st.X + i0 * d;
+  const T* src = st.X + i0 * st.d;
   const index_t n_full = static_cast<index_t>(s.full.size());
-  if (n_full > 0 && n_full < rows) {
-    for (index_t q = 0; q < n_full; ++q)
-      std::copy(src + s.full[q] * d, src + (s.full[q] + 1) * d, s.gathered.data() + q * d);
-    src = s.gathered.data();
-  }
-  if (n_full > 0) st.E.pack_lanes(src, n_full, s);
+  if (n_full > 0) st.E.pack_lanes(src, n_full, s, n_full < rows ? s.full.data() : nullptr);
   for (index_t g = 0; g < st.t; ++g) {
     if (!(all_groups >> g & 1)) continue;
     group_minima(st, g, s.full, s, s);
@@ -316,11 +352,7 @@ void compute_groups(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, 
     for (index_t r = 0; r < rows; ++r)
       if (s.want[r] != all_groups && (s.want[r] >> g & 1)) s.part.push_back(r);
     if (s.part.empty()) continue;
-    const index_t n_part = static_cast<index_t>(s.part.size());
-    for (index_t q = 0; q < n_part; ++q)
-      std::copy(st.X + (i0 + s.part[q]) * d, st.X + (i0 + s.part[q] + 1) * d,
-                s.gathered_part.data() + q * d);
-    st.E.pack_lanes(s.gathered_part.data(), n_part, s.part_ws);
+    st.E.pack_lanes(src, static_cast<index_t>(s.part.size()), s.part_ws, s.part.data());
     group_minima(st, g, s.part, s.part_ws, s);
   }
 }

@@ -237,8 +237,10 @@ struct Engine {
   template <bool Clamp = true>
   void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
                   VI* i1p) const;
-  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const;
-  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const;
+  void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn,
+                  const index_t* which = nullptr) const;
+  index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws,
+                     const index_t* which = nullptr) const;
   void reset_lanes(index_t g, Workspace<T>& ws) const;
   index_t lane_block() const;
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;

@@ -112,17 +112,23 @@ inline void Engine<T>::lanes_min2(const T* xg, const V* xnv, index_t j_begin, in
 // repeat the last row. Each x - s is the same subtraction either way.
 // xn [out] (LR,): the rows' squared norms, summed in the lanes in
 // shifted_row's order (the same bits), as each coordinate is packed.
+// which [nullable]: the group's rows are X + which[r0 + q] d instead (rows
+// gathered by the packing itself: no copy of them first).
 template <typename T>
-inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn) const {
+inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn,
+                                  const index_t* which) const {
   constexpr index_t G = LR * W;
   const T* xr[G];
-  for (index_t q = 0; q < G; ++q) xr[q] = X + (r0 + std::min<index_t>(q, rn - 1)) * d;
+  for (index_t q = 0; q < G; ++q) {
+    const index_t r = r0 + std::min<index_t>(q, rn - 1);
+    xr[q] = X + (which != nullptr ? which[r] : r) * d;
+  }
   if constexpr (W % 8 == 0) {
     // Row q of a full group at X + (r0 + q) d: GCC computed the table xr
     // in vector registers and moved each pointer out lane by lane (a
-    // tenth of AVX-512's packing); a partial group reads the table.
+    // tenth of AVX-512's packing); a partial or gathered group reads the table.
     const T* x0 = X + r0 * d;
-    const bool full = rn == G;
+    const bool full = rn == G && which == nullptr;
     const auto row = [&](index_t q) { return full ? x0 + q * d : xr[q]; };
     // 8 rows x 8 coordinates per transpose (float AVX2 and AVX-512, double
     // AVX-512): a load and six shuffles per row of 8 where the element-wise
@@ -188,16 +194,18 @@ inline void Engine<T>::pack_group(const T* X, index_t r0, index_t rn, T* xg, V* 
   }
 }
 
-// Packs rows X[0..rows) (rows <= mb) in groups of LR W for lanes_min2: ws.xt
-// (groups, d, LR W) and their norms in ws.lanes, summed in the lanes in
-// shifted_row's order (the same bits). Returns the number of groups.
+// Packs rows X[0..rows) (rows <= mb; which [nullable]: rows X + which[q] d)
+// in groups of LR W for lanes_min2: ws.xt (groups, d, LR W) and their norms
+// in ws.lanes, summed in the lanes in shifted_row's order (the same bits).
+// Returns the number of groups.
 template <typename T>
-inline index_t Engine<T>::pack_lanes(const T* X, index_t rows, Workspace<T>& ws) const {
+inline index_t Engine<T>::pack_lanes(const T* X, index_t rows, Workspace<T>& ws,
+                                     const index_t* which) const {
   constexpr index_t G = LR * W;
   const index_t groups = (rows + G - 1) / G;
   for (index_t g = 0; g < groups; ++g)
     pack_group(X, g * G, std::min<index_t>(G, rows - g * G), ws.xt.data() + g * d * G,
-               ws.lanes.data() + (3 * g + 2) * LR);
+               ws.lanes.data() + (3 * g + 2) * LR, which);
   return groups;
 }
 

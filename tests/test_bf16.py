@@ -155,3 +155,28 @@ def test_row_reductions_are_bitwise(n, d, k, data, bf16_switch):
     on = [run(1), run(2)]
     bf16_switch(False)
     assert on[0] == on[1] == run(1)
+
+
+def test_rows_switching_between_the_paths_are_bitwise(bf16_switch):
+    """Rows far from every centroid (every centroid a candidate: the lane groups decline,
+    and after a few the pass stops trying but every 64th group), then rows among the
+    centroids (about 3 candidates: the retries succeed and the pass comes back): each
+    lane group by whichever path, the same bytes."""
+    d, k = 128, 512
+    rng = np.random.default_rng(4)
+    near = (rng.normal(size=(6_000, d)) / np.arange(1, d + 1)).astype(np.float32)
+    far, _ = make_blobs(6_000, d, k, dtype=np.float32, seed=3, offset=50.0)
+    X = np.concatenate([far, near])
+    C = near[rng.choice(near.shape[0], size=k, replace=False)]
+
+    def run(nt):
+        labels, mins = softkmeans.assign(X, C, n_threads=nt)
+        return labels.tobytes(), mins.tobytes()
+
+    _native.set_simd_level("avx512")
+    bf16_switch(True)
+    on = [run(1), run(2)]
+    bf16_switch(False)
+    off = run(1)
+    _native.set_simd_level("scalar")
+    assert on[0] == on[1] == off == run(1)

@@ -259,9 +259,16 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
       T* xg = xt + g * d * G;
       V* sg = st + 3 * g * LR;
       pack_group(X, g * G, rn, xg, sg + 2 * LR);
-      if (bf16_group(xg, sg + 2 * LR, rn, ws, nullptr)) {
-        bf16_exact(X + g * G * d, sg + 2 * LR, rn, ws, out + g * G);
-        continue;
+      Bf16Scratch& tally = ws.bf16;
+      const bool trying = tally.worth_trying();
+      ++tally.seen;
+      if (trying) {
+        ++tally.tried;
+        if (bf16_group(xg, sg + 2 * LR, rn, ws, nullptr)) {
+          bf16_exact(X + g * G * d, sg + 2 * LR, rn, ws, out + g * G);
+          continue;
+        }
+        ++tally.declined;
       }
       reset_lanes(g, ws);
       reduce_group(xg, sg, si + g * LR);

@@ -53,13 +53,14 @@ def clustered(n, d, k, *, dtype=np.float32, seed=0, uniform=False):
     return X.astype(dtype), C.astype(dtype)
 
 
-def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None):
-    """Lloyd steps of the bounded hard step on `clustered` data from k distinct rows drawn
-    at random (faiss's and a random init's start; seeded): per step, the fraction of the
-    n k row-centroid distances computed (and, separately, the k^2 of Hamerly's
-    separations, which the step computes when n >= 16 k). groups: the number of groups
-    (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
-    X, _ = clustered(n, d, k, seed=seed)
+def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=None):
+    """Lloyd steps of the bounded hard step on `clustered` data (or the rows X) from k
+    distinct rows drawn at random (faiss's and a random init's start; seeded): per step,
+    the fraction of the n k row-centroid distances computed (and, separately, the k^2 of
+    Hamerly's separations, which the step computes when n >= 16 k). groups: the number of
+    groups (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
+    if X is None:
+        X, _ = clustered(n, d, k, seed=seed)
     C = X[np.random.default_rng(seed + 1).choice(n, size=k, replace=False)]
     w = np.ones(n)
     if groups is None:
@@ -183,6 +184,9 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--uniform", action="store_true", help="also the uniform-centre data")
+    p.add_argument("--descriptors", type=int, default=0, metavar="N",
+                   help="also the distances per step on N of bench/ivf.py's descriptors at "
+                   "k = 4096, 10 steps (1000000: its lloyd row)")  # fmt: skip
     args = p.parse_args(argv)
     scale = 10 if args.quick else 1
     sgemm = P.gemm_rate(np.float32, n_threads=args.threads)
@@ -195,6 +199,11 @@ def main(argv=None):
         assignment_speedup(
             200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats, uniform=True
         )
+    if args.descriptors:
+        from ivf import Descriptors
+
+        X = Descriptors().rows(args.descriptors)
+        distance_fraction(X.shape[0], X.shape[1], 4096, steps=10, n_threads=args.threads, X=X)
     print(f"# load average after the run: {table.load_average()}")
 
 

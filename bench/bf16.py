@@ -10,7 +10,10 @@ the same bytes.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bf16.py [--quick]
 
-``bench/compare.py --only bf16`` runs the same rows in its table.
+``bench/compare.py --only bf16`` runs the same rows in its table. ``--descriptors N`` adds a
+row on N of ``bench/ivf.py``'s image-patch descriptors at k = 4096 (centroids: k of the rows),
+which keep hundreds of candidates a row: there the pass costs about twice the float path
+(see bench/README.md, issue 24).
 """
 
 from __future__ import annotations
@@ -45,12 +48,13 @@ def mean_candidates(X, C, rows=2048):
     return float("nan") if got is None else float(got[2].sum(axis=1).mean())
 
 
-def rows_bf16(shapes, threads, repeats, quick):
-    """(shape, on GFLOP/s, off GFLOP/s, sgemm GFLOP/s, candidates a row, same bytes) per shape."""
+def rows_bf16(shapes, threads, repeats, quick, data=None):
+    """(shape, on GFLOP/s, off GFLOP/s, sgemm GFLOP/s, candidates a row, same bytes) per shape
+    (blobs, or the rows `data` (n, d) with k of them drawn as centroids: shapes [(n, d, k)])."""
     gemm, gemm_flops = P.sgemm_call(2048 if quick else 4096, threads)
     out = []
     for n, d, k in shapes:
-        X = P.make_blobs(n, d, k, np.float32)
+        X = P.make_blobs(n, d, k, np.float32) if data is None else data
         C = P.initial_centroids(X, k)
         w = np.ones(n)
 
@@ -95,12 +99,26 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="n / 10, sgemm 2048^3")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--descriptors", type=int, default=0, metavar="N",
+                   help="also N of bench/ivf.py's descriptors at k = 4096")  # fmt: skip
     args = p.parse_args(argv)
     with open("/proc/loadavg") as f:
         print("# loadavg " + " ".join(f.read().split()[:3]))
     gemm = P.gemm_rate(np.float32, n_threads=args.threads, size=2048 if args.quick else 4096)
     print(table.machine_line(gemm, args.threads))
     compare_bf16(args)
+    if args.descriptors:
+        # Rows that keep many candidates (bench/ivf.py's image-patch descriptors at k =
+        # 4096): the pass should cost about what the float path costs, not win.
+        from ivf import Descriptors
+
+        X = Descriptors().rows(args.descriptors)
+        for shape, on, off, _, cand, same in rows_bf16(
+            [(X.shape[0], X.shape[1], 4096)], args.threads, args.repeats, args.quick, data=X
+        ):
+            print(f"# descriptors {shape}: bf16 on {on:.0f} GFLOP/s, off {off:.0f} GFLOP/s "
+                  f"(on / off {on / off:.2f}), {cand:.1f} candidates a row, same bits {same}",
+                  flush=True)  # fmt: skip
     print(f"# ratio: effective GFLOP/s (2 n k d over the median time) / same-run sgemm; "
           f"target >= {TARGET}")  # fmt: skip
 

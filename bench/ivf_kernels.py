@@ -4,6 +4,9 @@ assignment pass and faiss's exact search, and a sampled fit's final pass (labels
 the minimum margin) pruned against the plain pass, in one process on the same rows.
 
     python bench/ivf_kernels.py                  # k = 1024 / 4096 fractions, 2e5 x 128 speed
+
+The fractions are printed from both starts: k random rows (faiss's) and greedy k-means++
+(the estimator's default, whose seeding takes about 30 s at k = 4096 on 2e5 rows).
     python bench/ivf_kernels.py --quick          # n / 10
 
 `bench/ivf.py` (the whole-fit targets) imports `distance_fraction`, `assignment_speedup`
@@ -34,6 +37,7 @@ import table  # noqa: E402
 from softkmeans import _native  # noqa: E402
 from softkmeans.centroid_groups import principal_axis_groups  # noqa: E402
 from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
+from softkmeans.fit.seeding import kmeans_plusplus  # noqa: E402
 from softkmeans.sources.nearest import NearestCentroid  # noqa: E402
 
 
@@ -53,15 +57,21 @@ def clustered(n, d, k, *, dtype=np.float32, seed=0, uniform=False):
     return X.astype(dtype), C.astype(dtype)
 
 
-def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=None):
+def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=None, init="random"):
     """Lloyd steps of the bounded hard step on `clustered` data (or the rows X) from k
-    distinct rows drawn at random (faiss's and a random init's start; seeded): per step,
-    the fraction of the n k row-centroid distances computed (and, separately, the k^2 of
-    Hamerly's separations, which the step computes when n >= 16 k). groups: the number of
-    groups (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
+    distinct rows drawn at random (init "random": faiss's and a random init's start) or
+    chosen by greedy k-means++ (init "k-means++": `SoftKMeans`'s default); seeded. Per
+    step, the fraction of the n k row-centroid distances computed (and, separately, the
+    k^2 of Hamerly's separations, which the step computes when n >= 16 k). groups: the
+    number of groups (default: the fit's policy, `BoundedHardPass.centroid_groups`)."""
     if X is None:
         X, _ = clustered(n, d, k, seed=seed)
-    C = X[np.random.default_rng(seed + 1).choice(n, size=k, replace=False)]
+    if init == "k-means++":
+        C = kmeans_plusplus(X, k, random_state=seed + 1)[0].astype(X.dtype)
+    elif init == "random":
+        C = X[np.random.default_rng(seed + 1).choice(n, size=k, replace=False)]
+    else:
+        raise ValueError(f"init must be 'random' or 'k-means++', got {init!r}")
     w = np.ones(n)
     if groups is None:
         group = BoundedHardPass.centroid_groups(C)
@@ -82,7 +92,8 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=N
         C_next[N > 0] = (stats.sums[N > 0] / N[N > 0, None]).astype(C.dtype)
         C_prev, C = C, C_next
     print(
-        f"distance_fraction n={n} d={d} k={k} groups={t} ({time.perf_counter() - t0:.2f} s):"
+        f"distance_fraction n={n} d={d} k={k} groups={t} init={init}"
+        f" ({time.perf_counter() - t0:.2f} s):"
         " per step (row-centroid [+ separations]) "
         + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out),
         flush=True,
@@ -192,7 +203,10 @@ def main(argv=None):
     sgemm = P.gemm_rate(np.float32, n_threads=args.threads)
     print(table.machine_line(sgemm, args.threads, 2048))
     for k in (1024, 4096):
-        distance_fraction(max(20 * k, 200_000) // scale, 128, k, n_threads=args.threads)
+        for init in ("random", "k-means++"):
+            distance_fraction(
+                max(20 * k, 200_000) // scale, 128, k, n_threads=args.threads, init=init
+            )
     assignment_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
     final_pass_speedup(200_000 // scale, 128, 4096, n_threads=args.threads, repeats=args.repeats)
     if args.uniform:

@@ -152,12 +152,15 @@ def machine_line(sgemm_gflops, n_threads, sgemm_size=4096):
 
 
 def _blas_name():
+    """numpy's BLAS (the same-run sgemm's) and its kernels: faiss-cpu and scipy bring
+    their own OpenBLAS (faiss's reports Barcelona here), listed first when loaded first."""
     try:
         from threadpoolctl import threadpool_info
 
-        for lib in threadpool_info():
-            if lib.get("user_api") == "blas":
-                return f"{lib.get('internal_api')} {lib.get('architecture', '')}".strip()
+        blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+        blas.sort(key=lambda lib: "numpy" not in os.path.basename(os.path.dirname(lib["filepath"])))
+        if blas:
+            return f"{blas[0].get('internal_api')} {blas[0].get('architecture', '')}".strip()
     except ImportError:
         pass
     return "BLAS"

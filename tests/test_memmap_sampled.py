@@ -146,3 +146,25 @@ def test_a_memmap_read_in_blocks_fits_as_in_memory(tmp_path, monkeypatch, capsys
     SoftKMeans(5, **params, max_points_per_centroid=100, verbose=1).fit(mm)
     lines = [line for line in capsys.readouterr().out.splitlines() if "labelled" in line]
     assert lines[-1].split()[-4:] == ["3000", "/", "3000", "rows"] and len(lines) == 5
+
+
+def test_a_spooled_sample_dropped_unclosed_leaves_no_file(tmp_path):
+    """A KeyboardInterrupt between `spool`'s return and the caller's ``try`` drops the
+    sample unclosed: collecting it removes its temporary file; `close` after that, or
+    twice, is harmless."""
+    import gc
+
+    from softkmeans.sources.dense import spool
+
+    X = np.arange(60, dtype=np.float32).reshape(20, 3)
+    sample = spool(X, directory=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1
+    np.testing.assert_array_equal(sample.dense_array(), X)
+    del sample
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+    closed = spool(X, directory=tmp_path)
+    closed.close()
+    closed.close()
+    assert list(tmp_path.iterdir()) == []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
+import weakref
 
 import numpy as np
 
@@ -171,7 +172,9 @@ class ArraySource(_DenseSource):
     call of all 400k rows 0.18 s).
 
     fit: the source of a fit: validated in blocks with the features' moments folded into
-    that pass (the tolerance). owned_path: a temporary file behind X, removed by close.
+    that pass (the tolerance). owned_path: a temporary file behind X, removed by close, or
+    when the source is collected unclosed (a KeyboardInterrupt between its creation and the
+    caller's ``try``), or at exit.
     """
 
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
@@ -182,6 +185,9 @@ class ArraySource(_DenseSource):
         self.set_weights(sample_weight, fit)
         w = self.weights
         self._owned_path = owned_path
+        self._remove_file = (
+            None if owned_path is None else weakref.finalize(self, _remove_if_present, owned_path)
+        )
         self._augmented_copy = None
         self._file_blocks = file_blocks(X)
         if checked:  # by `spool`, as it wrote X
@@ -231,8 +237,15 @@ class ArraySource(_DenseSource):
         if self._owned_path is not None:
             self.data = None
             self._augmented_copy = self._file_blocks = None
-            path, self._owned_path = self._owned_path, None
-            os.unlink(path)
+            self._owned_path = None
+            self._remove_file()
+
+
+def _remove_if_present(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:  # removed already (spool's own clean-up)
+        pass
 
 
 def _file_backed(a):

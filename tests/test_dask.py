@@ -346,3 +346,23 @@ def test_dask_estimator_takes_every_parameter_of_the_estimator():
     assert set(params) == set(SoftKMeans().get_params())
     assert params["init"] == "k-means||" and params["metric"] == "cosine"
     assert clone(model).get_params() == params
+
+
+def test_a_sampled_hard_fit_labels_every_row_on_the_workers_by_the_pruned_pass(client, monkeypatch):
+    """The centroids are grouped on the client (MIN_CENTROIDS lowered there) and each
+    block's final pass runs group-pruned on its worker: labels_ and min_margin_ are the
+    plain pass's bit for bit over every row, inertia_ within rounding."""
+    from softkmeans.sources.nearest import NearestCentroid
+
+    monkeypatch.setattr(NearestCentroid, "MIN_CENTROIDS", 64)
+    X, _ = make_blobs(6000, 16, 64, seed=9)
+    w = np.random.default_rng(10).uniform(0.5, 2.0, size=X.shape[0])
+    model = skd.SoftKMeans(
+        128, assignment="hard", max_iter=4, random_state=0, max_points_per_centroid=8
+    ).fit(da.from_array(X, chunks=1500), sample_weight=da.from_array(w, chunks=1500))
+    plain, plain_labels, _ = softkmeans._native.block_stats(
+        X, model.cluster_centers_, "hard", 0.0, w, 2, sums=False, labels=True
+    )
+    np.testing.assert_array_equal(np.asarray(model.labels_), plain_labels)
+    assert model.min_margin_ == plain.min_margin
+    assert model.inertia_ == pytest.approx(plain.distortion, rel=1e-12, abs=0.0)

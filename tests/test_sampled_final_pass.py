@@ -155,3 +155,32 @@ def test_pruned_hard_stats_are_the_same_bits_at_every_thread_count_and_simd_leve
     finally:
         _native.set_simd_level(before)
     assert len(seen) == 1
+
+
+def test_a_dask_sampled_fit_labels_every_block_by_the_pruned_pass(monkeypatch):
+    """The same for `softkmeans.dask` (the local scheduler: the blocks' tasks run in this
+    process, where the kernel is counted): each block's final pass is the pruned one,
+    and the merged statistics are the plain pass's over every row."""
+    da = pytest.importorskip("dask.array")
+    from softkmeans.dask import SoftKMeans as DaskSoftKMeans
+
+    monkeypatch.setattr(NearestCentroid, "MIN_CENTROIDS", 64)
+    monkeypatch.setattr(NearestCentroid, "PROBE_ROWS", 1024)
+    calls = []
+    pruned = _native.nearest_two_grouped
+    monkeypatch.setattr(
+        _native, "nearest_two_grouped", lambda X, *a: calls.append(len(X)) or pruned(X, *a)
+    )
+    rng = np.random.default_rng(8)
+    X, _ = _data("clustered", np.float64, rng, n=6000)
+    w = _weights(6000, rng)
+    model = DaskSoftKMeans(
+        128, assignment="hard", max_iter=4, random_state=0, max_points_per_centroid=8
+    ).fit(da.from_array(X, chunks=(2000, 16)), sample_weight=da.from_array(w, chunks=2000))
+    assert sum(calls) == X.shape[0]
+    plain, plain_labels, _ = _native.block_stats(
+        X, model.cluster_centers_, "hard", 0.0, w, 2, sums=False, labels=True
+    )
+    np.testing.assert_array_equal(np.asarray(model.labels_), plain_labels)
+    assert model.min_margin_ == plain.min_margin
+    assert model.inertia_ == pytest.approx(plain.distortion, rel=1e-12, abs=0.0)

@@ -44,6 +44,7 @@ from .base import Farthest, Source, euclidean_distances
 from .dask_parallel import DaskParallelPasses
 from .dask_passes import BlockPasses, Shared, compute, delayed_blocks, merge_in_tree, unit_weights
 from .dense import ArraySource, FeatureMoments
+from .nearest import NearestCentroid
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
 
@@ -155,6 +156,13 @@ def _first_farthest(parts):
         if part[0] > best[0]:
             best = part
     return best
+
+
+def _nearest_block(X, w, nearest):
+    """(BlockStats without N and S, labels) of the hard kind at nearest.C for the block:
+    `NearestCentroid.hard_stats` (the group-pruned pass where nearest has groups)."""
+    X = np.ascontiguousarray(X)
+    return nearest.hard_stats(X, _weights(w, X.shape[0]))
 
 
 def _labels_block(X, C, n_threads):
@@ -343,6 +351,14 @@ class DaskSource(Source):
 
     def stats(self, C, kind, sigma, *, sums=True, labels=False):
         return _stats_pass(self.passes, C, kind, sigma, self.n_threads, sums=sums, labels=labels)
+
+    def nearest_stats(self, C):
+        # The centroids grouped once, on the client; each block's pass on its worker.
+        parts = self.passes.map(
+            "nearest", _nearest_block, Shared(NearestCentroid(C, self.n_threads))
+        )
+        stats, labs = zip(*self.passes.gather(parts))
+        return merge_in_tree(list(stats), _stats.merge), np.concatenate(labs)
 
     def _blockwise(self, fn, out_index, dtype, meta, **kwargs):
         C = da.from_array(kwargs.pop("C"), chunks=kwargs["shape"])

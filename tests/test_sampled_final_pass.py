@@ -111,10 +111,9 @@ def test_pruned_hard_stats_probe_and_fall_back(monkeypatch):
         assert (nearest.group is None) == (kind == "uniform")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_sampled_fit_labels_every_row_by_the_pruned_pass(monkeypatch, dtype):
-    """labels_, inertia_, objective_, min_margin_ of a sampled fit are the plain pass's
-    over every row at the fitted centroids, and that pass was the pruned one."""
+def _count_pruned_rows(monkeypatch):
+    """The pruned pass from 64 centroids, probing 1024 rows; returns the list of the
+    rows' counts of each pruned kernel call (in this process)."""
     monkeypatch.setattr(NearestCentroid, "MIN_CENTROIDS", 64)
     monkeypatch.setattr(NearestCentroid, "PROBE_ROWS", 1024)
     calls = []
@@ -122,6 +121,14 @@ def test_a_sampled_fit_labels_every_row_by_the_pruned_pass(monkeypatch, dtype):
     monkeypatch.setattr(
         _native, "nearest_two_grouped", lambda X, *a: calls.append(len(X)) or pruned(X, *a)
     )
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sampled_fit_labels_every_row_by_the_pruned_pass(monkeypatch, dtype):
+    """labels_, inertia_, objective_, min_margin_ of a sampled fit are the plain pass's
+    over every row at the fitted centroids, and that pass was the pruned one."""
+    calls = _count_pruned_rows(monkeypatch)
     rng = np.random.default_rng(6)
     X, _ = _data("clustered", dtype, rng, n=6000)
     w = _weights(6000, rng)
@@ -164,13 +171,7 @@ def test_a_dask_sampled_fit_labels_every_block_by_the_pruned_pass(monkeypatch):
     da = pytest.importorskip("dask.array")
     from softkmeans.dask import SoftKMeans as DaskSoftKMeans
 
-    monkeypatch.setattr(NearestCentroid, "MIN_CENTROIDS", 64)
-    monkeypatch.setattr(NearestCentroid, "PROBE_ROWS", 1024)
-    calls = []
-    pruned = _native.nearest_two_grouped
-    monkeypatch.setattr(
-        _native, "nearest_two_grouped", lambda X, *a: calls.append(len(X)) or pruned(X, *a)
-    )
+    calls = _count_pruned_rows(monkeypatch)
     rng = np.random.default_rng(8)
     X, _ = _data("clustered", np.float64, rng, n=6000)
     w = _weights(6000, rng)

@@ -4,10 +4,10 @@ assignment pass and faiss's exact search, and a sampled fit's final pass (labels
 the minimum margin) pruned against the plain pass, in one process on the same rows.
 
     python bench/ivf_kernels.py                  # k = 1024 / 4096 fractions, 2e5 x 128 speed
+    python bench/ivf_kernels.py --quick          # n / 10
 
 The fractions are printed from both starts: k random rows (faiss's) and greedy k-means++
 (the estimator's default, whose seeding takes about 30 s at k = 4096 on 2e5 rows).
-    python bench/ivf_kernels.py --quick          # n / 10
 
 `bench/ivf.py` (the whole-fit targets) imports `distance_fraction`, `assignment_speedup`
 and `clustered` from here; keep their names and arguments.

@@ -366,3 +366,17 @@ def test_a_sampled_hard_fit_labels_every_row_on_the_workers_by_the_pruned_pass(c
     np.testing.assert_array_equal(np.asarray(model.labels_), plain_labels)
     assert model.min_margin_ == plain.min_margin
     assert model.inertia_ == pytest.approx(plain.distortion, rel=1e-12, abs=0.0)
+
+
+def test_predict_at_many_centroids_is_the_plain_assignment_on_the_workers(client, monkeypatch):
+    """Groups made on the client (MIN_CENTROIDS lowered there), the pruned pass on the
+    workers: the labels of `_native.assign` over every row."""
+    from softkmeans.sources.nearest import NearestCentroid
+
+    monkeypatch.setattr(NearestCentroid, "MIN_CENTROIDS", 64)
+    X, _ = make_blobs(5000, 16, 64, seed=11)
+    dX = da.from_array(X, chunks=1200)
+    model = skd.SoftKMeans(128, assignment="hard", init="random", max_iter=3, random_state=0)
+    labels = model.fit(dX).predict(dX).compute()
+    expected, _ = softkmeans._native.assign(X, model.cluster_centers_, 2)
+    np.testing.assert_array_equal(labels, expected)

@@ -85,3 +85,29 @@ def test_predict_after_the_centroids_change_uses_their_groups(groupings, change)
     labels = model.predict(X)
     np.testing.assert_array_equal(labels, _argmin(X, model.cluster_centers_))
     assert groupings == [model.cluster_centers_.shape[0]]
+
+
+def test_a_dask_predict_groups_on_the_client_and_prunes_every_block(groupings, monkeypatch):
+    """softkmeans.dask: the centroids are grouped once, on the client (kept across
+    predicts), and each block's labels come from the pruned pass (the local scheduler: the
+    blocks' tasks run in this process, where the kernel is counted); the labels are the
+    NumPy argmin's."""
+    da = pytest.importorskip("dask.array")
+    from softkmeans import _native
+    from softkmeans.dask import SoftKMeans as DaskSoftKMeans
+
+    rows = []
+    pruned = _native.assign_grouped
+    monkeypatch.setattr(
+        _native, "assign_grouped", lambda X, *a: rows.append(len(X)) or pruned(X, *a)
+    )
+    X = _data()
+    dX = da.from_array(X, chunks=(700, 8))
+    model = DaskSoftKMeans(64, assignment="hard", init="random", max_iter=3, random_state=0)
+    model.fit(dX)
+    del groupings[:], rows[:]  # the fit's own passes are not predictions
+    first, second = model.predict(dX).compute(), model.predict(dX[:500]).compute()
+    assert groupings == [64]
+    assert sum(rows) == X.shape[0] + 500
+    np.testing.assert_array_equal(first, _argmin(X, model.cluster_centers_))
+    np.testing.assert_array_equal(second, first[:500])

@@ -33,8 +33,10 @@ among the same sample. An array is used as given; a callable is called as
 Fitted attributes are NumPy arrays: ``labels_`` comes from the final pass (n int64 gathered
 to the client, as the in-memory fit gives them), so the fitted model pickles without the
 cluster. ``predict``, ``transform``, ``predict_proba`` of a Dask array return Dask arrays
-(lazy, one task per block, the centroids one key); ``score`` computes. NumPy input to any
-method is passed to `softkmeans.SoftKMeans` unchanged.
+(lazy, one task per block, the centroids one key); at many centroids ``predict`` groups
+them once on the client and each block is labelled by the group-pruned pass, as is a
+sampled fit's final pass (``max_points_per_centroid``). ``score`` computes. NumPy input
+to any method is passed to `softkmeans.SoftKMeans` unchanged.
 
 Progress: ``verbose=1`` prints the estimator's per-iteration lines (a tqdm bar on a
 terminal); the tasks appear in the Dask dashboard's task stream as

@@ -44,7 +44,7 @@ from .base import Farthest, Source, euclidean_distances
 from .dask_parallel import DaskParallelPasses
 from .dask_passes import BlockPasses, Shared, compute, delayed_blocks, merge_in_tree, unit_weights
 from .dense import ArraySource, FeatureMoments
-from .nearest import NearestCentroid
+from .nearest import CentroidGrouping, NearestCentroid
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
 
@@ -170,6 +170,14 @@ def _labels_block(X, C, n_threads):
         return np.empty(0, dtype=np.int64)
     X = v.check_data(X)
     return _native.assign(X, C.astype(X.dtype), n_threads)[0]
+
+
+def _nearest_labels_block(X, C, group, n_threads):
+    """`_labels_block`'s labels by the group-pruned pass (C's groups made on the client)."""
+    if X.shape[0] == 0:
+        return np.empty(0, dtype=np.int64)
+    X = v.check_data(X)
+    return NearestCentroid(C.astype(X.dtype), n_threads, group=group)(X)[0]
 
 
 def _distances_block(X, C, n_threads):
@@ -360,17 +368,27 @@ class DaskSource(Source):
         stats, labs = zip(*self.passes.gather(parts))
         return merge_in_tree(list(stats), _stats.merge), np.concatenate(labs)
 
-    def _blockwise(self, fn, out_index, dtype, meta, **kwargs):
+    def _blockwise(self, fn, out_index, dtype, meta, *more, **kwargs):
+        """fn(X block, C, *more's arrays, **kwargs) lazily over the row blocks; more: pairs
+        (whole array of one chunk, its index), like C every task's."""
         C = da.from_array(kwargs.pop("C"), chunks=kwargs["shape"])
         del kwargs["shape"]
         return da.blockwise(
-            fn, out_index, self.data, "ij", C, "kj", dtype=dtype, concatenate=True, meta=meta,
-            n_threads=self.n_threads, **kwargs,
+            fn, out_index, self.data, "ij", C, "kj", *more, dtype=dtype, concatenate=True,
+            meta=meta, n_threads=self.n_threads, **kwargs,
         )  # fmt: skip
 
-    def labels(self, C, grouping=None):  # the plain pass on the workers: no groups
+    def labels(self, C, grouping=None):
+        # The groups made on the client (kept in grouping across predicts); each block's
+        # pruned pass on its worker.
         empty = np.empty(0, dtype=np.int64)
-        return self._blockwise(_labels_block, "i", np.int64, empty, C=C, shape=C.shape)
+        group = (grouping or CentroidGrouping()).of(C, self.n_threads)
+        if group is None:
+            return self._blockwise(_labels_block, "i", np.int64, empty, C=C, shape=C.shape)
+        groups = da.from_array(group, chunks=group.shape)
+        return self._blockwise(
+            _nearest_labels_block, "i", np.int64, empty, groups, "k", C=C, shape=C.shape
+        )
 
     def distances(self, C):
         meta = np.empty((0, 0), dtype=self.dtype)

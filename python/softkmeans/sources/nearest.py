@@ -37,10 +37,13 @@ class NearestCentroid:
     PROBE_ROWS = 4096
     MAX_FRACTION = 0.5
 
-    def __init__(self, C, n_threads, grouping=None):
-        """grouping: a `CentroidGrouping` kept across calls (None: C grouped here)."""
+    def __init__(self, C, n_threads, grouping=None, group=None):
+        """grouping: a `CentroidGrouping` kept across calls (None: C grouped here); group:
+        C's groups made already (`groups_of`'s, on a Dask client), taken as they are."""
         self.C, self.n_threads = C, n_threads
-        self.group = (grouping or CentroidGrouping()).of(C, n_threads)
+        self.group = (
+            group if group is not None else (grouping or CentroidGrouping()).of(C, n_threads)
+        )
 
     @classmethod
     def groups_of(cls, C, n_threads):

@@ -114,12 +114,6 @@ std::vector<double> half_separations(const Engine<T>& E, const T* C, const Kerne
 struct Drifts {
   double first = 0.0, second = 0.0;
   index_t j_first = -1;
-  // Per lane (a vector of rows' labels), the drift that bounds the row's move
-  // away from the group's others.
-  template <typename VI>
-  typename VT<double>::v other_than(VI a) const {
-    return a == j_first ? vset(second) : vset(first);
-  }
   void add(index_t j, double drift) {
     if (drift > first) {
       second = first;

@@ -79,12 +79,14 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=N
         group = principal_axis_groups(C, groups)
     t = int(group.max()) + 1
     labels, lower = np.zeros(n, np.int64), np.zeros((n, t))
-    C_prev, out = None, []
+    C_prev, out, seconds = None, [], []
     t0 = time.perf_counter()
     for _ in range(steps):
+        t_step = time.perf_counter()
         stats, _, n_distances = _native.hard_stats_bounded(
             X, C, C_prev, w, labels, lower, group, n_threads
         )
+        seconds.append(time.perf_counter() - t_step)
         separations = k * k if C_prev is not None and n >= 16 * k else 0
         out.append((n_distances / (n * k), separations / (n * k)))
         N = stats.cluster_weights
@@ -95,7 +97,9 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=N
         f"distance_fraction n={n} d={d} k={k} groups={t} init={init}"
         f" ({time.perf_counter() - t0:.2f} s):"
         " per step (row-centroid [+ separations]) "
-        + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out),
+        + ", ".join(f"{a:.4f}" + (f"+{b:.4f}" if b else "") for a, b in out)
+        + "; seconds per step "
+        + ", ".join(f"{s:.3f}" for s in seconds),
         flush=True,
     )
     return out
@@ -152,6 +156,44 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     line += f"; labels and minima equal: {same}"
     print(line, flush=True)
     return med, same
+
+
+def dask_assignment_speedup(n, d, k, *, blocks=4, n_threads=2, repeats=3, seed=0):
+    """`softkmeans.dask`'s predict pass (`DaskSource.labels`: the centroids grouped on the
+    client, each block pruned) against the same pass with the plain assignment, on the
+    synchronous scheduler (the blocks one after another, n_threads each): median seconds
+    of interleaved repeats, the labels checked equal."""
+    import dask
+    import dask.array as da
+
+    from softkmeans.sources.dask import DaskSource
+
+    X, C = clustered(n, d, k, seed=seed)
+    source = DaskSource(da.from_array(X, chunks=(-(-n // blocks), d)), n_threads=n_threads)
+    labels = {}
+
+    def labelled(name, min_centroids):
+        def run():
+            saved = NearestCentroid.MIN_CENTROIDS
+            NearestCentroid.MIN_CENTROIDS = min_centroids
+            try:
+                with dask.config.set(scheduler="synchronous"):
+                    labels[name] = source.labels(C).compute()
+            finally:
+                NearestCentroid.MIN_CENTROIDS = saved
+
+        return run
+
+    cases = {"plain": labelled("plain", k + 1), "pruned": labelled("pruned", k)}
+    med = {name: r.median for name, r in P.interleaved(cases, repeats=repeats).items()}
+    print(
+        f"dask_assignment_speedup clustered n={n} d={d} k={k} blocks={blocks} "
+        f"threads={n_threads}: plain {med['plain']:.3f} s, pruned {med['pruned']:.3f} s "
+        f"(grouping included); plain / pruned {med['plain'] / med['pruned']:.2f}x; labels "
+        f"equal: {np.array_equal(labels['plain'], labels['pruned'])}",
+        flush=True,
+    )
+    return med
 
 
 def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False):

@@ -199,7 +199,7 @@ def test_parquet_is_read_through_pyarrow(tmp_path, capsys):
     assert code == 0, err
     assert "20 x 2" in out
     code, out, err = run(["cluster", str(tmp_path / "bad.parquet"), "-k", "2"], capsys)
-    assert code == 1 and "column name is not numeric" in err
+    assert code == 1 and "column 'name' (number 2) is not numeric" in err
 
 
 # ---------------------------------------------------------------- real files (issue 26)

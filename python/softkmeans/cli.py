@@ -21,10 +21,14 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import warnings
 
 import numpy as np
+
+from .fit.params import DEFAULTS
+from .fit.tasks import Task
 
 KINDS = ("hard", "softmax", "entmax15")
 
@@ -90,7 +94,7 @@ def _parse_anneal(text):
     return spec
 
 
-# ----------------------------------------------------------------------------- commands
+# ----------------------------------------------------------------------------- output
 
 
 def _table(rows):
@@ -117,11 +121,6 @@ def _table(rows):
 def _write_csv(path, array, fmt, header):
     """A CSV with a header line (column names, comma-separated, as pandas writes them)."""
     np.savetxt(path, array, delimiter=",", fmt=fmt, header=",".join(header), comments="")
-
-
-def _n_init_arg(text):
-    """--n-init: "auto" or an int (its range is checked with the other parameters)."""
-    return text if text == "auto" else int(text)
 
 
 def _check_out(out):
@@ -158,95 +157,186 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"softkmeans: warning: {first}", file=sys.stderr)
 
 
-def cmd_cluster(args):
-    # The driver behind SoftKMeans, without scikit-learn's import time (see fit.driver).
-    from .fit.driver import Fitter
-    from .fit.params import FitParams
+# ----------------------------------------------------------------------------- progress
 
-    columns = _split_list(args.columns, "columns")
-    anneal = _parse_anneal(args.anneal)
+# A long fit reports where it is on stderr: the first line after PROGRESS_AFTER seconds,
+# then lines at least PROGRESS_EVERY seconds and PROGRESS_GROWTH x the time so far apart
+# (a 10-minute fit prints about 25 lines, a 1-second one none).
+PROGRESS_AFTER = 2.0
+PROGRESS_EVERY = 2.0
+PROGRESS_GROWTH = 0.25
+
+
+class FitProgress(Task):
+    """The fit's task tree (`softkmeans.fit.tasks`) reported as lines on stderr:
+    ``softkmeans: softmax: run 1, iteration 12 [4.1 s]``. A heartbeat thread reports the
+    stretches without a task event (seeding, a long native pass) with the last place."""
+
+    def __init__(self, label, stream=None, path=(), shared=None):
+        self.path = path
+        self.shared = shared if shared is not None else {
+            "label": label, "stream": stream or sys.stderr, "t0": time.perf_counter(),
+            "last": None, "where": "starting", "lock": threading.Lock(),
+        }  # fmt: skip
+
+    def subtask(self, name, max_subtasks=0):
+        return FitProgress(None, path=(*self.path, name), shared=self.shared)
+
+    def begin(self):
+        parts = [_place(name) for name in self.path]
+        if self.path and self.path[-1].startswith("run "):
+            parts.append("initializing")
+        self.shared["where"] = ", ".join(parts)
+        self.report()
+
+    def report(self):
+        """Print the place if the spacing allows it."""
+        state = self.shared
+        with state["lock"]:
+            elapsed = time.perf_counter() - state["t0"]
+            last = state["last"]
+            gap = max(PROGRESS_EVERY, PROGRESS_GROWTH * elapsed)
+            if elapsed < PROGRESS_AFTER or (last is not None and elapsed - last < gap):
+                return
+            state["last"] = elapsed
+            line = f"softkmeans: {state['label']}: {state['where']} [{elapsed:.1f} s]"
+            print(line, file=state["stream"], flush=True)
+
+    def __enter__(self):
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._beat.join()
+
+    def _heartbeat(self):
+        while not self._stop.wait(max(PROGRESS_EVERY / 4, 0.01)):
+            self.report()
+
+
+def _place(name):
+    """A task's name as a user counts: "run 0" -> "run 1", "iteration 3" -> "iteration 4"."""
+    word, _, number = name.partition(" ")
+    if word in ("run", "iteration") and number.isdigit():
+        return f"{word} {int(number) + 1}"
+    return "sigma " + number if word == "width" else name
+
+
+def _progress_on(args):
+    """--progress / --no-progress; by default on when stderr is a terminal."""
+    if args.progress is not None:
+        return args.progress
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_cluster(args):
+    X, names, description = _cluster_input(args)
+    data, units = X, None
+    if args.standardize:
+        data, mean, scale = _standardize(X, names)
+        units = (mean, scale)
+    rows, models = [], {}
+    for kind in KINDS if args.assignment == "all" else (args.assignment,):
+        models[kind], row = _fit_one(args, kind, data)
+        rows.append(row)
+    print(f"data: {description}; k = {args.k}{'; standardized' if args.standardize else ''}")
+    print(_table(rows))
+    if args.out is not None:
+        try:
+            _write_results(args, models, rows, data, names, units, description, X.shape)
+        except OSError as exc:
+            raise UserError(f"cannot write to {args.out}: {exc}") from None
+        proba = ["proba_*.csv"] if args.proba else []
+        written = ", ".join(["centroids_*.csv", "labels_*.csv", *proba])
+        print(f"wrote {written} and summary.json to {args.out}")
+    return 0
+
+
+def _cluster_input(args):
+    """Check the options that need no data, then read DATA: (X, names, description)."""
     if args.k < 1:
         raise UserError(f"-k must be >= 1; got {args.k}")
+    if args.proba and args.out is None:
+        raise UserError("--proba writes proba_*.csv and needs --out DIR")
+    args.anneal = _parse_anneal(args.anneal)
+    columns = _split_list(args.columns, "columns")
     _check_out(args.out)
     X, names, description, notes, warns = load_data(args.data, header=args.header, columns=columns)
     for text in notes:
         note(text)
     for text in warns:
         print(f"softkmeans: warning: {text}", file=sys.stderr)
-    kinds = KINDS if args.assignment == "all" else (args.assignment,)
     if args.k > X.shape[0]:
         raise UserError(f"-k {args.k} is larger than the number of points ({X.shape[0]})")
-    data = X
-    if args.standardize:
-        data, mean, scale = _standardize(X, names)
-    rows, models = [], {}
-    for kind in kinds:
-        params = FitParams(
-            n_clusters=args.k,
-            assignment=kind,
-            sigma=args.sigma,
-            anneal=anneal,
-            n_init=args.n_init,
-            max_iter=args.max_iter,
-            tol=args.tol,
-            random_state=args.random_state,
-            n_threads=args.threads,
-            verbose=args.verbose,
-        )
-        t0 = time.perf_counter()
+    return X, names, description
+
+
+def _fit_one(args, kind, data):
+    """(the fitted model, its row of the summary)."""
+    # The driver behind SoftKMeans, without scikit-learn's import time (see fit.driver).
+    from .fit.driver import Fitter
+    from .fit.params import FitParams
+
+    params = FitParams(
+        n_clusters=args.k, assignment=kind, sigma=args.sigma, anneal=args.anneal,
+        n_init=args.n_init, max_iter=args.max_iter, tol=args.tol,
+        random_state=args.random_state, n_threads=args.threads, verbose=args.verbose,
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    if _progress_on(args):
+        with FitProgress(kind) as progress:
+            model = Fitter(params, task=progress).fit(data)
+    else:
         model = Fitter(params).fit(data)
-        elapsed = time.perf_counter() - t0
-        models[kind] = model
-        rows.append(
-            {
-                "assignment": kind,
-                "J": model.inertia_,
-                "objective": model.objective_,
-                "sigma": model.sigma_,
-                "n_iter": int(model.n_iter_),
-                "time_s": elapsed,
-                "min_margin": model.min_margin_,
-                "exact_lloyd": bool(model.exact_lloyd_),
-                "critical_sigma": model.critical_sigma_,
-                "phase_transitions": model.history_["transitions"],
-            }
-        )
-    print(f"data: {description}; k = {args.k}{'; standardized' if args.standardize else ''}")
-    print(_table(rows))
-    if args.out is not None:
-        written = ["centroids_*.csv", "labels_*.csv"] + (["proba_*.csv"] if args.proba else [])
-        try:
-            for kind, model in models.items():
-                C = model.cluster_centers_
-                if args.standardize:  # in the data's own units
-                    C = C * scale + mean
-                _write_csv(os.path.join(args.out, f"centroids_{kind}.csv"), C, "%.17g", names)
-                _write_csv(
-                    os.path.join(args.out, f"labels_{kind}.csv"), model.labels_, "%d", ["label"]
-                )
-                if args.proba:
-                    _write_proba(args, kind, model, data)
-            summary = {
-                "data": description,
-                "columns": names,
-                "standardized": bool(args.standardize),
-                "n_samples": int(X.shape[0]),
-                "n_features": int(X.shape[1]),
-                "k": args.k,
-                "results": [
-                    {
-                        key: (None if isinstance(val, float) and not np.isfinite(val) else val)
-                        for key, val in r.items()
-                    }
-                    for r in rows
-                ],
-            }
-            with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
-                json.dump(summary, f, indent=2)
-        except OSError as exc:
-            raise UserError(f"cannot write to {args.out}: {exc}") from None
-        print(f"wrote {', '.join(written)} and summary.json to {args.out}")
-    return 0
+    row = {
+        "assignment": kind,
+        "J": model.inertia_,
+        "objective": model.objective_,
+        "sigma": model.sigma_,
+        "n_iter": int(model.n_iter_),
+        "time_s": time.perf_counter() - t0,
+        "min_margin": model.min_margin_,
+        "exact_lloyd": bool(model.exact_lloyd_),
+        "critical_sigma": model.critical_sigma_,
+        "phase_transitions": model.history_["transitions"],
+    }
+    return model, row
+
+
+def _write_results(args, models, rows, data, names, units, description, shape):
+    """centroids_<kind>.csv (in the data's units), labels_<kind>.csv, proba_<kind>.csv
+    with --proba, and summary.json, in args.out."""
+    for kind, model in models.items():
+        C = model.cluster_centers_
+        if units is not None:  # fitted on z-scores: back in the data's own units
+            C = C * units[1] + units[0]
+        _write_csv(os.path.join(args.out, f"centroids_{kind}.csv"), C, "%.17g", names)
+        labels = os.path.join(args.out, f"labels_{kind}.csv")
+        _write_csv(labels, model.labels_, "%d", ["label"])
+        if args.proba:
+            _write_proba(args, kind, model, data)
+    finite = [
+        {key: (None if isinstance(val, float) and not np.isfinite(val) else val)
+         for key, val in r.items()}
+        for r in rows
+    ]  # fmt: skip
+    summary = {
+        "data": description,
+        "columns": names,
+        "standardized": units is not None,
+        "n_samples": int(shape[0]),
+        "n_features": int(shape[1]),
+        "k": args.k,
+        "results": finite,
+    }
+    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2)
 
 
 def _write_proba(args, kind, model, X):
@@ -341,144 +431,111 @@ def _reproduce_rows(args, names, claims):
     return rows
 
 
+# ----------------------------------------------------------------------------- the parser
+
+
+def _n_init_arg(text):
+    """--n-init: "auto" or an int (its range is checked with the other parameters)."""
+    return text if text == "auto" else int(text)
+
+
+def _sigma_arg(text):
+    """--sigma: "auto" or a number (its range is checked with the other parameters)."""
+    return text if text == "auto" else float(text)
+
+
+def _option(*flags, **kwargs):
+    return flags, kwargs
+
+
+_THREADS = _option(
+    "--threads", type=int, default=DEFAULTS.n_threads,
+    help="OpenMP threads of the native core (default: its default)",
+)  # fmt: skip
+
+# Each subcommand: (name, help, function, options); each option: argparse's arguments.
+COMMANDS = (
+    ("cluster", "cluster a data file (or the built-in Iris data) and print a summary table",
+     "cmd_cluster", (
+        _option("data", nargs="?", default=None, metavar="DATA",
+                help=".csv, .tsv, .txt (numbers; read by pandas, pyarrow or numpy.loadtxt, "
+                "whichever is installed first), .parquet, .npy or .npz (the array X, or its "
+                "only one); default: the built-in Iris data set"),
+        _option("--header", action=argparse.BooleanOptionalAction, default=None,
+                help="the first row of a text file is (--header) or is not (--no-header) a row "
+                "of column names; default: detected (a header of numbers above decimals is "
+                "detected and noted, one that only stands out is warned about)"),
+        _option("--columns", default=None, metavar="NAME,...",
+                help="cluster only these columns, by name or 1-based number; the others are "
+                "not read (they may hold text), and an index column named here is kept "
+                "(otherwise a first column of index or id integers is dropped with a note)"),
+        _option("--standardize", action="store_true",
+                help="scale each column to mean 0 and standard deviation 1 before the fit "
+                "(centroids are written in the data's units)"),
+        _option("-k", "--n-clusters", dest="k", type=int, default=3, help="clusters (3)"),
+        _option("--assignment", choices=(*KINDS, "all"), default="all",
+                help="assignment map, or all three side by side (default)"),
+        _option("--sigma", type=_sigma_arg, default=DEFAULTS.sigma, metavar="S|auto",
+                help="RBF width (T = 2 sigma^2), or 'auto' (the mixture's maximum-likelihood "
+                "width); default: SoftKMeans' default"),
+        _option("--anneal", nargs="?", const="default", default=None, metavar="KEY=VALUE,...",
+                help="deterministic annealing; optional start, stop, cooling, steps, splits, "
+                "perturbation, kind, finish as key=value pairs"),
+        _option("--n-init", type=_n_init_arg, default=DEFAULTS.n_init,
+                help="runs per fit, or 'auto' (1 for k-means++ seeding; the default)"),
+        _option("--max-iter", type=int, default=DEFAULTS.max_iter,
+                help=f"most centroid steps per run ({DEFAULTS.max_iter})"),
+        _option("--tol", type=float, default=DEFAULTS.tol,
+                help=f"stop when the squared centroid shift is <= tol x the mean feature "
+                f"variance ({DEFAULTS.tol:g}, scikit-learn's rule)"),
+        # The command's own choice: a reproducible run by default (the estimator's
+        # default is None, a fresh seed).
+        _option("--random-state", type=int, default=0, help="seed of the initialization (0)"),
+        _THREADS,
+        _option("--out", default=None, metavar="DIR",
+                help="write centroids_*.csv, labels_*.csv and summary.json here (checked "
+                "before the fit)"),
+        _option("--proba", action="store_true",
+                help="also write proba_*.csv, each row's responsibilities (needs --out)"),
+        _option("--progress", action=argparse.BooleanOptionalAction, default=None,
+                help="report a long fit's run and iteration on stderr every few seconds "
+                "(default: on when stderr is a terminal)"),
+        _option("-v", "--verbose", action="count", default=0,
+                help="print each iteration's line"),
+    )),
+    ("info", "print how the native core was built", "cmd_info", ()),
+    ("reproduce", "check the theory's claims on real and synthetic data; write report.md, "
+     "results.csv and figures", "cmd_reproduce", (
+        _option("--quick", action="store_true",
+                help="scikit-learn's bundled sets and synthetic data only, small grids "
+                "(about a minute)"),
+        _option("--out", default=None, metavar="DIR", help="write the report here"),
+        _option("--datasets", default=None, metavar="NAME,...", help="only these data sets"),
+        _option("--claims", default=None, metavar="N,...", help="only these claims (1..8)"),
+        _option("--seed", type=int, default=0, help="seed of every random choice (0)"),
+        _THREADS,
+        _option("--torch", action="store_true",
+                help="run the PyTorch experiments 9-12 instead of the claims (needs torch; "
+                "--claims selects among 9-12)"),
+        _option("--list", action="store_true", help="list the data sets and exit"),
+    )),
+)  # fmt: skip
+
+
 def build_parser():
+    """The command line's parser, built from COMMANDS."""
     from . import __version__
-    from .fit.params import DEFAULTS
 
     parser = _Parser(prog="softkmeans", description="Hard, softmax and entmax-1.5 K-Means.")
     parser.add_argument("--version", action="version", version=f"softkmeans {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{cluster,info,reproduce}")
     sub.required = True
-    c = sub.add_parser(
-        "cluster",
-        help="cluster a data file (or the built-in Iris data) and print a summary table",
-    )
-    c.error = parser.error
-    c.add_argument(
-        "data",
-        nargs="?",
-        default=None,
-        metavar="DATA",
-        help=".csv, .tsv, .txt (numbers; read by pyarrow, pandas or numpy.loadtxt, whichever "
-        "is installed first), .parquet, .npy or .npz (the array X, or its only one); "
-        "default: the built-in Iris data set",
-    )
-    c.add_argument(
-        "--header",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="the first row of a text file is (--header) or is not (--no-header) a row of "
-        "column names; default: detected (a header of numbers above decimals is detected "
-        "and noted, one that only stands out is warned about)",
-    )
-    c.add_argument(
-        "--columns",
-        default=None,
-        metavar="NAME,...",
-        help="cluster only these columns, by name or 1-based number (an index column named "
-        "here is kept; otherwise a first column 0..n-1 is dropped with a note)",
-    )
-    c.add_argument(
-        "--standardize",
-        action="store_true",
-        help="scale each column to mean 0 and standard deviation 1 before the fit "
-        "(centroids are written in the data's units)",
-    )
-    c.add_argument("-k", "--n-clusters", dest="k", type=int, default=3, help="clusters (3)")
-    c.add_argument(
-        "--assignment",
-        choices=(*KINDS, "all"),
-        default="all",
-        help="assignment map, or all three side by side (default)",
-    )
-    c.add_argument(
-        "--sigma",
-        type=float,
-        default=None,
-        help="RBF width (T = 2 sigma^2); default 0.1 x critical sigma",
-    )
-    c.add_argument(
-        "--anneal",
-        nargs="?",
-        const="default",
-        default=None,
-        metavar="KEY=VALUE,...",
-        help="deterministic annealing; optional start, stop, cooling, steps, splits, "
-        "perturbation, kind, finish as key=value pairs",
-    )
-    c.add_argument(
-        "--n-init",
-        type=_n_init_arg,
-        default=DEFAULTS.n_init,
-        help="runs per fit, or 'auto' (1 for k-means++ seeding; the default)",
-    )
-    c.add_argument(
-        "--max-iter",
-        type=int,
-        default=DEFAULTS.max_iter,
-        help=f"most centroid steps per run ({DEFAULTS.max_iter})",
-    )
-    c.add_argument(
-        "--tol",
-        type=float,
-        default=DEFAULTS.tol,
-        help=f"stop when the squared centroid shift is <= tol x the mean feature variance "
-        f"({DEFAULTS.tol:g}, scikit-learn's rule)",
-    )
-    # The command's own choices: a reproducible run by default (the estimator's default
-    # is None, a fresh seed), and k = 3 for the built-in Iris data.
-    c.add_argument("--random-state", type=int, default=0, help="seed of the initialization (0)")
-    c.add_argument(
-        "--threads",
-        type=int,
-        default=DEFAULTS.n_threads,
-        help="OpenMP threads of the native core (default: its default)",
-    )
-    c.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="write centroids_*.csv, labels_*.csv and summary.json here (checked before the fit)",
-    )
-    c.add_argument(
-        "--proba",
-        action="store_true",
-        help="with --out: also write proba_*.csv, each row's responsibilities",
-    )
-    c.add_argument("-v", "--verbose", action="count", default=0, help="print each iteration's line")
-    c.set_defaults(func=cmd_cluster)
-    i = sub.add_parser("info", help="print how the native core was built")
-    i.error = parser.error
-    i.set_defaults(func=cmd_info)
-    r = sub.add_parser(
-        "reproduce",
-        help="check the theory's claims on real and synthetic data; write report.md, "
-        "results.csv and figures",
-    )
-    r.error = parser.error
-    r.add_argument(
-        "--quick",
-        action="store_true",
-        help="scikit-learn's bundled sets and synthetic data only, small grids (< 2 min)",
-    )
-    r.add_argument("--out", default=None, metavar="DIR", help="write the report here")
-    r.add_argument("--datasets", default=None, metavar="NAME,...", help="only these data sets")
-    r.add_argument("--claims", default=None, metavar="N,...", help="only these claims (1..8)")
-    r.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
-    r.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="OpenMP threads of the native core during the run (default: its default)",
-    )
-    r.add_argument(
-        "--torch",
-        action="store_true",
-        help="run the PyTorch experiments 9-12 instead of the claims (needs torch; "
-        "--claims selects among 9-12)",
-    )
-    r.add_argument("--list", action="store_true", help="list the data sets and exit")
-    r.set_defaults(func=cmd_reproduce)
+    for name, help_text, function, options in COMMANDS:
+        command = sub.add_parser(name, help=help_text)
+        command.error = parser.error
+        for flags, kwargs in options:
+            command.add_argument(*flags, **kwargs)
+        command.set_defaults(func=globals()[function])
     return parser
 
 

@@ -12,11 +12,19 @@ What the first rows of a text file say is decided from a sample of its first lin
 - the header (``header=None``: detected): a first row with a cell that is not a number is
   a header; a first row of numbers is a header of numbers (``2019,2020,2021``) when its
   cells are integers where some column of the rows below has decimals in every sampled
-  row (noted); a first row of numbers whose values lie outside the range of the rows
-  below in most columns is read as data, with a warning that it may be a header;
-- an index column (pandas' ``to_csv``): a first column whose header cell is empty (or
-  ``Unnamed: 0``, ``index``) or absent, holding 0, 1, ..., n - 1, is dropped with a
-  notice (``columns`` keeps what it names). Parquet's ``__index_level_0__`` too.
+  row (noted); an empty cell does not make a row a header (a row of numbers with a gap is
+  data, and its empty cell is then reported); a first row of numbers whose values lie
+  outside the range of the rows below in most columns is read as data, with a warning
+  that it may be a header;
+- an index column (pandas' ``to_csv``, a filtered or shuffled frame included): a first
+  column of distinct integers whose header cell is empty, absent (a header one cell
+  short), ``Unnamed: 0``, ``index`` or ``id``, or, without a header, a first column
+  holding 0, ..., n - 1 in any order, is dropped with a notice; a headerless first column
+  of increasing distinct integers is kept with a warning. Parquet: the columns pandas'
+  metadata lists as the index, and the same rule for the first column.
+
+``columns`` selects by name or 1-based number before anything is converted, so a column
+left out may hold text; it also keeps an index column it names.
 
 Errors are `DataError` (a ValueError) with one line of text; notices and warnings are
 returned in `Table.notes` / `Table.warnings` for the caller to print.
@@ -35,7 +43,7 @@ __all__ = ["DataError", "Table", "read_table"]
 
 # Lines sampled for the delimiter, the header and the index column.
 _SAMPLE_LINES = 200
-_INDEX_NAMES = ("", "unnamed: 0", "index")
+_INDEX_NAMES = ("", "unnamed: 0", "index", "id")
 _NUMBER = re.compile(
     r"^[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|nan|inf|infinity)$", re.I
 )
@@ -68,11 +76,11 @@ def read_table(path, *, header=None, columns=None):
     ext = os.path.splitext(path)[1].lower()
     try:
         if ext in (".csv", ".txt", ".tsv"):
-            table = _read_text(path, header, drop_index=columns is None)
+            table = _read_text(path, header, columns)
         elif ext == ".parquet":
-            table = _read_parquet(path)
+            table = _read_parquet(path, columns)
         elif ext in (".npy", ".npz"):
-            table = _read_numpy(path, ext)
+            table = _read_numpy(path, ext, columns)
         else:
             raise DataError(
                 f"{path}: unknown format {ext!r} (use .csv, .tsv, .txt, .parquet, .npy or .npz)"
@@ -81,8 +89,6 @@ def read_table(path, *, header=None, columns=None):
         raise
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read: {_one_line(exc)}") from None
-    if columns is not None:
-        table = _select(table, columns, path)
     X = table.X
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise DataError(f"{path}: data is empty (shape {X.shape})")
@@ -129,11 +135,13 @@ def _decide_header(rows, header, path, table_warnings, notes):
     if header is not None:
         return header
     first, below = rows[0], rows[1:]
-    if not all(_NUMBER.match(c) for c in first if c != "") or "" in first[1:]:
+    if not all(_NUMBER.match(c) for c in first if c != ""):
         return True
     if not below:
         return False
-    if all(_INTEGER.match(c) for c in first if c):
+    # A header of numbers may leave its first cell empty (pandas' index); a gap further
+    # on is a missing value in a row of data.
+    if all(_INTEGER.match(c) for c in first[1:]) and (first[0] == "" or _INTEGER.match(first[0])):
         decimals = [
             j
             for j in range(len(first))
@@ -163,7 +171,7 @@ def _decide_header(rows, header, path, table_warnings, notes):
     return False
 
 
-def _read_text(path, header, drop_index):
+def _read_text(path, header, columns):
     lines = _sample(path)
     if not lines:
         raise DataError(f"{path}: no data rows")
@@ -173,15 +181,27 @@ def _read_text(path, header, drop_index):
     has_header = _decide_header(rows, header, path, warns, notes)
     if has_header and len(rows) == 1:
         raise DataError(f"{path}: no data rows after the header")
-    names = rows[0] if has_header else [f"x{j}" for j in range(len(rows[0]))]
+    names = _names(rows, has_header)
+    wanted = None if columns is None else _resolve(columns, names, path)
     commented = _has_comments(path)
-    X, reader = _parse(path, delimiter, has_header, len(names), commented)
+    X, reader = _parse(path, delimiter, has_header, names, commented, wanted)
     if X.ndim == 1:
         X = X.reshape(-1, 1) if len(names) == 1 else X.reshape(1, -1)
-    if X.shape[1] != len(names):
+    if wanted is None and X.shape[1] != len(names):
         raise DataError(f"{path}: rows have {X.shape[1]} columns, the first {len(names)}")
-    table = Table(X, list(names), reader, notes, warns)
-    return _drop_index(table, path, has_header) if drop_index else table
+    table = Table(X, names if wanted is None else [names[j] for j in wanted], reader, notes, warns)
+    return _drop_index(table, path, has_header) if columns is None else table
+
+
+def _names(rows, has_header):
+    """The column names: the header's cells (with an unnamed first column when the header
+    is one cell short, as pandas writes an index without a name), else x0, x1, ..."""
+    if not has_header:
+        return [f"x{j}" for j in range(len(rows[0]))]
+    names = list(rows[0])
+    if len(rows) > 1 and len(rows[1]) == len(names) + 1:
+        names.insert(0, "")
+    return names
 
 
 def _has_comments(path):
@@ -189,42 +209,73 @@ def _has_comments(path):
         return b"#" in f.read(1 << 16)
 
 
-def _parse(path, delimiter, has_header, width, commented):
+def _parse(path, delimiter, has_header, names, commented, wanted):
     """(X float64 (n, d) C-ordered, the reader's name): pandas' C parser when pandas is
     installed (the fastest of the three here: 1e6 x 16, bench/csv_load.py), else
-    pyarrow's (a single-character delimiter, no comment lines), else numpy.loadtxt."""
+    pyarrow's (a single-character delimiter, no comment lines), else numpy.loadtxt.
+    wanted: the 0-based columns to read, in that order (None: all); the others are never
+    converted."""
     try:
         import pandas as pd
     except ImportError:
         pd = None
     if pd is not None:
-        try:
-            df = pd.read_csv(
-                path,
-                sep=delimiter if delimiter is not None else r"\s+",
-                header=0 if has_header else None,
-                comment="#",
-                skip_blank_lines=True,
-                dtype=np.float64,
-                engine="c",
-            )
-        except ValueError as exc:
-            raise DataError(f"{path}: {_not_numeric(exc)}") from None
-        # One (d, n) block: to_numpy is its transposed view, copied once into rows.
-        return np.ascontiguousarray(df.to_numpy(dtype=np.float64)), "pandas.read_csv"
+        return _parse_pandas(pd, path, delimiter, has_header, names, wanted), "pandas.read_csv"
     if delimiter is not None and not commented:
         try:
             from pyarrow import csv as pacsv
         except ImportError:
             pacsv = None
         if pacsv is not None:
-            return _parse_pyarrow(pacsv, path, delimiter, has_header, width), "pyarrow.csv"
+            X = _parse_pyarrow(pacsv, path, delimiter, has_header, names, wanted)
+            return X, "pyarrow.csv"
     try:
         X = np.loadtxt(path, delimiter=delimiter, skiprows=int(has_header), comments="#",
-                       ndmin=2, dtype=np.float64)  # fmt: skip
+                       ndmin=2, dtype=np.float64, usecols=wanted)  # fmt: skip
     except ValueError as exc:
         raise DataError(f"{path}: {_not_numeric(exc)}") from None
     return X, "numpy.loadtxt"
+
+
+def _parse_pandas(pd, path, delimiter, has_header, names, wanted):
+    # Columns labelled by position (the header row, if any, is skipped): a header one
+    # cell short does not turn the first column into a silent index.
+    read = dict(
+        sep=delimiter if delimiter is not None else r"\s+",
+        header=0 if has_header else None,
+        names=list(range(len(names))),
+        index_col=False,
+        usecols=None if wanted is None else sorted(set(wanted)),
+        comment="#",
+        skip_blank_lines=True,
+        engine="c",
+    )
+    try:
+        df = pd.read_csv(path, dtype=np.float64, **read)
+    except ValueError as exc:
+        raise DataError(f"{path}: {_name_the_column(pd, path, read, names, exc)}") from None
+    if wanted is not None:
+        df = df[list(wanted)]
+    # One (d, n) block: to_numpy is its transposed view, copied once into rows.
+    return np.ascontiguousarray(df.to_numpy(dtype=np.float64))
+
+
+def _name_the_column(pd, path, read, names, exc):
+    """pandas says which value failed, not where: read the text again (this error path
+    only) and name the first column holding a cell that is not a number, and its row."""
+    try:
+        text = pd.read_csv(path, dtype=str, keep_default_na=False, **read)
+    except ValueError:
+        return _not_numeric(exc)
+    for j in text.columns:
+        bad = [i for i, v in enumerate(text[j]) if v.strip() and not _NUMBER.match(v.strip())]
+        if bad:
+            return _not_a_number(names[j], j, bad[0], text[j].iloc[bad[0]])
+    return _not_numeric(exc)
+
+
+def _not_a_number(name, j, row, value):
+    return f"column {name!r} (number {j + 1}) is not numeric (row {row + 1}: {value!r})"
 
 
 def _not_numeric(exc):
@@ -234,34 +285,44 @@ def _not_numeric(exc):
     return text
 
 
-def _parse_pyarrow(pacsv, path, delimiter, has_header, width):
+def _parse_pyarrow(pacsv, path, delimiter, has_header, names, wanted):
     import pyarrow as pa
 
-    read = pacsv.ReadOptions(autogenerate_column_names=not has_header)
+    labels = [f"c{j}" for j in range(len(names))]
+    keep = range(len(names)) if wanted is None else wanted
+    read = pacsv.ReadOptions(column_names=labels, skip_rows=int(has_header))
     parse = pacsv.ParseOptions(delimiter=delimiter)
+    convert = pacsv.ConvertOptions(include_columns=sorted({labels[j] for j in keep}))
     try:
-        table = pacsv.read_csv(path, read_options=read, parse_options=parse)
+        table = pacsv.read_csv(path, read_options=read, parse_options=parse,
+                               convert_options=convert)  # fmt: skip
     except pa.ArrowInvalid as exc:
         raise DataError(f"{path}: {_one_line(exc)}") from None
-    return _columns_to_array(table, path)
+    return _columns_to_array(table.select([labels[j] for j in keep]), path, list(keep), names)
 
 
-def _columns_to_array(table, path):
+def _columns_to_array(table, path, positions, names):
     """(n, d) float64 from a pyarrow Table, one column at a time; a column that is not
-    numeric is named with its first bad cell."""
+    numeric is named (its header name and number in the file) with its first bad cell."""
     import pyarrow as pa
 
     n, d = table.num_rows, table.num_columns
     X = np.empty((n, d), dtype=np.float64)
-    for j, name in enumerate(table.column_names):
+    for j in range(d):
         col = table.column(j)
+        if pa.types.is_decimal(col.type):
+            col = col.cast(pa.float64())
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
                 or pa.types.is_boolean(col.type) or pa.types.is_null(col.type)):  # fmt: skip
             values = col.to_pylist()
-            row = next(i for i, v in enumerate(values) if not _is_number(v))
-            raise DataError(
-                f"{path}: column {name} is not numeric (row {row + 1}: {values[row]!r})"
-            )
+            row = next((i for i, v in enumerate(values) if not _is_number(v)), None)
+            name = names[positions[j]]
+            if row is None:  # text that reads as numbers: say so, not "row None"
+                raise DataError(
+                    f"{path}: column {name!r} (number {positions[j] + 1}) holds numbers "
+                    f"stored as text ({col.type}); store them as numbers"
+                )
+            raise DataError(f"{path}: {_not_a_number(name, positions[j], row, values[row])}")
         X[:, j] = col.to_numpy(zero_copy_only=False) if col.null_count == 0 else (
             col.cast(pa.float64()).to_numpy(zero_copy_only=False)
         )  # fmt: skip
@@ -279,45 +340,79 @@ def _is_number(v):
 
 
 def _drop_index(table, path, has_header):
-    """Drop a first column 0..n-1 under an empty/index header cell or no header."""
+    """Drop a first column that is an index (the module's docstring); warn about a
+    headerless one that may be."""
     X = table.X
-    if X.shape[1] < 2:
+    n = X.shape[0]
+    if X.shape[1] < 2 or n < 2:
+        return table
+    first = X[:, 0]
+    if not (np.array_equal(first, np.round(first)) and np.unique(first).size == n):
         return table
     name = table.names[0]
-    if has_header and name.strip().lower() not in _INDEX_NAMES:
-        return table
-    n = X.shape[0]
-    first = X[:, 0]
-    if n >= 2 and np.array_equal(first, np.arange(n)):
-        label = f"{name!r}" if has_header else "1"
+    index_name = has_header and name.strip().lower() in _INDEX_NAMES
+    label = f"{name!r}" if has_header else "1"
+    if index_name or (not has_header and np.array_equal(np.sort(first), np.arange(n))):
+        why = f"distinct integers under {label}" if has_header else "0..n-1 in some order"
         table.notes.append(
-            f"{path}: column {label} is an index (0, 1, ..., {n - 1}, as pandas' to_csv "
-            "writes it) and is dropped (--columns keeps what it names)"
+            f"{path}: column {label} is an index or an id ({why}, as pandas' to_csv writes "
+            "an index) and is dropped (--columns keeps what it names)"
         )
         table.X = np.ascontiguousarray(X[:, 1:])
         table.names = table.names[1:]
+    elif not has_header and (np.diff(first) > 0).all():
+        table.warnings.append(
+            f"{path}: column 1 holds increasing distinct integers, like an index; it is "
+            "clustered as a feature (--columns 2,3,... leaves it out)"
+        )
     return table
+
+
+def _resolve(columns, names, path):
+    """The 0-based positions of `columns` (names, or 1-based numbers), in their order."""
+    index = []
+    for c in columns:
+        if c in names:
+            index.append(names.index(c))
+        elif c.isdigit() and 1 <= int(c) <= len(names):
+            index.append(int(c) - 1)
+        else:
+            raise DataError(
+                f"{path}: no column {c!r} (columns: {', '.join(names[:20])}"
+                f"{', ...' if len(names) > 20 else ''}; or numbers 1..{len(names)})"
+            )
+    return index
 
 
 # ----------------------------------------------------------------------------- binary
 
 
-def _read_parquet(path):
+def _read_parquet(path, columns):
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise DataError(f"{path}: reading .parquet needs pyarrow (pip install pyarrow)") from None
-    table = pq.read_table(path)
-    notes = []
-    if "__index_level_0__" in table.column_names:
-        table = table.drop(["__index_level_0__"])
-        notes.append(f"{path}: pandas' index column __index_level_0__ is dropped")
-    if table.num_columns == 0:
+    schema = pq.read_schema(path)
+    names = list(schema.names)
+    if columns is not None:
+        wanted = _resolve(columns, names, path)
+        table = pq.read_table(path, columns=sorted({names[j] for j in wanted}))
+        X = _columns_to_array(table.select([names[j] for j in wanted]), path, wanted, names)
+        return Table(X, [names[j] for j in wanted], "pyarrow.parquet")
+    # pandas stores an index that is not a plain range as columns its metadata names.
+    index = [c for c in (schema.pandas_metadata or {}).get("index_columns", [])
+             if isinstance(c, str) and c in names]  # fmt: skip
+    keep = [j for j, c in enumerate(names) if c not in index]
+    if not keep:
         raise DataError(f"{path}: no columns")
-    return Table(_columns_to_array(table, path), list(table.column_names), "pyarrow.parquet", notes)
+    table = pq.read_table(path, columns=[names[j] for j in keep])
+    notes = [f"{path}: pandas' index column {c!r} is dropped (--columns keeps it)" for c in index]
+    X = _columns_to_array(table, path, keep, names)
+    table = Table(X, [names[j] for j in keep], "pyarrow.parquet", notes)
+    return _drop_index(table, path, True)
 
 
-def _read_numpy(path, ext):
+def _read_numpy(path, ext, columns):
     data = np.load(path, allow_pickle=False)
     if ext == ".npz":
         with data:
@@ -330,22 +425,8 @@ def _read_numpy(path, ext):
         raise DataError(f"{path}: data must be a 2-D table (n, d); got shape {data.shape}")
     if data.dtype.kind not in "biuf":
         raise DataError(f"{path}: data must be numeric; got dtype {data.dtype}")
-    X = np.asarray(data, dtype=np.float64)
-    return Table(X, [f"x{j}" for j in range(X.shape[1])], "numpy.load")
-
-
-def _select(table, columns, path):
-    index = []
-    for c in columns:
-        if c in table.names:
-            index.append(table.names.index(c))
-        elif c.isdigit() and 1 <= int(c) <= len(table.names):
-            index.append(int(c) - 1)
-        else:
-            raise DataError(
-                f"{path}: no column {c!r} (columns: {', '.join(table.names[:20])}"
-                f"{', ...' if len(table.names) > 20 else ''}; or numbers 1..{len(table.names)})"
-            )
-    table.X = np.ascontiguousarray(table.X[:, index])
-    table.names = [table.names[j] for j in index]
-    return table
+    names = [f"x{j}" for j in range(data.shape[1])]
+    if columns is not None:
+        wanted = _resolve(columns, names, path)
+        data, names = data[:, wanted], [names[j] for j in wanted]
+    return Table(np.ascontiguousarray(data, dtype=np.float64), names, "numpy.load")

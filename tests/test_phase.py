@@ -115,3 +115,20 @@ def test_the_figure_draws_headless():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_the_figure_keeps_its_axis_labels_inside():
+    """Issue 36: the x label ("sigma (log scale, ...)") fell below the figure's edge."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = phase_diagram(_three_clusters(), max_clusters=4).plot()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    for label in (ax.xaxis.label, ax.yaxis.label):
+        box = label.get_window_extent(renderer)
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, label.get_text()
+        assert fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1, label.get_text()
+    plt.close(fig)

@@ -406,7 +406,7 @@ def cmd_reproduce(args):
         try:
             import matplotlib  # noqa: F401 - the figures are drawn only with it
         except ImportError:
-            drawn = "no figures (matplotlib is not installed: pip install 'softkmeans[plot]')"
+            drawn = "no figures (matplotlib is not installed: pip install matplotlib)"
         else:
             drawn = "figures/"
         print(f"wrote report.md, results.csv and {drawn} to {args.out}")
@@ -427,7 +427,10 @@ def _reproduce_rows(args, names, claims):
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "torch":
             raise
-        raise UserError("--torch needs PyTorch: pip install 'softkmeans[torch]'") from None
+        raise UserError(
+            "--torch needs PyTorch; its CPU build: pip install torch "
+            "--index-url https://download.pytorch.org/whl/cpu"
+        ) from None
     return rows
 
 

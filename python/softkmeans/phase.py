@@ -94,7 +94,8 @@ class PhaseDiagram:
                 "PhaseDiagram.plot needs matplotlib: pip install 'softkmeans[plot]'"
             ) from exc
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 3.5))
+            # constrained: the axis labels fit inside the figure (6 x 3.5 in clipped sigma's)
+            fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
         else:
             fig = ax.figure
         ax.step(self.sigma, self.n_distinct, where="post", color="C0", label="distinct centroids")

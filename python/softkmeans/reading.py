@@ -233,8 +233,20 @@ def _parse(path, delimiter, has_header, names, commented, wanted):
         X = np.loadtxt(path, delimiter=delimiter, skiprows=int(has_header), comments="#",
                        ndmin=2, dtype=np.float64, usecols=wanted)  # fmt: skip
     except ValueError as exc:
-        raise DataError(f"{path}: {_not_numeric(exc)}") from None
+        raise DataError(f"{path}: {_loadtxt_cell(exc, names)}") from None
     return X, "numpy.loadtxt"
+
+
+def _loadtxt_cell(exc, names):
+    """numpy.loadtxt's "could not convert string 'x' to float64 at row 1, column 2." (a
+    0-based data row, a 1-based column) in the words of the other readers."""
+    found = re.search(r"string '(.*)' to float\d* at row (\d+), column (\d+)", str(exc))
+    if found is None:
+        return _not_numeric(exc)
+    value, row, j = found.group(1), int(found.group(2)), int(found.group(3)) - 1
+    if value.strip() == "":
+        return f"data contains an empty cell (row {row + 1}, column {names[j]})"
+    return _not_a_number(names[j], j, row, value)
 
 
 def _parse_pandas(pd, path, delimiter, has_header, names, wanted):

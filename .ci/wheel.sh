@@ -16,8 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 python=${PYTHON:-python}
+# The parity subset is .ci/sanitize.sh's shapes of 529 rows (every function, kind, SIMD
+# level, thread count and dtype; the OpenMP team runs): 306 of its 2788 cases.
 WHEEL_TESTS=${WHEEL_TESTS:-"tests/test_readme.py tests/test_cli.py tests/test_cli_reading.py
   tests/test_parity.py tests/test_determinism.py tests/test_optional_deps.py"}
+WHEEL_TESTS_K=${WHEEL_TESTS_K:-"not test_parity or 529"}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/softkmeans-wheel.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -51,4 +54,4 @@ print("testing the installed package:", where)'
 env -u PYTHONPATH "$work/venv/bin/softkmeans" cluster >/dev/null
 env -u PYTHONPATH "$work/venv/bin/softkmeans" info | grep "openmp"
 # shellcheck disable=SC2086
-env -u PYTHONPATH "$venv_python" -m pytest -q -p no:cacheprovider $WHEEL_TESTS
+env -u PYTHONPATH "$venv_python" -m pytest -q -p no:cacheprovider $WHEEL_TESTS -k "$WHEEL_TESTS_K"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -167,3 +168,14 @@ def shuffled_batches(X, n_passes=5, batch=4096, seed=0):
         order = rng.permutation(X.shape[0])
         for s in range(0, X.shape[0], batch):
             yield np.ascontiguousarray(X[order[s : s + batch]])
+
+
+def only_reader(monkeypatch, reader):
+    """softkmeans.reading takes the first installed of pandas, pyarrow and numpy.loadtxt for
+    text files: hide the readers before `reader` (skip if it is not installed)."""
+    if reader != "numpy.loadtxt":
+        pytest.importorskip(reader.split(".")[0])
+    if reader != "pandas.read_csv":
+        monkeypatch.setitem(sys.modules, "pandas", None)
+    if reader == "numpy.loadtxt":
+        monkeypatch.setitem(sys.modules, "pyarrow", None)

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import only_reader
 from softkmeans import cli
 from softkmeans.datasets import load_iris
 
@@ -321,12 +322,7 @@ def test_probabilities_standardization_and_headers_are_written(tmp_path, capsys)
 def test_every_reader_gives_the_same_table(tmp_path, monkeypatch, reader):
     from softkmeans.reading import read_table
 
-    if reader != "numpy.loadtxt":
-        pytest.importorskip(reader.split(".")[0])
-    if reader != "pandas.read_csv":
-        monkeypatch.setitem(sys.modules, "pandas", None)
-    if reader == "numpy.loadtxt":
-        monkeypatch.setitem(sys.modules, "pyarrow", None)
+    only_reader(monkeypatch, reader)
     path = tmp_path / "d.csv"
     X = _blobs_csv(path, n=25, fmt="{:.17g}")
     table = read_table(str(path))

@@ -6,12 +6,12 @@ are the DataFrames' own values (pandas wrote the files), never the reader's outp
 from __future__ import annotations
 
 import io
-import sys
 import time
 
 import numpy as np
 import pytest
 
+from conftest import only_reader
 from softkmeans import cli
 from softkmeans.reading import read_table
 
@@ -30,16 +30,6 @@ def _frame(n=40, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2)) + 4.0 * (np.arange(n) % 2)[:, None]
     return pd.DataFrame(X, columns=["u", "v"])
-
-
-def _only_reader(monkeypatch, reader):
-    """read_table takes the first installed of pandas, pyarrow, numpy: hide the others."""
-    if reader != "numpy.loadtxt":
-        pytest.importorskip(reader.split(".")[0])
-    if reader != "pandas.read_csv":
-        monkeypatch.setitem(sys.modules, "pandas", None)
-    if reader == "numpy.loadtxt":
-        monkeypatch.setitem(sys.modules, "pyarrow", None)
 
 
 @pytest.mark.parametrize("which", ["shuffled", "filtered", "id index", "id column"])
@@ -92,7 +82,7 @@ def test_a_headerless_index_column(tmp_path, monkeypatch, reader):
     shuffled, increasing = tmp_path / "s.csv", tmp_path / "i.csv"
     frame.to_csv(shuffled, header=False)
     frame.set_axis(np.arange(30) * 2 + 100).to_csv(increasing, header=False)
-    _only_reader(monkeypatch, reader)
+    only_reader(monkeypatch, reader)
     table = read_table(str(shuffled))
     np.testing.assert_array_equal(table.X, frame.to_numpy())
     assert len(table.notes) == 1 and not table.warnings
@@ -108,7 +98,7 @@ def test_a_first_row_with_an_empty_cell_is_data_not_a_header(tmp_path, monkeypat
     path = tmp_path / "gap.csv"
     rows = ["1.5,,3.5"] + [f"{i}.25,{i}.5,{i}.75" for i in range(10)]
     path.write_text("\n".join(rows) + "\n")
-    _only_reader(monkeypatch, reader)
+    only_reader(monkeypatch, reader)
     with pytest.raises(ValueError, match=r"an empty cell \(row 1, column x1\)"):
         read_table(str(path))
     # A header of numbers may still leave its first cell empty (pandas' index header).
@@ -126,7 +116,7 @@ def test_columns_skip_a_text_column(tmp_path, monkeypatch, reader):
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
     vu = frame[["v", "u"]].to_numpy()
-    _only_reader(monkeypatch, reader)
+    only_reader(monkeypatch, reader)
     table = read_table(str(path), columns=["v", "u"])
     np.testing.assert_array_equal(table.X, vu)
     assert table.names == ["v", "u"]

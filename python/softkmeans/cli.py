@@ -11,7 +11,7 @@ without DATA the built-in Iris data set is clustered. A user error (missing file
 shape, k > n, a non-numeric column, a bad option, an unwritable --out, checked before the
 fit) prints one line on stderr and exits with status 1 (2 for command-line syntax); no
 traceback. Notes (a dropped index column, a detected header) and warnings print one line
-each on stderr too.
+each on stderr too, and so does a long fit's progress (on a terminal, or with --progress).
 """
 
 from __future__ import annotations

@@ -41,12 +41,11 @@ import softkmeans as sk
 from . import oracle as O
 from ._common import FAIL, NOT_MET, PASS, Row, pyplot
 from .claim5_rate import (
-    MIN_FIT_POINTS,
-    first_order_error,
     fit_log_slope,
     initial_centroids,
     lloyd_path,
     margin_floor,
+    model_fit,
     no_margin_note,
     rounding_floor,
     slope_status,
@@ -119,10 +118,7 @@ def analyse(X, C_star, n_grid, max_iter, t_max=45.0):
     cold, _, _ = softmax_fixed_point(X, C_star, float(np.sqrt(delta / 2e4)), max_iter)
     floor = rounding_floor(np.linalg.norm(cold - C_star), C_star)
     slope, mask = fit_log_slope(x, dist, floor)
-    model_slope = float("nan")
-    if mask.sum() >= MIN_FIT_POINTS:
-        model = first_order_error(X, C_star, x[mask])
-        model_slope = float(np.polyfit(x[mask], np.log(model), 1)[0])
+    model_slope, out["model_measurable"] = model_fit(X, C_star, x, mask, floor)
     # Hessians at every sigma that keeps Lloyd's partition (a few, spread, when Lanczos).
     kept_idx = np.flatnonzero(kept)
     k, d = C_star.shape
@@ -161,7 +157,7 @@ def _rows(ds_name, k, a, extra):
             for q in (q_rate, q_hess, q_impl)
         ]
     d, mask = a["delta"], a["mask"]
-    status, reason = slope_status(a["slope"], a["model_slope"], d)
+    status, reason = slope_status(a["slope"], a["model_slope"], d, a["model_measurable"])
     note = f"Delta*={d:.4g}, N_min={a['n_min']:.0f}; fitted slope = {a['slope'] / -d:.4f} Delta*"
     if mask.sum():
         s = a["sigma"][mask]

@@ -431,6 +431,17 @@ def test_claim8_planted_soft_step_returning_lloyds_fails(monkeypatch):
     assert rows[0].status == "FAIL" and "vanished" in rows[0].note, rows[0].note
 
 
+def test_claim8_hessian_deviation_bound_holds_and_a_smaller_one_fails(monkeypatch):
+    a = claim8_fixed_points.analyse(X1, C_STAR, 24, 200)
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[1].status == "PASS" and "its bound" in rows[1].note
+    hot = min(a["eig"])
+    assert 1.0 - a["eig"][hot] <= a["pred"][hot]  # the derived bound, at the hottest sigma
+    a["pred"] = {i: 0.1 * v for i, v in a["pred"].items()}  # planted: a bound 10x too small
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[1].status == "FAIL" and "above its bound" in rows[1].note, rows[1].note
+
+
 def test_claim8_empty_cluster_is_degenerate():
     C = np.array([[1.0], [35.0 / 3.0], [100.0]])  # the third centroid has no point
     a = claim8_fixed_points.analyse(X1, C, 20, 50)

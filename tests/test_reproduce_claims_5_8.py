@@ -324,27 +324,38 @@ def test_claim7_planted_native_bit_fails(monkeypatch):
 
 
 def test_claim7_near_tie_path_rows(monkeypatch):
-    # The constructed path: kept at and below sigma_cond, lost at 1.73 sigma_cond.
+    # The default path: kept at and below sigma_cond, lost at 1.73 sigma_cond.
     t = claim7_trajectories.near_tie(_ctx())
-    rows = claim7_trajectories.near_tie_rows("host", t)
+    rows = claim7_trajectories.near_tie_rows("host", [t])
     assert [r.status for r in rows] == ["PASS", "PASS"], [r.note for r in rows]
     assert 1.0 < rows[1].measured <= claim7_trajectories.SHARP_FACTOR
     # planted: a bound 1e30 too small certifies sigmas at which the partition is lost
     monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e-30)
-    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    rows = claim7_trajectories.near_tie_rows("host", [claim7_trajectories.near_tie(_ctx())])
     assert rows[0].status == "FAIL", rows[0].note
     # planted: a bound 1e6 too large is no longer sharp within the factor
     monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e6)
-    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    rows = claim7_trajectories.near_tie_rows("host", [claim7_trajectories.near_tie(_ctx())])
     assert [r.status for r in rows] == ["PASS", "FAIL"], [r.note for r in rows]
+
+
+def test_claim7_near_tie_family_band_and_a_bound_100x_too_small(monkeypatch):
+    family = claim7_trajectories.near_tie_family(_ctx())
+    rows = claim7_trajectories.near_tie_rows("host", family)
+    assert len(rows) == 19 and all(r.status == "PASS" for r in rows), [r.note for r in rows]
+    assert {t["k"] for t in family} == {2, 3, 4} and "band [" in rows[-1].note
+    # planted: a bound deflated 100x (it survived on real data): most paths FAIL here
+    monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 0.01)
+    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie_family(_ctx()))
+    assert sum(r.status == "FAIL" for r in rows[:-1]) >= 9, [r.note for r in rows]
 
 
 def test_claim7_near_tie_rows_go_with_the_host_only():
     X = _blobs(n=120)
     host = claim7_trajectories.run(_dataset(X, claim7_trajectories.NEAR_TIE_HOST), [2], _ctx())
     other = claim7_trajectories.run(_dataset(X), [2], _ctx())
-    assert len(host) == len(other) + 2
-    assert all("constructed near-tie path" in r.quantity for r in host[-2:])
+    assert len(host) == len(other) + 19
+    assert all("constructed near-tie path" in r.quantity for r in host[-19:])
 
 
 def test_claim7_tie_at_init_starts_after_it():

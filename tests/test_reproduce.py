@@ -374,6 +374,17 @@ def test_claim3_run_passes_and_splits_along_e1():
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
 
 
+def test_claim3_split_direction_is_read_in_the_linear_regime():
+    # (c) reads v1 while the spread is ~1e-3 sigma_c (nonlinear terms ~ 1e-6), not after
+    # the split has turned (at 3e-2 sigma_c shuttle's direction had |cos| 0.968)
+    X = _anisotropic()
+    rows = claim3_critical.run(_ds(X), [2], _ctx())
+    split = [r for r in rows if "0.95 lambda_max" in r.quantity][0]
+    assert split.status == "PASS" and split.measured > 0.999, split.note
+    spread = float(split.note.split("(x")[1].split(", ")[1].split(" sigma_c")[0])
+    assert spread <= 2e-3, split.note
+
+
 def test_claim3_planted_wrong_critical_sigma_fails(monkeypatch):
     # planted: a critical sigma 10% too large; the collapse/split temperatures move with it
     real = claim3_critical.O.covariance_top

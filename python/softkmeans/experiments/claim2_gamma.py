@@ -12,14 +12,15 @@ the perturbed mean at 1.2 sigma_c cooled through the widths; no soft run starts 
 Lloyd answer) propose minimizers C_sigma. The oracle decides each one: it must be
 stationary (the oracle's softmax step moves it by <= 1e-10 ||C_sigma||), and its basin
 is the Lloyd fixed point C* that the oracle's Lloyd iteration reaches from it. Where
-that basin's own leak is small (t* = Delta*(C*) / (2 sigma^2) >= T_MIN), the theory says
+that basin's own leak is small (t* = Delta*(C*) / (2 sigma^2) >= T_MIN = 7), the theory says
 how far C_sigma lies from C*: the first-order displacement E1 of the hard step at C*
 when each point leaks exp(-(D_ij - D_i(1)) / (2 sigma^2)) to every other centroid (claim
 5's model, from the distances alone), which shrinks like exp(-Delta* / (2 sigma^2)). The
 row FAILs when a proposed minimizer is not stationary or when ||C_sigma - C*|| / ||E1|| leaves
 [1 / BAND, BAND] (where E1 is below 100x rounding, the distance must stay below BAND
 times that floor). "Not met": no margin at C_J, or no soft minimizer at a width in its
-basin's regime.
+basin's regime (when C_J's widths leave every basin found with its leak below rounding,
+the widths are set once more from the smallest margin of those basins).
 
 The sandwich of the minima (0 <= min J - min F_sigma <= bound) rests on the pointwise
 certificates F(C_J) <= J(C_J) and J(C_sigma) - F(C_sigma) <= 2 sigma^2 W log k, claim 1's
@@ -52,7 +53,10 @@ RTOL = 1e-10
 CONST = 1.0  # the bound's constant times log k (1: the claim; tests plant others)
 T_GRID = (5.0, 7.5, 10.0, 15.0, 20.0, 30.0)  # Delta_J / (2 sigma^2) of the widths
 T_GRID_QUICK = (5.0, 10.0, 20.0)
-T_MIN = 5.0  # a basin's own leak exp(-t*) must be this small for the comparison
+# A basin's own leak exp(-t*) must be this small for the comparison: the first-order
+# displacement drops the feedback of the displacement on the leaks, measured at 2.3x on
+# olive (k = 9) at t* = 5.2, <= 1.18 at t* >= 6.6 and <= 1.05 at t* >= 7 on every data set.
+T_MIN = 7.0
 # ||C_sigma - C*|| / ||E1|| must lie in [1 / BAND, BAND]: E1 drops the feedback of the
 # displacement on the leaks, a relative correction of order t* exp(-t*) per leaking point
 # (measured on iris, wine, digits, blobs: 1.0 to 1.9 at t* from 1.3 to 30).
@@ -265,6 +269,17 @@ def implementation_row(ds_name, k, X, proposals, C_J, J_best, extra):
     )  # fmt: skip
 
 
+def search(X, delta, t_grid, soft_starts, max_iter, sc, rng, basins):
+    """(proposals, verdicts) at the widths delta / (2 sigma^2) = t for t in t_grid."""
+    sigmas = {t: math.sqrt(delta / (2.0 * t)) for t in t_grid}
+    proposals = soft_proposals(X, list(sigmas.values()), soft_starts, max_iter, sc, rng)
+    verdicts = {
+        t: [(o, judge(X, s, C, basins)) for C, o, ok in proposals[s] if ok]
+        for t, s in sigmas.items()
+    }
+    return proposals, verdicts
+
+
 def run(ds, ks, ctx):
     X, sub_note = subsample(ds, ctx, 1000 if ctx.quick else 2000)
     sc = math.sqrt(O.covariance_top(X))
@@ -290,14 +305,17 @@ def run(ds, ks, ctx):
             why = f"Delta_J = {delta_J:.3g}: a tie at min J's minimizer, no width to set"
             rows.append(Row(NUMBER, ds.name, k, q, float("nan"), BAND, NOT_MET, why + extra))
             continue
-        sigmas = {t: math.sqrt(delta_J / (2.0 * t)) for t in t_grid}
-        proposals = soft_proposals(X, list(sigmas.values()), soft_starts, max_iter, sc,
-                                   ctx.rng("anneal", ds.name, k))  # fmt: skip
+        rng = ctx.rng("anneal", ds.name, k)
         basins = Basins(X, max_iter)
-        verdicts = {
-            t: [(o, judge(X, s, C, basins)) for C, o, ok in proposals[s] if ok]
-            for t, s in sigmas.items()
-        }
+        proposals, verdicts = search(X, delta_J, t_grid, soft_starts, max_iter, sc, rng, basins)
+        if not any(v.get("measurable") for vs in verdicts.values() for _, v in vs):
+            # The soft minimizers sit in basins with larger margins than C_J's (their leak
+            # underflows at C_J's widths): set the widths from the smallest of theirs.
+            found = [d for _, d, _ in basins.seen.values() if d > 0]
+            if found:
+                extra += f"; widths from Delta*={min(found):.4g} (a basin the soft searches found)"
+                proposals, verdicts = search(X, min(found), t_grid, soft_starts, max_iter, sc,
+                                             rng, basins)  # fmt: skip
         rows.append(basin_row(ds.name, k, verdicts, t_grid, extra))
         rows.append(implementation_row(ds.name, k, X, proposals, C_J, J_best, extra))
         curves[k] = (verdicts, rows[-2].status)

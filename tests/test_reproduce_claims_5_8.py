@@ -58,8 +58,9 @@ def test_claim5_slope_is_the_hand_margin():
     assert curve["delta_min"] == pytest.approx(DELTA_HAND)
     # The next margin is 99: the competitor's share exp(-22 x) is < 1e-4 in the window.
     assert curve["slope"] == pytest.approx(-DELTA_HAND, rel=0.01)
-    rows = claim5_rate._rows("toy", 2, "hand", curve, "")
+    rows = claim5_rate._rows("toy", 2, "hand", curve, "", identity=True)
     assert [r.status for r in rows] == ["PASS"] * 3
+    assert [r.role for r in rows] == ["evidence", "identity", "implementation"]
     assert rows[0].predicted == pytest.approx(-DELTA_HAND)
     assert 0.0 < rows[1].measured <= 1.0 + 1e-12
 
@@ -94,7 +95,8 @@ def test_claim5_planted_wrong_margin_fails():
 
 def test_claim5_planted_wrong_constant_in_the_entry_bound_fails(monkeypatch):
     monkeypatch.setattr(claim5_rate, "ENTRY_FACTOR", 2.0)  # planted: exp(-Delta_i / sigma^2)
-    rows = claim5_rate._rows("toy", 2, "hand", claim5_rate.rate_curve(X1, C_HAND, 80), "")
+    curve = claim5_rate.rate_curve(X1, C_HAND, 80)
+    rows = claim5_rate._rows("toy", 2, "hand", curve, "", identity=True)
     assert rows[1].status == "FAIL" and rows[1].measured > 1.0
 
 
@@ -107,7 +109,28 @@ def test_claim5_planted_implementation_error_fails(monkeypatch):
 
     monkeypatch.setattr(claim5_rate.sk, "centroid_step", damped)
     rows = claim5_rate._rows("toy", 2, "hand", claim5_rate.rate_curve(X1, C_HAND, 80), "")
-    assert [r.status for r in rows] == ["PASS", "PASS", "FAIL"]
+    assert [r.status for r in rows] == ["PASS", "FAIL"]
+
+
+def test_claim5_planted_step_without_leak_fails_not_not_met(monkeypatch):
+    # planted: a softmax that returns Lloyd's one-hot r: the step difference is 0 at every
+    # sigma, while the first-order model of the leaks is measurable: FAIL (it used to be
+    # "hypothesis not met": no sigma above rounding)
+    monkeypatch.setattr(claim5_rate.O, "softmax", lambda D, sigma: oracle.hard(D))
+    rows = claim5_rate._rows("toy", 2, "hand", claim5_rate.rate_curve(X1, C_HAND, 80), "")
+    assert rows[0].status == "FAIL" and "vanished" in rows[0].note, rows[0].note
+
+
+def test_claim5_hypothesis_gate_is_the_oracles_own_floor():
+    # An offset of 1e8: the library's expanded-form floor 64 eps (||x||^2 + ||c||^2) is
+    # 284 > Delta_min = 77, the oracle's distances (from differences) are exact here:
+    # the oracle's floor keeps the science row; the expanded one stays for the native rows.
+    X, C = X1 + 1e8, C_HAND + 1e8
+    assert claim5_rate.expanded_margin_floor(X, C) > DELTA_HAND
+    curve = claim5_rate.rate_curve(X, C, 80)
+    assert curve["margin_floor"] < 1e-9 * DELTA_HAND
+    rows = claim5_rate._rows("toy", 2, "offset", curve, "")
+    assert [r.status for r in rows] == ["PASS", "PASS"], [r.note for r in rows]
 
 
 def test_claim5_tie_is_hypothesis_not_met():
@@ -119,7 +142,7 @@ def test_claim5_tie_is_hypothesis_not_met():
 
 def test_claim5_run_on_blobs_passes():
     rows = claim5_rate.run(_dataset(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 12
+    assert len(rows) == 8  # no identity row: the data set is not IDENTITY_HOST
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows]
 
 
@@ -145,12 +168,25 @@ def test_claim6_runner_up_closed_form_by_hand():
     assert claim6_threshold.closed_form(2.0) == 0.0
 
 
-def test_claim6_planted_wrong_threshold_fails(monkeypatch):
-    monkeypatch.setattr(claim6_threshold, "FOUR", 3.9)  # planted: one-hot at 3.9 sigma^2
+@pytest.mark.parametrize("four, failing", [(3.9, 0), (4.1, 1)])
+def test_claim6_planted_wrong_threshold_fails(monkeypatch, four, failing):
+    # One constant sets sigma* = sqrt(Delta_min / FOUR) and the predicted set: too small a
+    # constant puts 0.999 sigma* above the true threshold (the "below" row FAILs), too
+    # large a one leaves the minimum-margin point one-hot at 1.001 sigma* ("above" FAILs).
+    monkeypatch.setattr(claim6_threshold, "FOUR", four)
     X = np.array([[0.0], [1.0], [2.0], [10.0], [10.2], [11.0], [14.0]])  # margins 77, 73.8
     res = claim6_threshold.threshold_check(X, C_HAND)
     rows = claim6_threshold._rows("toy", 2, "hand", res, "")
-    assert rows[1].status == "FAIL", rows[1].note
+    assert rows[failing].status == "FAIL", rows[failing].note
+
+
+def test_claim6_planted_one_hot_runner_up_fails(monkeypatch):
+    # planted: an entmax15 that stays one-hot above sigma*: the runner-up row FAILs (it
+    # used to say "not met" when no row had two entries)
+    monkeypatch.setattr(claim6_threshold.O, "entmax15", claim6_threshold.O.hard)
+    res = claim6_threshold.threshold_check(X1, C_HAND)
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "")
+    assert rows[2].status == "FAIL", rows[2].note
 
 
 def test_claim6_planted_above_threshold_as_below_fails(monkeypatch):
@@ -179,17 +215,32 @@ def test_claim6_planted_float32_path_that_drops_a_bit_fails(monkeypatch):
             res = res._replace(centroids=c)
         return res
 
-    res = claim6_threshold.threshold_check(X1, C_HAND)
-    assert "float32: 0 entries" in claim6_threshold.implementation_check(X1, C_HAND, res)[1]
+    status, n, note = claim6_threshold.float32_check(X1, C_HAND)
+    assert status == "PASS" and n == 0, note
     monkeypatch.setattr(claim6_threshold.sk, "centroid_step", drops_a_bit)
+    res = claim6_threshold.threshold_check(X1, C_HAND)
     impl = claim6_threshold.implementation_check(X1, C_HAND, res)
-    rows = claim6_threshold._rows("toy", 2, "hand", res, "", impl)
-    assert rows[3].status == "FAIL" and "float32" in rows[3].note
+    f32 = claim6_threshold.float32_check(X1, C_HAND)
+    rows = claim6_threshold._rows("toy", 2, "hand", res, "", impl, f32)
+    assert [r.status for r in rows[3:]] == ["PASS", "FAIL"], rows[4].note
+    assert "float32" in rows[4].quantity and rows[4].role == "implementation"
+
+
+def test_claim6_float32_row_not_checked_is_not_met_and_checked_at_offset_300():
+    # The floor is the library's measured float32 distance error, not 64 eps max ||x||^2:
+    # an offset of 300 (||x||^2 ~ 9e4) still leaves room above 0.2% of Delta_min = 77.
+    status, n, note = claim6_threshold.float32_check(X1 + 300.0, C_HAND + 300.0)
+    assert status == "PASS" and n == 0, note
+    # Margins far below the float32 rounding of the distances: "not met", with the numbers.
+    X = np.array([[0.1], [0.3], [0.5000003], [0.7], [0.9]])  # margin 3.6e-7 at x = 0.5
+    C = np.array([[0.2], [0.8]])
+    status, n, note = claim6_threshold.float32_check(X, C)
+    assert status == "hypothesis not met" and "not checked" in note, note
 
 
 def test_claim6_run_on_blobs_passes():
     rows = claim6_threshold.run(_dataset(_blobs()), [2, 3], _ctx())
-    assert len(rows) == 16
+    assert len(rows) == 20
     assert all(r.status == "PASS" for r in rows), [r.note for r in rows if r.status != "PASS"]
 
 
@@ -273,27 +324,38 @@ def test_claim7_planted_native_bit_fails(monkeypatch):
 
 
 def test_claim7_near_tie_path_rows(monkeypatch):
-    # The constructed path: kept at and below sigma_cond, lost at 1.73 sigma_cond.
+    # The default path: kept at and below sigma_cond, lost at 1.73 sigma_cond.
     t = claim7_trajectories.near_tie(_ctx())
-    rows = claim7_trajectories.near_tie_rows("host", t)
+    rows = claim7_trajectories.near_tie_rows("host", [t])
     assert [r.status for r in rows] == ["PASS", "PASS"], [r.note for r in rows]
     assert 1.0 < rows[1].measured <= claim7_trajectories.SHARP_FACTOR
     # planted: a bound 1e30 too small certifies sigmas at which the partition is lost
     monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e-30)
-    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    rows = claim7_trajectories.near_tie_rows("host", [claim7_trajectories.near_tie(_ctx())])
     assert rows[0].status == "FAIL", rows[0].note
     # planted: a bound 1e6 too large is no longer sharp within the factor
     monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 1e6)
-    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie(_ctx()))
+    rows = claim7_trajectories.near_tie_rows("host", [claim7_trajectories.near_tie(_ctx())])
     assert [r.status for r in rows] == ["PASS", "FAIL"], [r.note for r in rows]
+
+
+def test_claim7_near_tie_family_band_and_a_bound_100x_too_small(monkeypatch):
+    family = claim7_trajectories.near_tie_family(_ctx())
+    rows = claim7_trajectories.near_tie_rows("host", family)
+    assert len(rows) == 19 and all(r.status == "PASS" for r in rows), [r.note for r in rows]
+    assert {t["k"] for t in family} == {2, 3, 4} and "band [" in rows[-1].note
+    # planted: a bound deflated 100x (it survived on real data): most paths FAIL here
+    monkeypatch.setattr(claim7_trajectories, "BOUND_SCALE", 0.01)
+    rows = claim7_trajectories.near_tie_rows("host", claim7_trajectories.near_tie_family(_ctx()))
+    assert sum(r.status == "FAIL" for r in rows[:-1]) >= 9, [r.note for r in rows]
 
 
 def test_claim7_near_tie_rows_go_with_the_host_only():
     X = _blobs(n=120)
     host = claim7_trajectories.run(_dataset(X, claim7_trajectories.NEAR_TIE_HOST), [2], _ctx())
     other = claim7_trajectories.run(_dataset(X), [2], _ctx())
-    assert len(host) == len(other) + 2
-    assert all("constructed near-tie path" in r.quantity for r in host[-2:])
+    assert len(host) == len(other) + 19
+    assert all("constructed near-tie path" in r.quantity for r in host[-19:])
 
 
 def test_claim7_tie_at_init_starts_after_it():
@@ -363,6 +425,32 @@ def test_claim8_planted_damped_softmax_iteration_fails(monkeypatch):
     a = claim8_fixed_points.analyse(X1, C_STAR, 40, 200)
     rows = claim8_fixed_points._rows("toy", 2, a, "")
     assert rows[1].status == "FAIL" and "stationary" in rows[1].note
+
+
+def test_claim8_planted_soft_step_returning_lloyds_fails(monkeypatch):
+    # planted: a native softmax step that returns Lloyd's: C_sigma = C* at every sigma, a
+    # NaN slope, which must FAIL (the first-order model says the distance is measurable)
+    true_step = sk.centroid_step
+
+    def lloyd(X, C, sigma=None, *, kind="softmax", **kw):
+        return true_step(X, C, None if kind == "softmax" else sigma,
+                         kind="hard" if kind == "softmax" else kind, **kw)  # fmt: skip
+
+    monkeypatch.setattr(claim8_fixed_points.sk, "centroid_step", lloyd)
+    a = claim8_fixed_points.analyse(X1, C_STAR, 24, 200)
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[0].status == "FAIL" and "vanished" in rows[0].note, rows[0].note
+
+
+def test_claim8_hessian_deviation_bound_holds_and_a_smaller_one_fails(monkeypatch):
+    a = claim8_fixed_points.analyse(X1, C_STAR, 24, 200)
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[1].status == "PASS" and "its bound" in rows[1].note
+    hot = min(a["eig"])
+    assert 1.0 - a["eig"][hot] <= a["pred"][hot]  # the derived bound, at the hottest sigma
+    a["pred"] = {i: 0.1 * v for i, v in a["pred"].items()}  # planted: a bound 10x too small
+    rows = claim8_fixed_points._rows("toy", 2, a, "")
+    assert rows[1].status == "FAIL" and "above its bound" in rows[1].note, rows[1].note
 
 
 def test_claim8_empty_cluster_is_degenerate():

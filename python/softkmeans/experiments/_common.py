@@ -17,6 +17,15 @@ PASS = "PASS"
 FAIL = "FAIL"
 NOT_MET = "hypothesis not met"
 STATUSES = (PASS, FAIL, NOT_MET)
+# What a row is: evidence for the claim (it could come out otherwise on other data), an
+# identity (it holds for any input, e.g. a random matrix, and only pins a constant: one
+# such row per claim, counted apart), or the native core's agreement with the oracle.
+EVIDENCE = "evidence"
+IDENTITY = "identity"
+IMPLEMENTATION = "implementation"
+ROLES = (EVIDENCE, IDENTITY, IMPLEMENTATION)
+# The data set (in --quick and the full run) that carries each claim's one identity row.
+IDENTITY_HOST = "blobs-separated"
 
 
 @dataclasses.dataclass
@@ -56,10 +65,16 @@ class Row:
     predicted: float  # the bound or prediction checked against (nan if none)
     status: str  # PASS, FAIL or NOT_MET ("hypothesis not met")
     note: str = ""  # the numbers that explain the status
+    role: str = ""  # EVIDENCE, IDENTITY or IMPLEMENTATION ("": from the quantity's name)
 
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"Row.status must be one of {STATUSES}; got {self.status!r}")
+        if not self.role:
+            implementation = self.quantity.startswith("implementation check")
+            self.role = IMPLEMENTATION if implementation else EVIDENCE
+        if self.role not in ROLES:
+            raise ValueError(f"Row.role must be one of {ROLES}; got {self.role!r}")
         self.claim = int(self.claim)
         self.k = int(self.k)
         self.measured = float(self.measured)

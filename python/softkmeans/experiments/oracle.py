@@ -45,6 +45,18 @@ def margins(D):
     return two[:, 1] - two[:, 0]
 
 
+def tie_floor(D, d):
+    """Margins at or below this are ties within the rounding of these distances.
+
+    Each D_ij (from the differences, d coordinates) is off by at most (d + 2) eps D_ij,
+    so a margin D_i(2) - D_i(1) by at most (d + 2) eps (D_i(1) + D_i(2)): twice the
+    largest such error over the rows. It scales with the distances, not with ||x||^2
+    (the library's expanded form rounds relative to the norms: its floor is its own)."""
+    two = np.partition(D, 1, axis=1)[:, :2]
+    eps = np.finfo(np.float64).eps
+    return float(2.0 * (d + 2) * eps * np.max(two.sum(axis=1)))
+
+
 def hard(D):
     """One-hot r of Lloyd's assignment."""
     r = np.zeros_like(D)

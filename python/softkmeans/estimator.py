@@ -102,8 +102,11 @@ class SoftKMeans(
     ----------
     n_clusters : int or "auto", default=8
         "auto": the most persistent k in [2, max_clusters] of the phase diagram
-        (`softkmeans.phase`: one annealing run with max_clusters + 1 centroids), then a
-        fit with that k; ``n_clusters_`` and ``phase_diagram_`` report it.
+        (`softkmeans.phase`: one annealing run, its splits along principal axes, so the
+        same k for every seed), or 1 where that k keeps its clusters over less than a
+        factor 1.4 in sigma (a single blob), then a fit with that k; ``n_clusters_`` and
+        ``phase_diagram_`` report it. A choice at max_clusters warns (UserWarning) and
+        sets ``phase_diagram_.at_max``: a larger k may persist longer.
     assignment : {"hard", "softmax", "entmax15"}, default="softmax"
         "hard" is Lloyd's algorithm, a drop-in for ``KMeans(algorithm="lloyd")``.
     sigma : float, None or "auto", default=None
@@ -165,7 +168,8 @@ default="k-means++"
     max_clusters : int >= 2, default=10
         n_clusters="auto" only: the largest k considered. 10 covers the range the usual
         k-selection plots scan (2..10); the diagram's cost grows with it (the annealing
-        runs with max_clusters + 1 centroids) and finer splits past it are rarely clusters.
+        runs with 2 (max_clusters + 1) centroids) and finer splits past it are rarely
+        clusters. The choice stays below n_samples.
     decay : float in [0, 1], default=0.0
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is

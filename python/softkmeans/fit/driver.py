@@ -142,7 +142,9 @@ class Fitter:
                 random_state=check_random_state(self.params.random_state),
                 n_threads=self.params.n_threads,
             )
-            self.params = dataclasses.replace(self.params, n_clusters=self.phase_diagram_.suggested)
+            phase.warn_if_at_max(self.phase_diagram_)
+            k = self.phase_diagram_.n_clusters
+            self.params = dataclasses.replace(self.params, n_clusters=k)
         resolved = self.params.check(source)
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]

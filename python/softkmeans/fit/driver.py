@@ -42,6 +42,7 @@ from .relocation import relocator, warn_about_empty_clusters
 from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
 from .steps import History, run_steps
+from .streaming import revival_rng, revive_dead
 from .tasks import NO_TASKS
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState", "threads_for"]
@@ -444,6 +445,10 @@ class Fitter:
             decay=self.params.decay,
         )
         C_new = self.metric.project(C_new, state.centroids)
+        C_new, totals, memory, _ = revive_dead(
+            source, C_new, totals, memory, stats.cluster_weights, state,
+            lambda: revival_rng(self.params.random_state, state.n_steps),
+        )  # fmt: skip
         new_state = dataclasses.replace(
             state, centroids=C_new, totals=totals, memory=memory, n_steps=state.n_steps + 1
         )

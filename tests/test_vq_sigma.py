@@ -17,7 +17,7 @@ def test_a_bad_sigma_is_refused_with_the_default_kind_as_by_softkmeans(sigma):
     with pytest.raises((TypeError, ValueError), match="sigma"):
         skt.VectorQuantizer(4, 2, sigma)  # kind="hard", the default
     with pytest.raises((TypeError, ValueError), match="sigma"):
-        SoftKMeans(2, assignment="hard", sigma=sigma).fit(np.random.rand(10, 2))
+        SoftKMeans(2, assignment="hard", sigma=sigma).fit(np.random.default_rng(0).random((10, 2)))
 
 
 def test_a_good_sigma_is_accepted_and_ignored_by_hard():

@@ -37,7 +37,14 @@ from .bounded import BoundedHardPass
 from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
-from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
+from .progress import (
+    OncePerFit,
+    Progress,
+    converged_line,
+    iteration_line,
+    seeding_reporter,
+    width_line,
+)
 from .relocation import relocator, warn_about_empty_clusters
 from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
@@ -153,13 +160,16 @@ class Fitter:
         self.source = source
         return resolved
 
-    def _init_centroids(self, k, init, rng):
+    def _init_centroids(self, k, init, rng, progress=None):
         source = self.source
         if isinstance(init, str):
             if init == "k-means||":
                 centers, _ = kmeans_parallel(source, k, rng)
             elif init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(source.seeding_source(k, rng), k, rng)
+                report = seeding_reporter(progress, k)  # verbose: lines while it runs
+                centers, _ = greedy_kmeans_plusplus(
+                    source.seeding_source(k, rng), k, rng, report=report
+                )
             else:  # "random"
                 seeds = source.seeding_source(k, rng)
                 w = seeds.weights
@@ -316,7 +326,7 @@ class Fitter:
                     relocate = self._relocator(kind, notes)
                     run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
                 else:
-                    C0 = self._init_centroids(k, init, rng)
+                    C0 = self._init_centroids(k, init, rng, progress)
                     progress.line("Initialization complete", tick=False)
                     if targets is not None:
                         run = run_balanced(training, C0, kind, sigma, targets, tol=tol,

@@ -252,6 +252,14 @@ class Recorder:
             if counts[i] != (counts[i - 1] if i else 1)
         )
         persistence, censored, unmeasured = _persistence(sigma, counts, self.first_blocked)
+        # The rule. Competing: the measured persistences (k + 1 appeared while every
+        # critical centroid could still split) and the lower bound of a censored k (the
+        # cooling ended before k + 1 appeared: the real one is longer still). Not: those
+        # from `unmeasured` on (a refused split: with more centroids k + 1 could have
+        # appeared sooner, so the value may be too long), nor k >= n_samples (it cannot
+        # split, so its width runs to wherever the cooling stops). The winner, the most
+        # persistent, is fitted only where it persists at least ONE_CLUSTER: a single
+        # Gaussian blob splits on and on with no long plateau, so it is one cluster.
         top = max_clusters if n_samples is None else min(max_clusters, n_samples - 1)
         allowed = [
             k for k in range(min_clusters, top + 1)

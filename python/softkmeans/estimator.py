@@ -43,6 +43,7 @@ an empty cluster keeps its centroid.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -60,8 +61,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import sources
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
-from .fit.driver import Fitter, threads_for
+from .fit.driver import Fitter, StreamState, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
+from .fit.streaming import fitted_weights
 from .sources.nearest import CentroidGrouping
 
 __all__ = ["SoftKMeans"]
@@ -102,8 +104,11 @@ class SoftKMeans(
     ----------
     n_clusters : int or "auto", default=8
         "auto": the most persistent k in [2, max_clusters] of the phase diagram
-        (`softkmeans.phase`: one annealing run with max_clusters + 1 centroids), then a
-        fit with that k; ``n_clusters_`` and ``phase_diagram_`` report it.
+        (`softkmeans.phase`: one annealing run, its splits along principal axes, so the
+        same k for every seed), or 1 where that k keeps its clusters over less than a
+        factor 1.4 in sigma (a single blob), then a fit with that k; ``n_clusters_`` and
+        ``phase_diagram_`` report it. A choice at max_clusters warns (UserWarning) and
+        sets ``phase_diagram_.at_max``: a larger k may persist longer.
     assignment : {"hard", "softmax", "entmax15"}, default="softmax"
         "hard" is Lloyd's algorithm, a drop-in for ``KMeans(algorithm="lloyd")``.
     sigma : float, None or "auto", default=None
@@ -165,7 +170,8 @@ default="k-means++"
     max_clusters : int >= 2, default=10
         n_clusters="auto" only: the largest k considered. 10 covers the range the usual
         k-selection plots scan (2..10); the diagram's cost grows with it (the annealing
-        runs with max_clusters + 1 centroids) and finer splits past it are rarely clusters.
+        runs with 2 (max_clusters + 1) centroids) and finer splits past it are rarely
+        clusters. The choice stays below n_samples.
     decay : float in [0, 1], default=0.0
         ``partial_fit`` only: the fraction of the remembered statistics forgotten at each
         batch (exponential forgetting, for a drifting stream; Spark's ``decayFactor`` is
@@ -346,6 +352,7 @@ default="k-means++"
         try:
             task = fit_task(self, X, y, sample_weight)
             fitter = Fitter(self._fit_params(), ConvergenceWarning, task).fit(source)
+            weights = None if source.unit_weights else source.weights
         finally:
             source.close()
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
@@ -354,6 +361,9 @@ default="k-means++"
         self.__dict__.pop("phase_diagram_", None)
         for name, value in fitter.results().items():
             setattr(self, name, value)
+        self._fitted_weights = fitted_weights(  # partial_fit continues from them
+            self.labels_, weights, self.n_clusters_
+        )
         self._critical = _CriticalSigma(
             fitter.critical_sigma_known, training_data, source, fitter.metric
         )
@@ -403,22 +413,33 @@ default="k-means++"
         M_j(t) = min((1 - decay) M_j(t-1), sqrt(T_j)) + N_j(batch),
         c_j <- c_j + (S_j - N_j c_j) / M_j(t), T_j the weight it has seen (``stream_memory``
         "all": no sqrt bound, the running mean): closed form, no learning rate; clusters
-        the batch does not touch stay where they are. The first call (or the first after
-        `fit`) checks the parameters, initialises the centroids on this batch with ``init``
-        and fixes sigma (None: 0.1 x this batch's critical width). Not available with
-        ``anneal`` (annealing needs all the data at every width).
+        the batch does not touch stay where they are, except a dead centroid (seen weight
+        and share of the batch both below 1 % of the largest: moved to a batch row drawn
+        as k-means++ draws, `softkmeans.fit.streaming`). The first call checks the
+        parameters, initialises the centroids on this batch with ``init`` and fixes sigma
+        (None: 0.1 x this batch's critical width; n_clusters="auto": k from this batch,
+        in ``n_clusters_``); the first after `fit` continues from the fitted centroids
+        and sigma, as MiniBatchKMeans does. Not available with ``anneal`` (annealing needs
+        all the data at every width).
 
         After each call: ``cluster_centers_``, ``cluster_weights_`` (T_j, forgotten by
         ``decay``), ``n_steps_`` (batches seen), and of this batch at the centroids before
         its update: ``labels_``, ``inertia_``, ``objective_``, ``min_margin_``.
         """
-        first = self.__dict__.get("_stream") is None
+        state = self.__dict__.get("_stream")
+        if state is None and "_fitted_weights" in self.__dict__:
+            state = self._continue_from_fit()
+        first = state is None
         source = sources.source_of(self._validate(X, reset=first), sample_weight, fit=first)
         fitter = Fitter(self._fit_params(), ConvergenceWarning)
         try:
-            stream, stats, labels = fitter.partial_fit(source, state=self.__dict__.get("_stream"))
+            stream, stats, labels = fitter.partial_fit(source, state=state)
         finally:
             source.close()
+        if first:  # n_clusters="auto": the first batch's choice
+            self.n_clusters_ = stream.centroids.shape[0]
+            if fitter.phase_diagram_ is not None:
+                self.phase_diagram_ = fitter.phase_diagram_
         self._stream = stream
         self.cluster_centers_ = stream.centroids
         self.cluster_weights_ = stream.totals
@@ -433,6 +454,17 @@ default="k-means++"
         self._n_features_out = self.cluster_centers_.shape[0]
         self._grouping = CentroidGrouping()
         return self
+
+    def _continue_from_fit(self):
+        """The stream's state at the fitted model: its centroids, width and clusters'
+        weights (`softkmeans.fit.streaming`)."""
+        if self.balance is not None or self.max_cluster_size is not None:
+            raise ValueError(
+                "partial_fit does not balance: use fit with balance / max_cluster_size"
+            )
+        weights = self.__dict__.pop("_fitted_weights")
+        C = self.cluster_centers_
+        return StreamState(C, weights, weights.copy(), self.sigma_, math.nan, 0)
 
     def _source(self, X, sample_weight=None):
         """The source of X (checked against the fit), its threads set, and the

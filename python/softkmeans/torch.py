@@ -533,10 +533,10 @@ class VectorQuantizer(torch.nn.Module):
         all_reduce: Callable | None = None,
     ):
         super().__init__()
-        n_codes = v.check_int(n_codes, "n_codes")
-        dim = v.check_int(dim, "dim")
+        n_codes, dim = v.check_int(n_codes, "n_codes"), v.check_int(dim, "dim")
         self.kind = v.check_kind(kind)
-        self.sigma = None if self.kind == "hard" else _check_sigma(sigma, self.kind)
+        sigma = _check_sigma(sigma, self.kind if sigma is None else "softmax")  # as SoftKMeans
+        self.sigma = None if self.kind == "hard" else sigma
         if update not in ("closed_form", "gradient"):
             raise ValueError(f"update must be 'closed_form' or 'gradient'; got {update!r}")
         self.update = update

@@ -30,7 +30,8 @@ def _with_priors(C, p, sigma, dtype):
 
 
 def _split_candidates(source, C, p, sigma, kind, metric):
-    """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
+    """(lambda_j, j, cov_j) for centroids whose critical width is above sigma, largest
+    first (cov_j: the centroid's posterior covariance)."""
     Ca = _with_priors(C, p, sigma, source.dtype)
     moments = source.responsibility_moments(Ca, kind, sigma)
     n_threads = source.n_threads
@@ -50,9 +51,18 @@ def _split_candidates(source, C, p, sigma, kind, metric):
         # A fresh twin pair is still one cluster: neither half may split again until
         # they are resolved, i.e. apart by half the cluster's width or more.
         if sigma * sigma < lam and nearest[j] >= 0.25 * lam:
-            out.append((lam, j))
-    out.sort(reverse=True)
+            out.append((lam, j, cov))
+    out.sort(key=lambda c: c[:2], reverse=True)
     return out
+
+
+def _split_direction(cov, d, rng, along_axis):
+    """A direction to split along: the principal axis of cov (the direction in which the
+    centroid has become unstable; no draw, so the split is the same for every seed) or a
+    random one."""
+    if along_axis:
+        return np.linalg.eigh(np.asarray(cov, dtype=np.float64))[1][:, -1]
+    return rng.normal(size=d)
 
 
 def run_annealing(
@@ -70,6 +80,8 @@ def run_annealing(
     task=NO_TASKS,
     metric=EUCLIDEAN,
     on_width=None,
+    watch_blocked=False,
+    axis_splits=False,
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
@@ -81,8 +93,12 @@ def run_annealing(
     task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
     leaves) and one for the finish; a width that asks to stop ends the cooling.
     metric: the fit's `softkmeans.fit.cosine` metric (its step, start and split widths).
-    on_width(sigma, C, objective) -> bool: after each width (the phase diagram,
-    `softkmeans.phase`); True ends the cooling.
+    on_width(sigma, C, objective, blocked) -> bool: after each width (the phase diagram,
+    `softkmeans.phase`); True ends the cooling. blocked: a centroid was critical at this
+    width but every centroid was in use, so it could not split (evaluated only with
+    ``watch_blocked``, at one moments pass per width once all are in use; else False).
+    axis_splits: split along each centroid's principal axis instead of a random direction
+    (the phase diagram: its k must not depend on the seed).
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
@@ -107,14 +123,16 @@ def run_annealing(
         return result._replace(centroids=C_new, min_margin=float("nan")), sigma, schedule.kind
 
     while True:
-        if C.shape[0] < n_clusters:
+        blocked = False
+        if C.shape[0] < n_clusters or watch_blocked:
             cands = _split_candidates(source, C, p, sigma, schedule.kind, metric)
+            blocked = watch_blocked and len(cands) > n_clusters - C.shape[0]
             room = min(n_clusters - C.shape[0], schedule.splits)
             if cands[:room]:
                 before = C.shape[0]
                 newC, newp = [], []
-                for lam, j in cands[:room]:
-                    u = rng.normal(size=d)
+                for lam, j, cov in cands[:room]:
+                    u = _split_direction(cov, d, rng, axis_splits)
                     u *= schedule.perturbation * math.sqrt(lam) / np.linalg.norm(u)
                     newC.append(C[j] - u)
                     C[j] = C[j] + u
@@ -142,7 +160,7 @@ def run_annealing(
         def state(C=C, sigma=sigma, n_iter=n_iter):
             return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
 
-        observed_stop = on_width is not None and on_width(sigma, C, history.objective[-1])
+        observed_stop = on_width is not None and on_width(sigma, C, history.objective[-1], blocked)
         if width.end(state) or observed_stop or sigma <= stop:
             break
         sigma = max(sigma * schedule.cooling, stop)

@@ -37,11 +37,19 @@ from .bounded import BoundedHardPass
 from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
-from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
+from .progress import (
+    OncePerFit,
+    Progress,
+    converged_line,
+    iteration_line,
+    seeding_reporter,
+    width_line,
+)
 from .relocation import relocator, warn_about_empty_clusters
 from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
 from .steps import History, run_steps
+from .streaming import revival_rng, revive_dead
 from .tasks import NO_TASKS
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState", "threads_for"]
@@ -142,7 +150,9 @@ class Fitter:
                 random_state=check_random_state(self.params.random_state),
                 n_threads=self.params.n_threads,
             )
-            self.params = dataclasses.replace(self.params, n_clusters=self.phase_diagram_.suggested)
+            phase.warn_if_at_max(self.phase_diagram_)
+            k = self.phase_diagram_.n_clusters
+            self.params = dataclasses.replace(self.params, n_clusters=k)
         resolved = self.params.check(source)
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
@@ -150,13 +160,16 @@ class Fitter:
         self.source = source
         return resolved
 
-    def _init_centroids(self, k, init, rng):
+    def _init_centroids(self, k, init, rng, progress=None):
         source = self.source
         if isinstance(init, str):
             if init == "k-means||":
                 centers, _ = kmeans_parallel(source, k, rng)
             elif init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(source.seeding_source(k, rng), k, rng)
+                report = seeding_reporter(progress, k)  # verbose: lines while it runs
+                centers, _ = greedy_kmeans_plusplus(
+                    source.seeding_source(k, rng), k, rng, report=report
+                )
             else:  # "random"
                 seeds = source.seeding_source(k, rng)
                 w = seeds.weights
@@ -313,7 +326,7 @@ class Fitter:
                     relocate = self._relocator(kind, notes)
                     run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
                 else:
-                    C0 = self._init_centroids(k, init, rng)
+                    C0 = self._init_centroids(k, init, rng, progress)
                     progress.line("Initialization complete", tick=False)
                     if targets is not None:
                         run = run_balanced(training, C0, kind, sigma, targets, tol=tol,
@@ -442,6 +455,10 @@ class Fitter:
             decay=self.params.decay,
         )
         C_new = self.metric.project(C_new, state.centroids)
+        C_new, totals, memory, _ = revive_dead(
+            source, C_new, totals, memory, stats.cluster_weights, state,
+            lambda: revival_rng(self.params.random_state, state.n_steps),
+        )  # fmt: skip
         new_state = dataclasses.replace(
             state, centroids=C_new, totals=totals, memory=memory, n_steps=state.n_steps + 1
         )

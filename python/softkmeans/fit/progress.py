@@ -4,9 +4,17 @@ tqdm bar on a terminal, and warnings issued once per fit."""
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 
-__all__ = ["OncePerFit", "Progress", "converged_line", "iteration_line", "width_line"]
+__all__ = [
+    "OncePerFit",
+    "Progress",
+    "converged_line",
+    "iteration_line",
+    "seeding_reporter",
+    "width_line",
+]
 
 
 class OncePerFit:
@@ -57,6 +65,35 @@ class Progress:
     def close(self):
         if self.bar is not None:
             self.bar.close()
+
+
+# Seconds between two progress lines of the k-means++ seeding (verbose).
+SEEDING_LINE_EVERY = 1.0
+
+
+def seeding_reporter(progress, n_clusters):
+    """report(c) for the greedy k-means++ (`softkmeans.fit.seeding`), called once c of
+    n_clusters centres are chosen: a line at most every SEEDING_LINE_EVERY seconds, and
+    one at the end where any was printed (a seeding that takes under a second prints
+    nothing, so short fits keep scikit-learn's lines). None where progress is None or
+    not verbose."""
+    if progress is None or not progress.verbose:
+        return None
+    every, clock = SEEDING_LINE_EVERY, time.perf_counter
+    start = last = clock()
+    printed = False
+
+    def report(c):
+        nonlocal last, printed
+        now = clock()
+        if now - last >= every or (printed and c == n_clusters):
+            progress.line(
+                f"k-means++: {c} of {n_clusters} centres chosen  time={now - start:.3f}s",
+                tick=False,
+            )
+            last, printed = now, True
+
+    return report
 
 
 def width_line(prefix, sigma, objective, J, shift, elapsed):

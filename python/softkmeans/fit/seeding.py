@@ -149,9 +149,10 @@ def kmeans_plusplus(
     return greedy_kmeans_plusplus(source, n_clusters, rng, n_local_trials=n_local_trials)
 
 
-def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
+def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, report=None):
     """`kmeans_plusplus` over a `softkmeans.sources.Source` (1 <= n_clusters <= n), rng a
-    RandomState; returns (centers, indices). Unit weights skip the product w * closest."""
+    RandomState; returns (centers, indices). Unit weights skip the product w * closest.
+    report(c): called after each of the c = 1 .. n_clusters centres (verbose progress)."""
     n, d = source.shape
     w = source.weights
     unit_weights = source.unit_weights
@@ -172,6 +173,8 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
     passes.update_closest(closest, first)
     current_pot = float(closest @ w)
     weighted_buf = None if unit_weights else np.empty(n)
+    if report is not None:
+        report(1)
 
     for c in range(1, n_clusters):
         rand_vals = rng.uniform(size=n_local_trials) * current_pot
@@ -192,4 +195,6 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
         current_pot = float(pots[best])
         centers[c] = source.rows([cand[best]])[0]
         indices[c] = cand[best]
+        if report is not None:
+            report(c + 1)
     return centers, indices

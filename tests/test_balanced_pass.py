@@ -183,3 +183,49 @@ def test_the_repair_widens_a_boundary_that_was_too_thin(monkeypatch):
     assert float(D[np.arange(n), labels].sum()) == pytest.approx(_lp_optimum(D, counts), rel=1e-12)
     repaired = [rows for rows, done in calls if done]
     assert len(repaired) > 1 and repaired[-1] < n, calls  # widened, yet not to every row
+
+
+INTERRUPT_CHILD = r"""
+import json, os, signal, sys, threading, time
+import numpy as np
+from softkmeans import SoftKMeans
+
+rng = np.random.default_rng(0)
+n, k = 200_000, 64
+p = np.arange(1, k + 1, dtype=float) ** 2
+X = (rng.normal(size=(k, 8)) * 4)[rng.choice(k, size=n, p=p / p.sum())]
+X = (X + rng.normal(size=X.shape)).astype(np.float32)
+sent = {}
+
+def fire():
+    sent["t"] = time.perf_counter()
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Timer(float(sys.argv[1]), fire).start()
+t0 = time.perf_counter()
+try:
+    SoftKMeans(k, assignment="hard", balance="equal", max_iter=200, tol=0, n_init=1,
+               random_state=0).fit(X)
+    time.sleep(2.0)
+    print(json.dumps({"interrupted": False, "elapsed": time.perf_counter() - t0}))
+except KeyboardInterrupt:
+    print(json.dumps({"interrupted": True, "latency": time.perf_counter() - sent["t"]}))
+"""
+
+
+@pytest.mark.parametrize("after", [1.0])
+def test_ctrl_c_stops_a_balanced_fit_within_a_second(after):
+    # The signal lands in the fused pass, the repair's shortest paths or the Python
+    # between them: every one stops within a second (SPEC.md; tests/test_interrupt.py).
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_CHILD, str(after)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert info["interrupted"], info
+    assert info["latency"] < 1.0, info

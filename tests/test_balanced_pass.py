@@ -229,3 +229,28 @@ def test_ctrl_c_stops_a_balanced_fit_within_a_second(after):
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["interrupted"], info
     assert info["latency"] < 1.0, info
+
+
+@pytest.mark.parametrize("targets", TARGETS[:2], ids=["equal", "masses"])
+def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
+    # A cold start far from the counts takes the offsets of a sample of rows first (at
+    # most 40 here, 1 % of the rows' count error): the solve must still be the optimum.
+    # One row per move: the repair after it is thin (not every row).
+    monkeypatch.setattr(balanced_pass, "PRESOLVE_ROWS", 40)
+    monkeypatch.setattr(balanced_pass, "ROWS_PER_MOVE", 1)
+    calls = []
+    presolve = balanced_pass.CountsRepair._presolve
+    monkeypatch.setattr(
+        balanced_pass.CountsRepair, "_presolve",
+        lambda self, *args: calls.append(1) or presolve(self, *args),
+    )  # fmt: skip
+    n, k = 600, 4
+    X, C = _unequal_blobs(n, 3, k, seed=7)
+    masses = targets["balance"]
+    masses = np.full(k, n / k) if isinstance(masses, str) else np.array(masses) * n / 63
+    counts = integer_targets(masses, n)
+    labels, _, _, _ = balanced_pass.CountsRepair(sources.source_of(X), counts).solve(C)
+    D = _native.sq_distances(X, C, 1)
+    assert calls, "the presolve did not run"
+    assert np.array_equal(np.bincount(labels, minlength=k), counts)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(_lp_optimum(D, counts), rel=1e-12)

@@ -31,6 +31,9 @@ ROWS_PER_MOVE = 8
 BAND_FACTOR = 2.0
 # A repair that fails TRIES times takes every row.
 TRIES = 4
+# A start whose count error is above PRESOLVE_ERROR x n rows first takes the offsets of
+# PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`).
+PRESOLVE_ERROR, PRESOLVE_ROWS = 0.01, 16384
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -119,13 +122,21 @@ class CountsRepair:
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         p = biased_pass(self.source, C, g)
-        margin = p.gap.astype(np.float64) - rounding_slack(p, g)  # <= the exact gap
         counts = np.bincount(p.labels, minlength=self.targets.size)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
+        n = p.labels.size
+        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
+            g = self._presolve(C, g, n)
+            p = biased_pass(self.source, C, g)
+            counts = np.bincount(p.labels, minlength=self.targets.size)
+            off = int(np.abs(counts - self.targets).sum()) + self.slack
+        margin = p.gap.astype(np.float64) - rounding_slack(p, g)  # <= the exact gap
+        excess = np.maximum(counts - self.targets, 0)
         want = ROWS_PER_MOVE * (off // 2 + g.size)
         band = BAND_FACTOR * self.reach[p.labels]
         for tries in range(TRIES + 1):
             boundary = _boundary(margin, band, want, tries == TRIES)
+            boundary = _with_leavers(boundary, p.labels, margin, (2 << tries) * excess)
             out = self._repair(C, p, g, boundary)
             if out is not None:
                 change = out[0] - g
@@ -141,6 +152,22 @@ class CountsRepair:
             # (measured: 20x the spread of the full repair's change).
             want = 4 * max(want, boundary.size)
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
+
+    def _presolve(self, C, g, n):
+        """Offsets near the optimum's when the start's count error is large: the exact
+        offsets of PRESOLVE_ROWS evenly spaced rows with the counts scaled to them (the
+        quantiles that the offsets are, estimated on a sample), from g."""
+        m = PRESOLVE_ROWS
+        rows = (np.arange(m, dtype=np.int64) * n) // m
+        D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
+        slack = (self.slack * m) // n
+        targets = _balance.integer_targets(self.targets * ((m + slack) / self.targets.sum()),
+                                           m + slack)  # fmt: skip
+        cost = np.vstack([D.astype(np.float64), np.zeros((slack, g.size))])
+        status, _, g_sub, _, _ = _native.balanced_counts(
+            cost, targets, g, np.full(m + slack, -1, dtype=np.int64), 1, np.inf, g.size, 0.0, 1
+        )
+        return g_sub if status == 0 else g
 
     def _repair(self, C, p, g, boundary):
         """(offsets, owners of the boundary rows then the slack rows, their D (float64),
@@ -196,6 +223,24 @@ def _boundary(margin, band, want, everything):
     if near.size < want:
         near = np.sort(np.argpartition(margin, want)[:want])
     return np.arange(n) if 2 * near.size >= n else near
+
+
+def _with_leavers(boundary, labels, margin, leave):
+    """boundary with, for every cluster j, at least leave_j of its rows (those of least
+    margin): a cluster over its count by e needs e of its rows free to move."""
+    k = leave.size
+    if not leave.any() or boundary.size == labels.size:
+        return boundary
+    order = np.argsort(labels.astype(np.int32), kind="stable")
+    ends = np.cumsum(np.bincount(labels, minlength=k))
+    extra = [boundary]
+    for j in np.flatnonzero(leave):
+        mine = order[(ends[j - 1] if j else 0) : ends[j]]
+        take = min(int(leave[j]), mine.size)
+        if take < mine.size:
+            mine = mine[np.argpartition(margin[mine], take - 1)[:take]]
+        extra.append(mine)
+    return np.unique(np.concatenate(extra))
 
 
 def min_outside(values, boundary):

@@ -13,7 +13,7 @@ target of issue 35 as measured / needed:
    k-means-constrained is installed (else a line says it was skipped).
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/balanced.py \
-        [--n 1000000] [--d 16] [--k 64] [--iters 20] [--repeats 3] [--kmc-n 20000]
+        [--n 1000000] [--d 16] [--k 64] [--iters 20] [--repeats 3] [--warmup 1] [--kmc-n 20000]
         [--no-capped] [--no-kmc]
 """
 
@@ -69,7 +69,7 @@ def fit_ratio(args):
     if not args.no_capped:
         cap = math.ceil(1.05 * n / k)
         cases[f"max_cluster_size={cap}"] = case(f"max_cluster_size={cap}", max_cluster_size=cap)
-    timings = peers.interleaved(cases, repeats=args.repeats, warmup=1)
+    timings = peers.interleaved(cases, repeats=args.repeats, warmup=args.warmup)
     base = timings["unconstrained"].median
     print(f"\nn={n} d={d} k={k}, {args.iters} iterations from the same init, float32")
     print(f"{'fit':28s} {'median s':>9s} {'x plain':>8s} {'iters':>6s} {'max/mean':>9s} "
@@ -123,6 +123,7 @@ def main():
     ap.add_argument("--k", type=int, default=64)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs of each fit first")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--kmc-n", type=int, default=20_000, help="n for KMeansConstrained")
     ap.add_argument("--no-capped", action="store_true", help="skip max_cluster_size")

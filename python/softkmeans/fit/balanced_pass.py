@@ -214,10 +214,10 @@ class CountsRepair:
 
 def _boundary(margin, band, want, everything):
     """The rows that may move (sorted): those whose margin is within their band (n,),
-    and at least the want of smallest margin; every row when asked, when want is a
-    quarter of them (the retry would take them all) or when the band holds half."""
+    and at least the want of smallest margin; every row when asked or when that is half
+    of them."""
     n = margin.size
-    if everything or 4 * want >= n:  # the retry would take every row
+    if everything or 2 * want >= n:
         return np.arange(n)
     near = np.flatnonzero(margin <= band)
     if near.size < want:

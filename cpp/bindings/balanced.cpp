@@ -1,5 +1,6 @@
-// Binding of the balanced auction (softkmeans/balanced.hpp): checks shapes and
-// dtypes, copies the prices, releases the GIL, calls.
+// Binding of the balanced solvers (softkmeans/balanced.hpp) and of the fused
+// pass at offsets (kernels.hpp biased_hard_stats): checks shapes and dtypes,
+// copies the prices, releases the GIL, calls.
 #include "softkmeans/balanced.hpp"
 
 #include <pybind11/numpy.h>
@@ -9,7 +10,60 @@
 #include <string>
 #include <tuple>
 
+#include "arrays.hpp"
+#include "interrupt.hpp"
+#include "softkmeans/kernels.hpp"
+
 namespace py = pybind11;
+
+namespace softkmeans_bindings {
+
+namespace {
+
+// (labels (n,) int64, gap (n,) and dist (n,) X's dtype, W, N (k,), S (k, d),
+// J): the fused
+// pass at offsets g (k,) float64, interruptible (run_native).
+template <typename T>
+py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py::array& ga,
+                              const py::array& wa, int n_threads) {
+  const auto X = as_matrix<T>(Xa, "X");
+  const auto C = as_matrix<T>(Ca, "C");
+  const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+  if (C.shape(1) != d) throw py::value_error("X and C must have the same number of columns");
+  if (n < 1 || d < 1 || k < 1) throw py::value_error("X and C must be non-empty");
+  const auto g = as_vector<double>(ga, "g", k);
+  const auto w = as_vector<double>(wa, "sample_weight", n);
+  carray<std::int64_t> labels(n);
+  carray<T> gap(n), dist(n);
+  carray<double> N(k), S({k, d});
+  double W = 0.0, J = 0.0;
+  run_native([&] {
+    softkmeans::kernels<T>().biased_hard_stats(X.data(), n, d, C.data(), k, g.data(), w.data(), &W,
+                                               N.mutable_data(), S.mutable_data(), &J,
+                                               labels.mutable_data(), gap.mutable_data(),
+                                               dist.mutable_data(), n_threads);
+  });
+  return py::make_tuple(labels, gap, dist, W, N, S, J);
+}
+
+}  // namespace
+
+void def_biased(py::module_& m) {
+  m.def(
+      "biased_hard_stats",
+      [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,
+         int n_threads) {
+        return by_dtype(X, [&](auto t) {
+          return biased_hard_stats_t<decltype(t)>(X, C, g, w, n_threads);
+        });
+      },
+      py::arg("X"), py::arg("C"), py::arg("g"), py::arg("sample_weight"),
+      py::arg("n_threads") = 0,
+      "(labels, gap, dist, W, N, S, J): argmin_j (D_ij - g_j), the gap to the second smallest, "
+      "D at the label, and the hard statistics at those labels, one pass");
+}
+
+}  // namespace softkmeans_bindings
 
 namespace {
 
@@ -27,6 +81,7 @@ carray<T> checked(const py::array& a, const char* name, int ndim) {
 }  // namespace
 
 void def_balanced(py::module_& m) {
+  softkmeans_bindings::def_biased(m);
   m.def(
       "balanced_auction",
       [](const py::array& cand_, const py::array& cost_, const py::array& beyond_,
@@ -78,12 +133,13 @@ void def_balanced(py::module_& m) {
         std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
         int64_t moves = 0, rows_used = 0;
         softkmeans::TransferStatus status;
-        {
-          py::gil_scoped_release release;
+        softkmeans_bindings::run_native([&] {  // Ctrl-C stops it between moves
+          std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+          std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
           status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move, band,
                                                edges_per_row, slack, max_tries, g.mutable_data(),
                                                owner.mutable_data(), &moves, &rows_used);
-        }
+        });
         return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
       },
       "The hard balanced assignment to integer counts from the offsets g:\n"

@@ -3,7 +3,10 @@
 // the first to be evicted. A bid costs O(m + log n).
 #include "softkmeans/balanced.hpp"
 
+#include "softkmeans/kernels.hpp"
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
@@ -188,6 +191,12 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
   std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
   const bool every_edge = edges_per_row >= k - 1;
   const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
+  // Each heap's top in dense (k, k) matrices, (cost, row) (inf, -1: empty), kept
+  // current as rows move: Dijkstra reads k^2 contiguous doubles, and a move
+  // touches only the heaps whose top it changes (touching all k heaps of a
+  // cluster, a cache miss each, was most of a move's time at k = 64).
+  std::vector<double> cheapest(static_cast<size_t>(k * k), inf);
+  std::vector<int64_t> top_row(static_cast<size_t>(k * k), -1);
   auto push_row = [&](int64_t i, bool heapify) {
     const double* di = D + i * k;
     const int64_t j = owner[i];
@@ -195,7 +204,11 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
     auto push = [&](int64_t l, double d) {
       auto& heap = edges[j * k + l];
       heap.emplace_back(d - own, i);
-      if (heapify) std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+      if (!heapify) return;
+      std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
+      const Edge& e = heap.front();
+      cheapest[j * k + l] = e.first;
+      top_row[j * k + l] = e.second;
     };
     if (every_edge) {
       for (int64_t l = 0; l < k; ++l)
@@ -234,11 +247,21 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
     }
     return heap.empty() ? nullptr : &heap.front();
   };
+  auto set_top = [&](int64_t j, int64_t l) {
+    const Edge* e = top(j, l);
+    cheapest[j * k + l] = e ? e->first : inf;
+    top_row[j * k + l] = e ? e->second : -1;
+  };
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t l = 0; l < k; ++l)
+      if (l != j) set_top(j, l);
+  const std::atomic<int>* cancel = thread_cancel_flag();
   std::vector<double> dist(k);
   std::vector<int64_t> prev(k);
   std::vector<char> done(k);
   *moves = 0;
   for (;;) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return TransferStatus::cancelled;
     std::fill(dist.begin(), dist.end(), inf);
     std::fill(prev.begin(), prev.end(), -1);
     std::fill(done.begin(), done.end(), 0);
@@ -258,12 +281,11 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
         target = u;
         break;
       }
+      const double* from_u = cheapest.data() + u * k;
       for (int64_t l = 0; l < k; ++l) {
-        if (done[l] || l == u) continue;
-        const Edge* e = top(u, l);
-        if (e == nullptr) continue;
+        if (done[l] || l == u || from_u[l] == inf) continue;
         // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
-        const double reduced = std::max(0.0, e->first - g[l] + g[u]);
+        const double reduced = std::max(0.0, from_u[l] - g[l] + g[u]);
         if (dist[u] + reduced < dist[l]) {
           dist[l] = dist[u] + reduced;
           prev[l] = u;
@@ -273,8 +295,10 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
     const double reach = dist[target];
     for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);
     for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
-      const int64_t i = top(prev[l], l)->second;
+      const int64_t from = prev[l], i = top_row[from * k + l];
       owner[i] = l;
+      for (int64_t m = 0; m < k; ++m)  // the tops it held in its old cluster
+        if (top_row[from * k + m] == i) set_top(from, m);
       push_row(i, true);
       if (prev[prev[l]] < 0) --excess[prev[l]];
     }
@@ -370,7 +394,8 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     const bool last = tries + 1 == max_tries;
     const TransferStatus status = shortest_paths(D, k, near.data(), used, last ? k : edges_per_row,
                                                  excess.data(), g, off + k, owner, moves);
-    if (last || status == TransferStatus::too_many_moves) return status;
+    if (last || status == TransferStatus::too_many_moves || status == TransferStatus::cancelled)
+      return status;
     // no_path: a short cluster is reached by none of these rows' edges.
     // Complementary slackness for every row: its label an argmin of D - g.
     bool holds = status == TransferStatus::settled;

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _validation as v
 
-__all__ = ["MASS_RTOL", "Targets", "check_targets", "integer_targets"]
+__all__ = ["MASS_RTOL", "Targets", "biased_argmin", "check_targets", "integer_targets"]
 
 # Masses must sum to W within this relative tolerance; they are then rescaled to sum to
 # W exactly (a user's masses are decimals: 0.3 W + 0.7 W is not W in binary).
@@ -114,3 +114,19 @@ def check_balance_kind(kind, anneal):
         )
     if anneal is not None and anneal is not False:
         raise ValueError("balance / max_cluster_size do not anneal yet; use anneal=None")
+
+
+def biased_argmin(D, g):
+    """(labels (n,) int64, gap (n,)) of distances D (n, k) at offsets g (k,) float64, in
+    D's dtype (SPEC.md, "Balanced assignments as one pass"): v = D - g~ with g~ = g
+    rounded to D's dtype once, labels = argmin_j v_ij (ties to the smallest j), gap = the
+    second smallest of v_i less the smallest (0 when tied; inf when k = 1). The NumPy
+    definition of the native fused pass (`_native.biased_hard_stats`), which equals it bit
+    for bit on the kernel's D."""
+    D = np.asarray(D)
+    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
+    labels = np.argmin(v, axis=1)
+    if v.shape[1] == 1:
+        return labels, np.full(v.shape[0], np.inf, dtype=D.dtype)
+    two = np.partition(v, 1, axis=1)[:, :2]
+    return labels, two[:, 1] - two[:, 0]

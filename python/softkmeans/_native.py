@@ -27,6 +27,7 @@ __all__ = [
     "available_simd_levels",
     "balanced_auction",
     "balanced_counts",
+    "biased_hard_stats",
     "block_stats",
     "build_info",
     "csr_second_moment_matvec",
@@ -153,6 +154,15 @@ def balanced_counts(D, targets, g, owner, rows_per_move, band, edges_per_row, sl
     return _core.balanced_counts(
         D, targets, g, owner, rows_per_move, band, edges_per_row, slack, max_tries
     )
+
+
+def biased_hard_stats(X, C, g, w, n_threads):
+    """The hard assignment at offsets g (k,) float64, one fused pass over a dense X:
+    (labels (n,) int64 = argmin_j (D_ij - g_j), gap (n,) to the second smallest and
+    dist (n,) = D at the label, both X's dtype; BlockStats W, N, S, J at those labels)
+    (`cpp/include/softkmeans/kernels.hpp`)."""
+    labels, gap, dist, W, N, S, J = _core.biased_hard_stats(X, C, g, w, n_threads)
+    return labels, gap, dist, BlockStats(W, N, S, J, J, float("nan"))
 
 
 def weighted_covariance(X, w, n_threads):

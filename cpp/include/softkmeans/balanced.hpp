@@ -55,6 +55,7 @@ enum class TransferStatus : int {
   settled = 0,  // every cluster holds its target count
   no_path = 1,  // a cluster short of rows is reached by no row's edge
   too_many_moves = 2,
+  cancelled = 3,  // the thread's cancel flag (kernels.hpp) was set: outputs unspecified
 };
 
 // The hard balanced assignment of unit-weight rows with integer target counts

@@ -132,6 +132,21 @@ struct Kernels {
                              index_t* n_computed, std::int64_t* n_distances,
                              int n_threads) = nullptr;
 
+  // The hard assignment at per-centroid offsets (cpp/src/impl/biased.hpp;
+  // SPEC.md, "Balanced assignments as one pass"), one fused pass. g [in] (k,)
+  // the offsets, rounded to T once (g~); w [in] (n,). labels [out] (n,):
+  // argmin_j (D_ij - g~_j) in T, ties to the smallest j; gap [out] (n,): the
+  // second smallest of D_ij - g~_j less the smallest (0 when tied, inf when
+  // k == 1); dist [out] (n,): D_{i, labels_i}; W [out], N [out] (k,), S
+  // [out] (k, d), distortion [out]: J =
+  // sum_i w_i D_{i, labels_i}, all at those labels and in block_stats's order
+  // (at g = 0: block_stats hard's bits where it takes the row-wise hard
+  // accumulation, d > kSmallDim or k > kLaneAccK).
+  void (*biased_hard_stats)(const T* X, index_t n, index_t d, const T* C, index_t k,
+                            const double* g, const double* w, double* W, double* N, double* S,
+                            double* distortion, std::int64_t* labels, T* gap, T* dist,
+                            int n_threads) = nullptr;
+
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
   void (*weighted_covariance)(const T* X, index_t n, index_t d, const double* w, double* mean,
@@ -198,6 +213,7 @@ struct Kernels {
   F(responsibilities)                  \
   F(block_stats)                       \
   F(hard_stats_bounded)                \
+  F(biased_hard_stats)                 \
   F(weighted_covariance)               \
   F(kmeanspp_candidate_potentials)     \
   F(kmeanspp_update_closest)           \

@@ -4,6 +4,7 @@
 // in isa_tables.hpp).
 #pragma once
 
+#include "impl/biased.hpp"
 #include "impl/bounded.hpp"
 #include "impl/covariance.hpp"
 #include "impl/group_pruned.hpp"

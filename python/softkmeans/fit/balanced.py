@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _balance, _native, _stats
+from .balanced_pass import CountsRepair, min_outside
 from .steps import History, run_steps
 
 __all__ = [
@@ -66,16 +67,11 @@ SINKHORN_STEP_TOL, SINKHORN_FINAL_TOL = 1e-3, 1e-6
 SINKHORN_STEP_PASSES, SINKHORN_FINAL_PASSES = 30, 2000
 # Floyd-Warshall over k clusters for offsets strictly inside the optimal dual face.
 MAX_K_POTENTIALS = 512
-# The transfer (successive shortest paths on the k-node cluster graph) runs Dijkstra in
-# O(k^2) a move: above this k the auction is used.
+# The repair (successive shortest paths on the k-node cluster graph, `CountsRepair`) runs
+# Dijkstra in O(k^2) a move: above this k the auction is used.
 MAX_K_TRANSFER = 64
-# `_native.balanced_counts` lets the rows within TRANSFER_BAND x the last solve's change
-# of the offsets of a tie move, and at least this many rows of the smallest gaps per
-# row of count error (then 4x, then every row: at most TRANSFER_TRIES solves).
-TRANSFER_ROWS_PER_MOVE, TRANSFER_BAND, TRANSFER_TRIES = 64, 1.0, 4
-# At the first try a row enters the cluster graph only through its moves to this many
-# best other clusters (fewer heap entries; the check covers the rest).
-TRANSFER_EDGES_PER_ROW = 9
+# The tries of `_native.balanced_counts` (a test calls it directly).
+TRANSFER_TRIES = 4
 
 
 def with_offsets(C, g, dtype):
@@ -196,18 +192,24 @@ class BalancedProblem:
         self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
-        # Integer counts (unit weights; capacities through the slack rows), every cluster
-        # a candidate of every row: `_counts`, from the last offsets.
+        # Integer counts (unit weights; capacities through the slack rows) in this
+        # process: one fused pass and a repair of the boundary rows (`CountsRepair`).
+        fused = source.unit_weights and 1 < k <= MAX_K_TRANSFER and hasattr(source, "blocks")
+        if fused and targets.one_sided and spare > 0:
+            self.slack = spare if spare <= 4 * n else 0
         exact_counts = source.unit_weights and (not targets.one_sided or self.slack or spare == 0)
-        fast = exact_counts and 1 < k <= min(M_CANDIDATES, MAX_K_TRANSFER)
-        self.counts = self.caps.astype(np.int64) if fast else None
-        self.g = np.zeros(k)
-        self.spread = 0.0  # how far the offsets moved (relative to each other) last time
+        self.repair = None
+        if fused and exact_counts:
+            self.repair = CountsRepair(source, self.caps.astype(np.int64), self.slack)
 
     def solve(self, C, offsets=False):
         """(labels (n,) int64 of every row, offsets g (k,), the cost of each live row's
         label). offsets: g strictly inside the optimal dual face (`_potentials`), so
         that argmin_j (D_ij - g_j) gives the labels; else the auction's prices."""
+        if self.repair is not None:
+            labels, g, self.stats, own = self.repair.solve(C)
+            return labels, self._offsets_of(labels, g, offsets), own
+        self.stats = None
         k = C.shape[0]
         while True:
             cand, cost, beyond = self.source.candidates(C, self.width)
@@ -216,10 +218,6 @@ class BalancedProblem:
             move = (
                 np.inf if self.last is None else float(np.sqrt(((C - self.last) ** 2).sum(1)).max())
             )
-            moved = self._counts(cost) if self.counts is not None else None
-            if moved is not None:
-                owner, g = moved
-                break
             owner = self._auction(cand, cost, beyond, move) if k > 1 else np.zeros(self.w.size, int)
             if owner is not None:
                 g = self.prices.min() - self.prices
@@ -241,25 +239,24 @@ class BalancedProblem:
         pos = owner if cand.shape[1] == k else np.argmax(cand == owner[:, None], axis=1)
         return labels, g, cost[np.arange(owner.size), pos]
 
-    def _counts(self, cost):
-        """(owners of the live rows, offsets g) by `_native.balanced_counts` (cost: every
-        row's distances to all k clusters) from the last solve's offsets; None when it
-        does not settle (then the auction)."""
-        n = cost.shape[0]
-        scale = max(float(cost.mean()), np.finfo(np.float64).tiny)
-        if self.slack:  # they sit where there is room, whose offset is then the largest
-            cost = np.vstack([cost, np.zeros((self.slack, cost.shape[1]))])
-        status, owner, g, _, _ = _native.balanced_counts(
-            cost, self.counts, self.g, self.owner, TRANSFER_ROWS_PER_MOVE,
-            TRANSFER_BAND * self.spread,
-            TRANSFER_EDGES_PER_ROW, EPS_RELATIVE * scale, TRANSFER_TRIES,
-        )  # fmt: skip
-        if status != 0:
-            return None
-        g -= g.max()
-        change = g - self.g
-        self.spread, self.g, self.owner = float(change.max() - change.min()), g, owner
-        return owner[:n], g.copy()
+    def _offsets_of(self, labels, g, strict):
+        """The repair's offsets: 0 where a capacity has room; strict (`_potentials` on
+        the repair's boundary rows, kept where no other row's label changes by it)."""
+        room = self._room(labels) if self.targets.one_sided else None
+        if room is not None:
+            g = g.copy()
+            g[room] = 0.0
+        if not strict:
+            return g
+        boundary, D, margin = self.repair.last
+        k = g.size
+        cand = np.broadcast_to(np.arange(k), D.shape)
+        tight = _potentials(labels[boundary], cand, D, np.full(D.shape[0], np.inf), k, room)
+        if tight is None:
+            return g
+        change = tight - g
+        ok = float(change.max() - change.min()) < min_outside(margin, boundary)
+        return tight if ok else g
 
     def _auction(self, cand, cost, beyond, move):
         """The owners of the live rows (None: some row needs more candidates), by
@@ -366,6 +363,8 @@ def run_balanced(
 
         def hard_step(C):
             labels, _, own = problem.solve(C)
+            if problem.stats is not None:
+                return step(problem.stats, C), 0.0, "hard"
             N = np.bincount(labels, source.weights, minlength=k)
             J = float(problem.w @ own)
             stats = _stats.BlockStats(float(N.sum()), N, source.label_sums(labels, k), J, J, np.nan)

@@ -1,0 +1,93 @@
+// The hard assignment at per-centroid offsets, one fused pass (SPEC.md,
+// "Balanced assignments as one pass"): each row's label argmin_j (D_ij - g_j),
+// its gap, and the statistics W, N, S, J at those labels, with no (n, k)
+// array. The balanced solver (softkmeans.fit.balanced) calls it once per
+// iteration at the last offsets and repairs the counts on the rows of small
+// gap only.
+//
+// Numerics: D_ij is the engine's distance (the bits of sq_distances); the
+// biased cost is v_ij = D_ij - g~_j in T, g~_j = g_j rounded to T once, so
+// that the pass equals sq_distances followed by that subtraction bit for bit.
+// The statistics take block_stats's accumulator and order (SparseAccumulator,
+// tiles folded per chunk, chunks merged in order): at g = 0 every output is
+// block_stats hard's where it takes the row-wise hard accumulation.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "impl/drive.hpp"
+#include "impl/engine.hpp"
+#include "impl/rows.hpp"
+#include "impl/stats.hpp"
+#include "impl/stats_accumulators.hpp"
+#include "impl/stats_pass.hpp"
+#include "softkmeans/kernels.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// The first argmin and the two smallest of the biased row D - g~ (row and
+// gt [in] (kp,), the padding +inf and 0).
+template <typename T>
+inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp) {
+  constexpr index_t W = VT<T>::W;
+  Min2<T> m;
+  for (index_t j = 0; j < kp; j += W) m.push(vload(row + j) - vload(gt + j));
+  return m.finish();
+}
+
+// One row block of the pass (rows i0 .. i0 + rows of X (n, d)): distances in
+// s.dbuf, then per row its biased label, gap and distance to its label, and
+// its W, J and one-hot N, S.
+template <typename T>
+void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, index_t i0,
+                  index_t rows, const SparseAccumulator<T>& acc, ChunkStats& chunk,
+                  StatsScratch<T, typename SparseAccumulator<T>::Tile>& s, std::int64_t* labels,
+                  T* gap, T* dist) {
+  const index_t d = E.d;
+  double W = chunk.W, J = chunk.J;
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t i = i0 + r;
+    const T* row = s.dbuf.data() + r * E.ld;
+    const RowMin<T> m = biased_row_min2(row, gt, E.kp);
+    const double wi = w[i];
+    labels[i] = m.a;
+    dist[i] = row[m.a];
+    gap[i] = E.k >= 2 ? m.m2 - m.m1 : std::numeric_limits<T>::infinity();
+    W += wi;
+    J += rounded_product(wi, static_cast<double>(dist[i]));
+  }
+  for (index_t i = i0; i < i0 + rows; ++i) acc.one_hot(s.tile, X + i * d, w[i], labels[i]);
+  chunk.set_sums(W, J, J, chunk.mm);
+}
+
+template <typename T>
+void biased_hard_stats(const T* X, index_t n, index_t d, const T* C, index_t k, const double* g,
+                       const double* w, double* W, double* N, double* S, double* distortion,
+                       std::int64_t* labels, T* gap, T* dist, int n_threads) {
+  const Engine<T> E(C, k, d, kDistBlockBytes, false);
+  std::vector<T> gt(E.kp, T(0));
+  for (index_t j = 0; j < k; ++j) gt[j] = static_cast<T>(g[j]);
+  const SparseAccumulator<T> acc(E);
+  std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
+  for (ChunkStats& c : chunks) {
+    c.N.assign(k, 0.0);
+    c.S.assign(k * d, 0.0);
+  }
+  using Scratch = StatsScratch<T, typename SparseAccumulator<T>::Tile>;
+  auto scratch = per_thread<Scratch>(E, n, n_threads, [&](Scratch& s) { acc.init(s.tile); });
+  drive(
+      E, X, n, static_cast<index_t>(chunks.size()), scratch,
+      [&](index_t c, Scratch& s, index_t i0, index_t rows) {
+        biased_block(E, X, w, gt.data(), i0, rows, acc, chunks[c], s, labels, gap, dist);
+      },
+      [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); });
+  double objective = 0.0, min_margin = 0.0;
+  merge_in_chunk_order(chunks, k, d, BlockStatsOut{W, N, S, &objective, distortion, &min_margin});
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

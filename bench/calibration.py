@@ -53,6 +53,17 @@ def matched(P_train, y_train, P_test, k):
     return P_test[:, cols[np.argsort(rows)]]
 
 
+def held_out(model, X, y, seed, k):
+    """(log-loss, mean max probability) of model fitted on the seeded stratified half of
+    (X, y), its clusters matched to the classes there, on the other half."""
+    Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
+    model.fit(Xa)
+    P = matched(model.predict_proba(Xa), ya, model.predict_proba(Xb), k)
+    P = np.clip(P, 1e-15, 1.0)
+    P /= P.sum(axis=1, keepdims=True)
+    return log_loss(yb, P, labels=np.arange(k)), P.max(axis=1).mean()
+
+
 def main():
     print(f"# softkmeans {softkmeans.__version__} {softkmeans.build_info()}")
     print(f"# load average {open('/proc/loadavg').read().split()[:3]}")
@@ -64,14 +75,8 @@ def main():
         k = len(np.unique(y))
         results = {}
         for seed in range(SPLITS):
-            Xa, Xb, ya, yb = train_test_split(X, y, test_size=0.5, stratify=y, random_state=seed)
             for label, model in models(k, seed).items():
-                model.fit(Xa)
-                P = matched(model.predict_proba(Xa), ya, model.predict_proba(Xb), k)
-                P = np.clip(P, 1e-15, 1.0)
-                P /= P.sum(axis=1, keepdims=True)
-                loss = log_loss(yb, P, labels=np.arange(k))
-                results.setdefault(label, []).append((loss, P.max(axis=1).mean()))
+                results.setdefault(label, []).append(held_out(model, X, y, seed, k))
         for label, values in results.items():
             loss, top = np.mean(values, axis=0)
             print(f"| {name} | {label} | {loss:.3f} | {top:.3f} |", flush=True)

@@ -109,8 +109,9 @@ def test_float32_and_dataframe_input(client, problem):
     assert_same_fit(got, expected, rtol=1e-5)
 
     df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    got = _fit(skd.SoftKMeans, dd.from_pandas(df, npartitions=3), C, "softmax")
-    expected = _fit(softkmeans.SoftKMeans, df, C, "softmax")
+    # sigma=None pinned (issue 36 item 12): its critical_sigma_ is computed by the fit.
+    got = _fit(skd.SoftKMeans, dd.from_pandas(df, npartitions=3), C, "softmax", sigma=None)
+    expected = _fit(softkmeans.SoftKMeans, df, C, "softmax", sigma=None)
     assert_same_fit(got, expected)
     assert list(got.feature_names_in_) == list(df.columns)
     labels = got.predict(dd.from_pandas(df, npartitions=2))

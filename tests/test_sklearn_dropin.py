@@ -505,7 +505,9 @@ def test_fortran_x_in_several_blocks_gives_the_fit_and_predictions_of_its_c_copy
     Xc = _blobs(n=500, d=4, seed=15)
     XF = np.asfortranarray(Xc)
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=Xc.shape[0])
-    params = dict(assignment=assignment, random_state=0, n_init=2)
+    # sigma=None pinned (issue 36 item 12): the re-estimated default width differs in its
+    # last bits with the blocks' sums, which probabilities of 1e-120 magnify past 1e-12.
+    params = dict(assignment=assignment, sigma=None, random_state=0, n_init=2)
     got = SoftKMeans(4, **params).fit(XF, sample_weight=w)
     ref = SoftKMeans(4, **params).fit(Xc, sample_weight=w)
     np.testing.assert_array_equal(got.labels_, ref.labels_)

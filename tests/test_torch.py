@@ -272,7 +272,8 @@ def test_mismatched_dims_and_shapes_are_refused():
     _, message = _numpy_error(C=np.zeros((2, 4)))
     with pytest.raises(ValueError) as info:
         skt.free_energy(torch.ones(4, 3), torch.zeros(2, 4), 1.0)
-    assert str(info.value).replace("centroids", "C") == message
+    # The same message in the torch API's own names (x, centroids; issue 36 item 16).
+    assert str(info.value).replace("centroids", "C").replace("x has", "X has") == message
     with pytest.raises(ValueError, match="must be 2-dimensional"):
         skt.free_energy(torch.ones(4), torch.zeros(2, 4), 1.0)
     with pytest.raises(ValueError, match="must not be empty"):

@@ -383,6 +383,23 @@ py::tuple weighted_covariance_t(const DenseX<T>& x, const py::array& wa, int n_t
 }
 
 template <typename T>
+py::array dense_second_moment_matvec_t(const DenseX<T>& x, const py::array& wa,
+                                       const py::object& mean_obj, const py::array& va,
+                                       int n_threads) {
+  auto w = as_vector<double>(wa, "sample_weight", x.n);
+  auto v = as_vector<double>(va, "v", x.d);
+  const bool centred = !mean_obj.is_none();
+  auto mean = as_vector<double>(centred ? py::array(mean_obj) : py::array(va), "mean", x.d);
+  carray<double> out(x.d);
+  run_native([&] {
+    softkmeans::kernels<T>().second_moment_matvec(x.X.data(), x.n, x.d, w.data(),
+                                                  centred ? mean.data() : nullptr, v.data(),
+                                                  out.mutable_data(), n_threads);
+  });
+  return out;
+}
+
+template <typename T>
 py::array second_moment_matvec_t(const CsrX<T>& x, const py::array& wa, const py::array& va,
                                  int n_threads) {
   auto w = as_vector<double>(wa, "sample_weight", x.n);
@@ -506,6 +523,13 @@ void def_kernels(py::module_& m) {
       m, "weighted_covariance",
       [](const auto& x, Arr w, int nt) { return weighted_covariance_t(x, w, nt); },
       py::arg("sample_weight"), n_threads, "(mean (d,), cov (d, d))");
+  def_dense<Arr, const py::object&, Arr, int>(
+      m, "second_moment_matvec",
+      [](const auto& x, Arr w, const py::object& mean, Arr v, int nt) {
+        return dense_second_moment_matvec_t(x, w, mean, v, nt);
+      },
+      py::arg("sample_weight"), py::arg("mean"), py::arg("v"), n_threads,
+      "sum_i w_i ((x_i - mean) . v) (x_i - mean), float64 (d,) (mean None: 0)");
   def_kmeanspp(m, n_threads);
   def_csr<Arr, Arr, int>(
       m, "csr_second_moment_matvec",

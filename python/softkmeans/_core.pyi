@@ -79,6 +79,11 @@ def balanced_counts(
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 
+def second_moment_matvec(
+    X: _F, sample_weight: _F64, mean: _F64 | None, v: _F64, n_threads: int = 0
+) -> _F64:
+    """sum_i w_i ((x_i - mean) . v) (x_i - mean), float64 (d,) (mean None: 0)"""
+
 def kmeanspp_candidate_potentials(
     X: _F,
     sample_weight: _F64,

@@ -40,6 +40,7 @@ __all__ = [
     "responsibilities",
     "set_simd_level",
     "selected_simd_level",
+    "second_moment_matvec",
     "sq_distances",
     "weighted_covariance",
 ]
@@ -167,13 +168,19 @@ def biased_hard_stats(X, C, g, w, n_threads):
 
 def weighted_covariance(X, w, n_threads):
     """(mean (d,), weighted population covariance (d, d)), both float64, of a dense X
-    (a CSR X's covariance is an operator: `softkmeans.sources.csr.SparseCovariance`)."""
+    (lambda_max of wide or sparse X: the operator `softkmeans._covariance.Covariance`)."""
     return _core.weighted_covariance(X, w, n_threads)
 
 
 def csr_second_moment_matvec(X, w, v, n_threads):
     """X^T diag(w) X v, float64 (d,), for a CSR X (w (n,) and v (d,) float64)."""
     return _core.csr_second_moment_matvec(*_csr(X), w, v, n_threads)
+
+
+def second_moment_matvec(X, w, mean, v, n_threads):
+    """sum_i w_i ((x_i - mean) . v) (x_i - mean), float64 (d,), for a dense X (w (n,),
+    mean (d,) or None for 0, v (d,) float64): one pass, nothing d x d."""
+    return _core.second_moment_matvec(X, w, mean, v, n_threads)
 
 
 def kmeanspp_candidate_potentials(X, w, closest, cand, n_threads, dist=None):

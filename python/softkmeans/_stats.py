@@ -100,7 +100,7 @@ def centroid_gradient(stats: BlockStats, C: np.ndarray) -> np.ndarray:
 
 def lambda_max(cov: np.ndarray) -> float:
     """The largest eigenvalue of a weighted population covariance, clamped at 0
-    (a (d, d) array, or the operator of a sparse X, `softkmeans._sparse.SparseCovariance`)."""
+    (a (d, d) array, or an operator, `softkmeans._covariance.Covariance`)."""
     if not isinstance(cov, np.ndarray):
         return cov.lambda_max()
     return max(float(np.linalg.eigvalsh(cov)[-1]), 0.0)
@@ -180,7 +180,12 @@ def merge_moment_pair(a, b):
 def merge_moments(parts: Iterable[tuple[float, np.ndarray, np.ndarray]]):
     """(W, weighted mean (d,), weighted population covariance (d, d)) of the union of
     disjoint blocks, each given as its own (W, mean, covariance), merged in the order given
-    (`merge_moment_pair`)."""
+    (`merge_moment_pair`); covariance operators (`softkmeans._covariance`) merge into the
+    operator of the union of their blocks."""
+    parts = list(parts)
+    if parts and not isinstance(parts[0][2], np.ndarray):
+        cov = type(parts[0][2]).merged(parts)
+        return cov.W, cov.mean, cov
     scaled = ((Wb, np.asarray(mean_b, dtype=np.float64), Wb * cov_b) for Wb, mean_b, cov_b in parts)
     W, mean, M = functools.reduce(merge_moment_pair, scaled, (0.0, None, None))
     if W == 0.0:

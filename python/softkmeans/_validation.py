@@ -104,6 +104,23 @@ def check_magnitude(arr, name: str, big: float, d: int | None = None):
     return arr
 
 
+def check_spread(variances, dtype, name: str = "X"):
+    """Refuse data whose spread is so small that squared distances underflow its dtype:
+    a positive total variance V (sum of the features' variances, about half the mean
+    squared distance) below tiny / eps (float32 9.9e-32, float64 1e-292), where squared
+    distances a factor eps below V leave the normal numbers and every point looks like
+    its neighbours (V = 0, every point the same, is accepted: those are duplicates)."""
+    dtype = np.dtype(dtype)
+    total = float(np.sum(variances, dtype=np.float64))
+    limit = float(np.finfo(dtype).tiny / np.finfo(dtype).eps)
+    if 0.0 < total < limit:
+        raise ValueError(
+            f"{name} has a total variance of {total:.3g}; squared distances would underflow "
+            f"{dtype} (the spread must be at least {limit:.3g}); rescale the data"
+            + (" or use float64" if dtype == np.float32 else "")
+        )
+
+
 def check_data(X, name: str = "X"):
     """A dense X: (n, d) with n >= 1 and d >= 1, finite, float32 or float64 (any data
     is checked by the source that reads it: `softkmeans.sources.source_of`)."""

@@ -13,9 +13,12 @@ and still failing its checks. The functional API (``softkmeans.<name>``), `kmean
 the fitting driver and the ``softkmeans`` command do not import scikit-learn, and
 ``import softkmeans`` imports this module only on first use of ``softkmeans.SoftKMeans``.
 
-sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a temperature
-1 % of the critical one, where the data's first split happens: well inside the clustered
-phase, soft only near cluster boundaries, and scale-equivariant (scaling X scales sigma).
+sigma="default" (the default): "auto" for a softmax fit (Euclidean, not annealed, balanced
+or streamed), so that predict_proba is the isotropic Gaussian mixture's posterior; None
+elsewhere. sigma=None: sigma = 0.1 x critical_sigma(X) (DEFAULT_SIGMA_FRACTION), i.e. a
+temperature 1 % of the critical one, where the data's first split happens: well inside the
+clustered phase, soft only near cluster boundaries, and scale-equivariant (scaling X scales
+sigma).
 
 The fitting loop (`softkmeans.fit`) is a thin policy layer over a data source
 (`softkmeans.sources`, chosen once for the kind of X) and the trusted native layer: each
@@ -111,7 +114,10 @@ class SoftKMeans(
         sets ``phase_diagram_.at_max``: a larger k may persist longer.
     assignment : {"hard", "softmax", "entmax15"}, default="softmax"
         "hard" is Lloyd's algorithm, a drop-in for ``KMeans(algorithm="lloyd")``.
-    sigma : float, None or "auto", default=None
+    sigma : float, None, "auto" or "default", default="default"
+        "default": "auto" for softmax fits (Euclidean, not annealed, balanced or streamed by
+        partial_fit), None otherwise (`FitParams.default_width`; measured calibration in
+        bench/default_sigma.py). 0.1 x critical_sigma gave one-hot memberships.
         "auto" (softmax only): the maximum-likelihood shared variance, re-estimated at each
         step (EM of the equal-weight isotropic Gaussian mixture, `softkmeans.fit.auto_sigma`),
         so that ``predict_proba`` is that mixture's posterior.
@@ -365,7 +371,7 @@ default="k-means++"
             self.labels_, weights, self.n_clusters_
         )
         self._critical = _CriticalSigma(
-            fitter.critical_sigma_known, training_data, source, fitter.metric
+            fitter.critical_sigma_known, training_data, source, fitter.metric, self._fingerprint()
         )
         self._n_features_out = self.cluster_centers_.shape[0]
         self._grouping = CentroidGrouping()  # predict's centroid groups, made once
@@ -394,6 +400,16 @@ default="k-means++"
         if "_grouping" in state:  # made again by the first predict
             state["_grouping"] = CentroidGrouping()
         return state
+
+    def _fingerprint(self):
+        """What critical_sigma_'s first read checks the training data against (None: it
+        cannot be checked, so computed now): the fitted objective, recomputed there at the
+        fitted centroids by the same kernels (a balanced fit's is at its biased labels)."""
+        if self.balance_offsets_ is not None:
+            return None
+        return _Fingerprint(
+            self.cluster_centers_, self.assignment, self.sigma_, self.objective_, self.n_threads
+        )
 
     def _fit_params(self):
         params = FitParams.of(self)
@@ -471,7 +487,8 @@ default="k-means++"
         centroids in its dtype."""
         check_is_fitted(self)
         X = self._validate(X, reset=False)
-        source = self._fit_params().metric_policy().source(sources.source_of(X, sample_weight))
+        metric = self._fit_params().metric_policy()
+        source = metric.source(sources.source_of(X, sample_weight), fit=False)
         k, d = self.cluster_centers_.shape
         source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
         return source, self.cluster_centers_.astype(source.dtype, copy=False)
@@ -533,14 +550,16 @@ class _CriticalSigma:
     not need it: the data held by a weak reference (the fitted model does not keep the
     training data alive; None: computed now from the source), the weights as validated."""
 
-    def __init__(self, value, training_data, source, metric):
+    def __init__(self, value, training_data, source, metric, fingerprint=None):
         self._value = value
         self._X = training_data
         self._weights = None
         self._metric = metric
+        self._fingerprint = fingerprint
         if value is None:
-            if training_data is None:
+            if training_data is None or fingerprint is None:
                 self._value = metric.critical_sigma(metric.source(source))
+                self._X = None
             elif not source.unit_weights:
                 self._weights = source.weights
 
@@ -553,6 +572,34 @@ class _CriticalSigma:
                     "is no longer referenced; use softkmeans.critical_sigma(X, sample_weight=...)"
                 )
             source = self._metric.source(sources.source_of(X, self._weights))
+            if not self._fingerprint.matches(source):
+                raise AttributeError(
+                    "critical_sigma_ is computed on first read from the training data, which "
+                    "has changed since fit (its objective at the fitted centroids differs); "
+                    "use softkmeans.critical_sigma(X, sample_weight=...) on the data you mean"
+                )
             self._value = self._metric.critical_sigma(source)
-            self._X = self._weights = None
+            self._X = self._weights = self._fingerprint = None
         return self._value
+
+
+class _Fingerprint:
+    """The fitted objective and how to recompute it: the same source kind of pass as the
+    fit's final one, at the fitted centroids. The sums over rows may run in another order
+    (the bounded pass's), so equality is up to float64 rounding of a sum (1e-9 relative);
+    a change of the data that keeps the objective there to that precision is not seen."""
+
+    RTOL = 1e-9
+
+    def __init__(self, C, kind, sigma, objective, n_threads):
+        self.C, self.kind, self.sigma = C, kind, sigma
+        self.objective, self.n_threads = objective, n_threads
+
+    def matches(self, source):
+        k, d = self.C.shape
+        if source.shape[1] != d:
+            return False
+        source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
+        C = self.C.astype(source.dtype, copy=False)
+        got = float(source.stats(C, self.kind, self.sigma, sums=False)[0].objective)
+        return abs(got - self.objective) <= self.RTOL * max(abs(got), abs(self.objective))

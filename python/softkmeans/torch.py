@@ -48,6 +48,7 @@ import torch
 
 from . import _native, _stats, _torch_sigma
 from . import _validation as v
+from ._covariance import Covariance
 from .fit.cosine import EUCLIDEAN, metric_of
 
 __all__ = [
@@ -113,7 +114,7 @@ def _check_pair(x, centroids):
     _check_tensor(centroids, "centroids", 2)
     if centroids.shape[1] != x.shape[1]:
         raise ValueError(
-            f"centroids has {centroids.shape[1]} features but X has {x.shape[1]}; they must match"
+            f"centroids has {centroids.shape[1]} features but x has {x.shape[1]}; they must match"
         )
     if centroids.device != x.device:
         raise ValueError(f"centroids are on {centroids.device} but x is on {x.device}")
@@ -418,8 +419,8 @@ def critical_sigma(x, sample_weight=None, metric="euclidean"):
         x = torch.nn.functional.normalize(x.detach().double(), dim=1)
         w = w * x.any(dim=1).cpu().numpy()
     if _uses_native(x):
-        mean, cov = _native.weighted_covariance(_numpy_view(x), w, 0)
-        return float(np.sqrt(metric.critical_lambda(mean, cov)))
+        cov = Covariance.of(_numpy_view(x), w)  # no (d, d) array for wide x
+        return float(np.sqrt(metric.critical_lambda(cov.mean, cov)))
     xd = x.detach().double()
     wt = torch.as_tensor(w, dtype=torch.float64, device=x.device)
     mu = (wt[:, None] * xd).sum(0) / wt.sum()

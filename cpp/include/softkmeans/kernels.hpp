@@ -152,6 +152,14 @@ struct Kernels {
   void (*weighted_covariance)(const T* X, index_t n, index_t d, const double* w, double* mean,
                               double* cov, int n_threads) = nullptr;
 
+  // The weighted centred second moment applied to a vector (lambda_max of a
+  // wide X by Lanczos, nothing d x d formed): w [in] (n,), mean [in, nullable]
+  // (d,), v [in] (d,), out [out] (d,): sum_i w_i ((x_i - mean) . v)
+  // (x_i - mean), in double. Memory: O(chunks x d).
+  void (*second_moment_matvec)(const T* X, index_t n, index_t d, const double* w,
+                               const double* mean, const double* v, double* out,
+                               int n_threads) = nullptr;
+
   // Greedy k-means++ (as scikit-learn's _kmeans_plusplus), one fused pass:
   // w [in] (n,); closest [in] (n,) current squared distance of each point to
   // its nearest chosen center; cand [in] (L,) row indices of X (0 <= cand < n);
@@ -215,6 +223,7 @@ struct Kernels {
   F(hard_stats_bounded)                \
   F(biased_hard_stats)                 \
   F(weighted_covariance)               \
+  F(second_moment_matvec)              \
   F(kmeanspp_candidate_potentials)     \
   F(kmeanspp_update_closest)           \
   F(csr_sq_distances)                  \

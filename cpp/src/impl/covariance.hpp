@@ -158,5 +158,75 @@ void weighted_covariance(const T* X, index_t n, index_t d, const double* w, doub
     }
 }
 
+// Rows per chunk of second_moment_matvec: a function of the shape only (never
+// of the thread count), whole tiles, each chunk's (d,) partial at most an
+// eighth of its rows' entries and all of them within kChunkStatsBytes.
+inline index_t matvec_chunks(index_t n, index_t d) {
+  const index_t by_bytes = kChunkStatsBytes / (8 * (d + 1));
+  return std::max<index_t>(1, std::min({n_tiles_of(n), kMaxChunks, n / 8, by_bytes}));
+}
+
+// Rows a group of second_moment_matvec reads together: each load of v and each
+// update of a chunk's (d,) partial serves this many rows (d doubles each, an
+// L2-resident vector at large d: one row at a time spends its time on them).
+inline constexpr index_t kMatvecRows = 4;
+
+// w [in] (n,), mean [in, nullable] (d,), v [in] (d,); out [out] (d,):
+// sum_i w_i ((x_i - mean) . v) (x_i - mean) (mean null: 0), one pass over X,
+// nothing of size d x d. In double: y_i = x_i . v - mean . v (8 interleaved
+// partial sums per row; y_i loses the digits of |x_i| / |x_i - mean| of
+// double's, far below the float32 inputs' own), then out = sum_i w_i y_i x_i -
+// mean sum_i w_i y_i. Rows in groups of kMatvecRows from each chunk's start;
+// per-chunk partials over the groups in order, merged in chunk order (the
+// result does not depend on the thread count).
+template <typename T>
+void second_moment_matvec(const T* X, index_t n, index_t d, const double* w, const double* mean,
+                          const double* v, double* out, int n_threads) {
+  const index_t n_chunks = matvec_chunks(n, d);
+  std::vector<double> part(n_chunks * (d + 1), 0.0);  // (d,) partial and sum_i w_i y_i
+  double mv = 0.0;
+  if (mean != nullptr)
+    for (index_t l = 0; l < d; ++l) mv += mean[l] * v[l];
+  const int nt = resolve_threads(n_threads, 2 * n * d);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+  for (index_t c = 0; c < n_chunks; ++c) {
+    double* pc = part.data() + c * (d + 1);
+    const index_t i0 = c * n / n_chunks, i1 = (c + 1) * n / n_chunks;
+    for (index_t g = i0; g < i1; g += kMatvecRows) {
+      const index_t rows = std::min(kMatvecRows, i1 - g);
+      const T* x[kMatvecRows];
+      double s[kMatvecRows][8] = {};
+      for (index_t r = 0; r < kMatvecRows; ++r) x[r] = X + (g + std::min(r, rows - 1)) * d;
+      index_t l = 0;
+      for (; l + 8 <= d; l += 8)
+        for (index_t r = 0; r < kMatvecRows; ++r)
+          for (int q = 0; q < 8; ++q) s[r][q] += static_cast<double>(x[r][l + q]) * v[l + q];
+      for (; l < d; ++l)
+        for (index_t r = 0; r < kMatvecRows; ++r) s[r][0] += static_cast<double>(x[r][l]) * v[l];
+      double a[kMatvecRows];
+      for (index_t r = 0; r < kMatvecRows; ++r) {
+        const double* t = s[r];
+        const double y = (((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))) - mv;
+        a[r] = r < rows ? w[g + r] * y : 0.0;  // a short last group's copies weigh 0
+        pc[d] += a[r];
+      }
+      for (index_t l = 0; l < d; ++l) {
+        double acc = pc[l];
+        for (index_t r = 0; r < kMatvecRows; ++r) acc += a[r] * static_cast<double>(x[r][l]);
+        pc[l] = acc;
+      }
+    }
+  }
+  double wy = 0.0;
+  std::fill(out, out + d, 0.0);
+  for (index_t c = 0; c < n_chunks; ++c) {
+    const double* pc = part.data() + c * (d + 1);
+    for (index_t l = 0; l < d; ++l) out[l] += pc[l];
+    wy += pc[d];
+  }
+  if (mean != nullptr)
+    for (index_t l = 0; l < d; ++l) out[l] -= mean[l] * wy;
+}
+
 }  // namespace SOFTKMEANS_ISA
 }  // namespace softkmeans

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _stats
+from .._covariance import DENSE_D, largest_eigenpair
 from .._types import StepResult
 
 __all__ = ["COSINE", "EUCLIDEAN", "METRICS", "metric_of", "spherical_lambda", "unit_rows"]
@@ -32,8 +33,8 @@ class Euclidean:
 
     name = "euclidean"
 
-    def source(self, source):
-        """The source the fit reads."""
+    def source(self, source, fit=True):
+        """The source the fit (fit=False: a prediction) reads."""
         return source
 
     def step(self, stats, C) -> StepResult:
@@ -63,10 +64,10 @@ class Cosine(Euclidean):
 
     name = "cosine"
 
-    def source(self, source):
+    def source(self, source, fit=True):
         from ..sources.normalized import normalized
 
-        return normalized(source)
+        return normalized(source, fit)
 
     def step(self, stats, C) -> StepResult:
         S = stats.sums
@@ -120,7 +121,7 @@ def spherical_lambda(mean, cov) -> float:
     """sigma_c^2 = lambda_max(P Sigma P) / ||mu||, P = I - m m^T, m = mu / ||mu||
     (SPEC.md, "Cosine (spherical) K-Means"): mean, cov the weighted mean and covariance
     of the normalized rows; cov a (d, d) array or an operator with ``matvec`` (a sparse
-    X's `softkmeans.sources.csr.SparseCovariance`).
+    `softkmeans._covariance.Covariance`).
 
     Why: linearizing c+ = S / ||S|| at c_j = m, a tangent deviation is multiplied by
     P Sigma P / (sigma^2 ||mu||), so all centroids at m stop attracting their
@@ -137,20 +138,15 @@ def spherical_lambda(mean, cov) -> float:
     if isinstance(cov, np.ndarray):
         return _top_eigenvalue(_projected(np.asarray(cov, dtype=np.float64), m)) / norm
     d = mean.size
-    if d <= cov.DENSE_D:
+    if d <= DENSE_D:
         return _top_eigenvalue(_projected(cov.dense(), m)) / norm
-    from scipy.sparse.linalg import LinearOperator, eigsh
 
     def matvec(v):
-        v = np.ravel(v)
         pv = v - m * (m @ v)
         out = cov.matvec(pv)
         return out - m * (m @ out)
 
-    op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
-    v0 = np.full(d, 1.0 / np.sqrt(d))  # fixed: the same value on every call
-    top = eigsh(op, k=1, which="LA", tol=0, v0=v0, ncv=min(d - 1, 40), return_eigenvectors=False)
-    return max(float(top[-1]), 0.0) / norm
+    return largest_eigenpair(matvec, d)[0] / norm
 
 
 def _projected(cov, m):

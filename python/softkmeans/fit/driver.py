@@ -135,9 +135,10 @@ class Fitter:
         """critical_sigma_ when the fit has computed it, else None."""
         return self._critical_sigma
 
-    def _open(self, source):
+    def _open(self, source, stream=False):
         """The checked parameters; the source's thread count set for them.
-        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`)."""
+        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`); sigma=
+        "default": "auto" or None (`FitParams.default_width`)."""
         if is_auto(self.params.n_clusters):
             if self.metric is not EUCLIDEAN:
                 raise ValueError(
@@ -154,6 +155,7 @@ class Fitter:
             k = self.phase_diagram_.n_clusters
             self.params = dataclasses.replace(self.params, n_clusters=k)
         resolved = self.params.check(source)
+        self.params = self.params.default_width(resolved.schedule, stream)
         source.n_threads = threads_for(
             self.params.n_threads, source.rows_per_pass, resolved.n_clusters, source.shape[1]
         )
@@ -284,7 +286,9 @@ class Fitter:
         params = self.params
         self.source = training
         notes = OncePerFit(self.warning_category)
-        tol = _tolerance(training.feature_variances(), params.tol)
+        variances = training.feature_variances()
+        v.check_spread(variances, training.dtype)  # squared distances would underflow
+        tol = _tolerance(variances, params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
         sigma = (
@@ -420,8 +424,8 @@ class Fitter:
     def _first_batch(self, source):
         """The stream's state before its first batch: parameters checked, sigma fixed,
         centroids initialised on the batch."""
-        params = self.params
-        k, kind, schedule, init, _ = self._open(source)
+        k, kind, schedule, init, _ = self._open(source, stream=True)
+        params = self.params  # sigma="default" resolved
         if params.balance is not None or params.max_cluster_size is not None:
             raise ValueError(
                 "partial_fit does not balance: use fit with balance / max_cluster_size"

@@ -66,9 +66,11 @@ def warn_about_empty_clusters(source, labels, k, notes):
                 f"n_clusters ({k}). Possibly due to duplicate points in X: it has "
                 f"{n_distinct} distinct points.",
             )
-    if n_found < k:
-        notes.add(
-            "found",
-            f"Number of distinct clusters ({n_found}) found smaller than n_clusters ({k}). "
-            "Possibly due to duplicate points in X.",
-        )
+        elif n_found < k:  # not the data: the centroids met, or lost all their points
+            notes.add(
+                "found",
+                f"Number of distinct clusters ({n_found}) found smaller than n_clusters "
+                f"({k}), though X has {n_distinct} distinct points: centroids merged (a "
+                "soft fit's sigma too wide for the data: try a smaller sigma or "
+                "sigma=None; or an init with repeated centroids).",
+            )

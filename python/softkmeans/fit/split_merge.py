@@ -98,18 +98,11 @@ def _trace(cov):
 
 
 def _principal_axis(cov):
-    """(lambda_max, its unit eigenvector) of a covariance array or a sparse operator."""
-    if not isinstance(cov, np.ndarray) and cov.diagonal().shape[0] <= cov.DENSE_D:
-        cov = cov.dense()
+    """(lambda_max, its unit eigenvector) of a covariance array or operator."""
     if isinstance(cov, np.ndarray):
         values, vectors = np.linalg.eigh(cov)
         return max(float(values[-1]), 0.0), vectors[:, -1]
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
-    d = cov.diagonal().shape[0]
-    op = LinearOperator((d, d), matvec=cov.matvec, dtype=np.float64)
-    values, vectors = eigsh(op, k=1, which="LA", v0=np.ones(d))
-    return max(float(values[0]), 0.0), vectors[:, 0]
+    return cov.top()
 
 
 def _lloyd(source, C, max_iter, relocate):

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _native, _stats
 from .. import _validation as v
+from .._covariance import DENSE_D, Covariance
 from .nearest import NearestCentroid
 from .parallel import LocalParallelPasses
 
@@ -238,8 +239,10 @@ class LocalSource(Source):
         return ((rows - row) ** 2).sum(axis=1)
 
     def block_moments(self, rows, w):
-        """(mean, covariance) of a block's rows under weights w."""
-        return _native.weighted_covariance(rows, w, self.n_threads)
+        """(mean, covariance) of a block's rows under weights w: the (d, d) array up to
+        DENSE_D features, an operator beyond (`softkmeans._covariance`)."""
+        cov = Covariance.of(rows, w, self.n_threads)
+        return cov.mean, cov.dense() if cov.d <= DENSE_D else cov
 
     def paired_blocks(self):
         """(start, stop, rows of X, rows of [X, 0]) in order (the two `blocks` in step)."""

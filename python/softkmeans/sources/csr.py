@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _sparse
+from .._covariance import Covariance
 from .base import LocalSource
 from .seeding import KeptDistancePasses
 
-__all__ = ["CSRSource", "SparseCovariance"]
+__all__ = ["CSRSource"]
 
 
 class CSRSource(LocalSource):
@@ -29,7 +30,7 @@ class CSRSource(LocalSource):
 
     def _operator(self):
         if self._covariance is None:
-            self._covariance = SparseCovariance(self.data, self.weights, self.n_threads)
+            self._covariance = Covariance.of(self.data, self.weights, self.n_threads)
         return self._covariance
 
     def feature_variances(self):
@@ -40,7 +41,7 @@ class CSRSource(LocalSource):
         return cov.mean, cov
 
     def block_moments(self, rows, w):
-        cov = SparseCovariance(rows, w, self.n_threads)
+        cov = Covariance.of(rows, w, self.n_threads)
         return cov.mean, cov  # an operator: lambda_max without a (d, d) array
 
     def rows(self, idx):
@@ -63,58 +64,3 @@ class CSRSource(LocalSource):
 
     def seeding_passes(self, n_candidates):
         return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=False)
-
-
-class SparseCovariance:
-    """The weighted population covariance of a CSR X as an operator (d, d), never formed
-    for large d: v -> (X^T diag(w) X v) / W - mu (mu . v), from the stored entries.
-
-    diagonal(): the weighted variances; lambda_max(): its largest eigenvalue (dense
-    eigvalsh for small d, Lanczos (scipy's eigsh, to machine precision) otherwise).
-
-    NOTE: the second moment minus mu mu^T, not centred rows (centring would densify X):
-    where the mean is large against the spread this cancels, and lambda_max loses the
-    digits the ratio costs (sparse data, mostly zeros, has a mean near 0).
-    """
-
-    # Up to this d the covariance is formed (d x d) and eigvalsh'd, as for dense X.
-    DENSE_D = 512
-
-    def __init__(self, X, w, n_threads=0, row_scale=None):
-        """row_scale (n,): the covariance of the rows s_i x_i (cosine's normalized rows,
-        `softkmeans.sources.normalized`), X not copied: the weights become w s and w s^2."""
-        self.n_threads = n_threads
-        self.W = float(w.sum())
-        w1, self.w = (w, w) if row_scale is None else (w * row_scale, w * row_scale**2)
-        self.X = X
-        self.mean = np.asarray(X.T @ w1, dtype=np.float64) / self.W
-        sq = X.multiply(X).T @ self.w
-        self._diag = np.maximum(np.asarray(sq, dtype=np.float64) / self.W - self.mean**2, 0.0)
-
-    def diagonal(self):
-        return self._diag
-
-    def dense(self):
-        Xw = self.X.multiply(self.w[:, None]).tocsr()
-        second = np.asarray((self.X.T @ Xw).toarray(), dtype=np.float64) / self.W
-        return second - np.outer(self.mean, self.mean)
-
-    def matvec(self, vec):
-        vec = np.ascontiguousarray(vec, dtype=np.float64)
-        out = _native.csr_second_moment_matvec(self.X, self.w, vec, self.n_threads)
-        out /= self.W
-        out -= self.mean * (self.mean @ vec)
-        return out
-
-    def lambda_max(self) -> float:
-        d = self.X.shape[1]
-        if d <= self.DENSE_D:
-            return max(float(np.linalg.eigvalsh(self.dense())[-1]), 0.0)
-        from scipy.sparse.linalg import LinearOperator, eigsh
-
-        op = LinearOperator((d, d), matvec=self.matvec, dtype=np.float64)
-        v0 = np.full(d, 1.0 / np.sqrt(d))  # fixed: the same value on every call
-        top = eigsh(
-            op, k=1, which="LA", tol=0, v0=v0, ncv=min(d - 1, 40), return_eigenvectors=False
-        )
-        return max(float(top[-1]), 0.0)

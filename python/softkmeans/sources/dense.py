@@ -22,8 +22,8 @@ import weakref
 
 import numpy as np
 
-from .. import _native, _stats
 from .. import _validation as v
+from .._covariance import Covariance
 from .base import LocalSource
 from .readahead import file_blocks
 from .seeding import BlockSeedingPasses, KeptDistancePasses
@@ -121,16 +121,11 @@ class _DenseSource(LocalSource):
         return self._variances
 
     def moments(self):
-        parts = []
-        for start, stop, rows in self.blocks():
-            wb = self.weights[start:stop]
-            Wb = float(wb.sum())
-            if Wb > 0:
-                parts.append((Wb, *_native.weighted_covariance(rows, wb, self.n_threads)))
-        if len(parts) == 1:
-            return parts[0][1:]
-        _, mean, cov = _stats.merge_moments(parts)
-        return mean, cov
+        cov = Covariance(
+            lambda: ((rows, self.weights[a:b], None) for a, b, rows in self.blocks()),
+            self.n_threads,
+        )
+        return cov.mean, cov
 
     def n_distinct_rows(self):
         positive = self.positive()

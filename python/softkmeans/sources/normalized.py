@@ -33,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
+from .._covariance import Covariance
 from .base import LocalSource
-from .csr import CSRSource, SparseCovariance
+from .csr import CSRSource
 from .dense import SCAN_BYTES, ArraySource
 
 __all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitArraySource", "UnitCSRSource", "normalized"]
@@ -52,22 +53,30 @@ NO_DIRECTION = (
 BLOCK_ENTRIES = 1 << 24
 
 
-def normalized(source):
-    """The source of the normalized rows of `source` (a validated `Source`); ValueError
-    when every row of positive weight is zero (no direction to cluster)."""
+def normalized(source, fit=True):
+    """The source of the normalized rows of `source` (a validated `Source`). fit: ValueError
+    when every row of positive weight is zero (no direction to cluster); a prediction
+    takes such a batch (its rows are answered one by one, whatever their neighbours)."""
     if isinstance(source, CSRSource):
-        return UnitCSRSource(source)
+        return UnitCSRSource(source, fit)
     if isinstance(source, LocalSource):
-        return UnitArraySource(source)
+        return UnitArraySource(source, fit)
     return _dask_normalized(source)
 
 
-def _direction_weights(norms, source):
+def _direction_weights(norms, source, fit):
     """The weights of the normalized rows (zero rows 0), None where all are 1."""
     weights = source.weights * (norms > 0)
-    if not (weights > 0).any():
+    if fit and not (weights > 0).any():
         raise ValueError(NO_DIRECTION)
     return None if source.unit_weights and (norms > 0).all() else weights
+
+
+def _hold_weights(unit, weights):
+    """Set the direction weights of a unit source, a zero sum included (a prediction on
+    zero rows: every row at weight 0, each still labelled and scored, as 0)."""
+    if weights is not None:
+        unit.weights, unit.unit_weights = weights, False
 
 
 def _scale(rows64, norms):
@@ -98,7 +107,7 @@ def _row_sq_norms(rows):
 class UnitArraySource(_UnitRows, ArraySource):
     """The normalized copy of a dense in-process source (see the module docstring)."""
 
-    def __init__(self, source):
+    def __init__(self, source, fit=True):
         n, d = source.shape
         out = np.empty((n, d), dtype=source.dtype)
         norms = np.empty(n)
@@ -109,14 +118,14 @@ class UnitArraySource(_UnitRows, ArraySource):
                 a, b = start + s, start + s + chunk.shape[0]
                 norms[a:b] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
                 out[a:b] = _scale(chunk, norms[a:b])
-        weights = _direction_weights(norms, source)
-        super().__init__(out, weights, n_threads=source.n_threads, checked=True)
+        super().__init__(out, None, n_threads=source.n_threads, checked=True)
+        _hold_weights(self, _direction_weights(norms, source, fit))
 
 
 class UnitCSRSource(_UnitRows, CSRSource):
     """The normalized rows of a CSR source, scaled block by block (never copied whole)."""
 
-    def __init__(self, source):
+    def __init__(self, source, fit=True):
         X = source.data
         super().__init__(X, None, n_threads=source.n_threads)
         n = X.shape[0]
@@ -127,7 +136,7 @@ class UnitCSRSource(_UnitRows, CSRSource):
             row_of = np.repeat(np.arange(b - a), lengths[a:b])
             norms[a:b] = np.bincount(row_of, weights=vals * vals, minlength=b - a)
         self.row_norms = np.sqrt(norms)
-        self.set_weights(_direction_weights(self.row_norms, source))
+        _hold_weights(self, _direction_weights(self.row_norms, source, fit))
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
         self._unit_covariance = None
@@ -175,7 +184,7 @@ class UnitCSRSource(_UnitRows, CSRSource):
 
     def _weighted_covariance(self):
         if self._unit_covariance is None:
-            self._unit_covariance = SparseCovariance(
+            self._unit_covariance = Covariance.of(
                 self.data, self.weights, self.n_threads, row_scale=self.row_scale
             )
         return self._unit_covariance

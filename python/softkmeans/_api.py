@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from . import _native, _stats, sources
 from . import _validation as v
+from .sources import reads
 
 _NATIVE = (
     "sq_distances",
@@ -96,25 +97,25 @@ def responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
 def objective(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """The kind's objective at C (J, F_sigma or G_sigma), as a Python float."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _ = source.stats(C, kind, sigma, sums=False)
+    stats, _ = reads.stats(source, C, kind, sigma, sums=False)
     return float(stats.objective)
 
 
 def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """One fused alternating-minimization step from C (one pass over X): a StepResult."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _ = source.stats(C, kind, sigma)
+    stats, _ = reads.stats(source, C, kind, sigma)
     return _stats.step_result(stats, C)
 
 
 def gradients(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """`(grad_X (n, d), grad_C (k, d))` of the kind's objective, r held at its optimum."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, grad_X = source.gradients(C, kind, sigma)
+    stats, grad_X = reads.gradients(source, C, kind, sigma)
     return grad_X, _stats.centroid_gradient(stats, C)
 
 
 def critical_sigma(X, *, sample_weight=None):
     """sqrt(lambda_max) of the weighted population covariance (a Python float)."""
-    _, cov = _source(X, sample_weight).moments()
+    _, cov = reads.moments(_source(X, sample_weight))
     return _stats.critical_sigma_of(cov)

@@ -252,10 +252,11 @@ def cmd_cluster(args):
 def _write_proba(args, kind, model, X):
     """proba_<kind>.csv: the responsibilities (n, k) at the fitted width (one-hot for hard)."""
     from . import sources
+    from .sources import reads
 
     source = sources.source_of(X, n_threads=0)
     C = model.cluster_centers_.astype(source.dtype, copy=False)
-    R = source.responsibilities(C, kind, model.sigma_)
+    R = reads.responsibilities(source, C, kind, model.sigma_)
     header = [f"cluster{j}" for j in range(R.shape[1])]
     _write_csv(os.path.join(args.out, f"proba_{kind}.csv"), R, "%.9g", header)
 

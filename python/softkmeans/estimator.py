@@ -62,6 +62,7 @@ from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
+from .sources import reads
 from .sources.nearest import CentroidGrouping
 
 __all__ = ["SoftKMeans"]
@@ -452,7 +453,7 @@ default="k-means++"
         offsets = getattr(self, "balance_offsets_", None)
         if offsets is not None:
             return biased_labels(source, C, offsets)[0]
-        return source.labels(C, self.__dict__.get("_grouping"))
+        return reads.labels(source, C, self.__dict__.get("_grouping"))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -467,14 +468,14 @@ default="k-means++"
         offsets = getattr(self, "balance_offsets_", None)
         if offsets is not None and self.assignment == "softmax":
             return biased_responsibilities(source, C, offsets, self.sigma_)
-        return source.responsibilities(C, self.assignment, self.sigma_)
+        return reads.responsibilities(source, C, self.assignment, self.sigma_)
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform); for
         float32 X computed in float64 and rounded, as scikit-learn's (a row on its centre
         is at distance 0)."""
         source, C = self._source(X)
-        return source.distances(C)
+        return reads.distances(source, C)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return the distances of X to the centroids."""
@@ -484,7 +485,7 @@ default="k-means++"
         """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``):
         for "hard", minus the inertia of X, as ``KMeans.score``."""
         source, C = self._source(X, sample_weight)
-        stats, _ = source.stats(C, self.assignment, self.sigma_, sums=False)
+        stats, _ = reads.stats(source, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)
 
 

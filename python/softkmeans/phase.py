@@ -33,6 +33,7 @@ from .annealing import AnnealingSchedule, check_schedule
 from .fit.annealing import run_annealing
 from .fit.seeding import check_random_state
 from .fit.steps import History
+from .sources import reads
 
 __all__ = ["PhaseDiagram", "Split", "phase_diagram"]
 
@@ -165,7 +166,7 @@ def diagram_of(source, *, max_clusters, min_clusters=2, anneal=None, merge=MERGE
     max_clusters, min_clusters = check_range(max_clusters, min_clusters, source.shape[0])
     merge = v.check_real(merge, "merge", minimum=0.0)
     schedule = check_schedule(anneal) or AnnealingSchedule(splits=max_clusters + 1)
-    _, cov = source.moments()
+    _, cov = reads.moments(source)
     critical = _stats.critical_sigma_of(cov)
     if schedule.stop is None:
         schedule = dataclasses.replace(schedule, stop=STOP_FRACTION * (critical or 1.0))

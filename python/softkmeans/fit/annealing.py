@@ -14,6 +14,8 @@ import numpy as np
 
 from .. import _native
 from ..annealing import AnnealingSchedule
+from ..sources import reads
+from .annealing_passes import add_farthest, responsibility_moments
 from .cosine import EUCLIDEAN
 from .split_merge import split_merge
 from .steps import run_steps
@@ -32,7 +34,7 @@ def _with_priors(C, p, sigma, dtype):
 def _split_candidates(source, C, p, sigma, kind, metric):
     """(lambda_j, j) for centroids whose critical width is above sigma, largest first."""
     Ca = _with_priors(C, p, sigma, source.dtype)
-    moments = source.responsibility_moments(Ca, kind, sigma)
+    moments = responsibility_moments(source, Ca, kind, sigma)
     n_threads = source.n_threads
     m = C.shape[0]
     if m > 1:
@@ -86,8 +88,8 @@ def run_annealing(
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]
-    augmented = source.augmented()
-    mean, _ = source.moments()
+    augmented = reads.augmented(source)
+    mean, _ = reads.moments(source)
     C = metric.start(mean)[None, :]
     p = np.ones(1)
     sigma = start
@@ -96,7 +98,7 @@ def run_annealing(
     def anneal_step(C):
         nonlocal p
         Ca = _with_priors(C, p, sigma, source.dtype)
-        stats, _ = augmented.stats(Ca, schedule.kind, sigma)
+        stats, _ = reads.stats(augmented, Ca, schedule.kind, sigma)
         result = metric.step(stats, Ca)
         C_new = result.centroids[:, :d].astype(np.float64)
         # A centroid that lost all its mass keeps its place (and its tiny mass).
@@ -149,7 +151,7 @@ def run_annealing(
 
     C = C.astype(source.dtype)
     if C.shape[0] < n_clusters:
-        C = source.add_farthest(C, n_clusters)
+        C = add_farthest(source, C, n_clusters)
     exact = False
     if schedule.finish:
         finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
@@ -184,7 +186,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
     """
     k = C.shape[0]
     if k < 2:
-        stats, _ = source.stats(C, "hard", 0.0)
+        stats, _ = reads.stats(source, C, "hard", 0.0)
         step = metric.step(stats, C)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
         return step.centroids, sigma, True
@@ -192,7 +194,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
 
     def exact_step(C):
         nonlocal sigma, exact
-        stats, _ = source.stats(C, "hard", 0.0)
+        stats, _ = reads.stats(source, C, "hard", 0.0)
         step = metric.step(stats, C)
         m = step.min_margin  # over the rows of positive weight
         if m > 0.0:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _balance, _native, _stats
+from ..sources import reads
 from .steps import History, run_steps
 
 __all__ = [
@@ -89,14 +90,15 @@ def biased_labels(source, C, g):
     """(labels, inertia): argmin_j (D_ij - g_j) of every row (ties to the smallest j)
     and sum_i w_i D_{i, labels_i}, from one hard pass over [X, 0]."""
     Ca = with_offsets(C, g, source.dtype)
-    stats, labels = source.augmented().stats(Ca, "hard", 0.0, sums=False, labels=True)
+    stats, labels = reads.stats(reads.augmented(source), Ca, "hard", 0.0, sums=False, labels=True)
     b = g.max() - g
     return labels, float(stats.distortion - np.bincount(labels, source.weights, b.size) @ b)
 
 
 def biased_responsibilities(source, C, g, sigma):
     """softmax((g_j - D_ij) / (2 sigma^2)) of every row: one pass."""
-    return source.augmented().responsibilities(with_offsets(C, g, source.dtype), "softmax", sigma)
+    Ca = with_offsets(C, g, source.dtype)
+    return reads.responsibilities(reads.augmented(source), Ca, "softmax", sigma)
 
 
 # ------------------------------------------------------------------------- the auction
@@ -324,7 +326,7 @@ class _Sinkhorn:
     """Soft balanced steps: log-domain Sinkhorn over [X, 0] at the biased centroids."""
 
     def __init__(self, source, targets, sigma):
-        self.source, self.targets, self.sigma = source.augmented(), targets, sigma
+        self.source, self.targets, self.sigma = reads.augmented(source), targets, sigma
         self.T = 2.0 * sigma * sigma
         self.g = np.zeros(targets.bounds.size)
         self.W = float(source.weights.sum())
@@ -335,7 +337,7 @@ class _Sinkhorn:
         bounds, one_sided = self.targets.bounds, self.targets.one_sided
         for _ in range(passes):
             Ca = with_offsets(C, self.g, self.source.dtype)
-            stats, _ = self.source.stats(Ca, "softmax", self.sigma)
+            stats, _ = reads.stats(self.source, Ca, "softmax", self.sigma)
             ratio = stats.cluster_weights / bounds
             if one_sided:
                 done = (ratio <= 1 + tol).all() and (abs(ratio[self.g < 0] - 1) <= tol).all()

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _stats
 from .._types import StepResult
+from ..sources import reads
 
 __all__ = ["COSINE", "EUCLIDEAN", "METRICS", "metric_of", "spherical_lambda", "unit_rows"]
 
@@ -50,7 +51,7 @@ class Euclidean:
 
     def critical_sigma(self, source) -> float:
         """sigma_c of the data the source reads (one moments pass)."""
-        mean, cov = source.moments()
+        mean, cov = reads.moments(source)
         return float(np.sqrt(self.critical_lambda(mean, cov)))
 
     def start(self, mean):

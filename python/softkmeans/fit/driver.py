@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import _stats, phase, sources
 from .. import _validation as v
+from ..sources import reads
 from .annealing import run_annealing
 from .auto_sigma import is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
@@ -179,7 +180,7 @@ class Fitter:
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
 
         def step(C):
-            stats = bounded(C) if bounded is not None else source.stats(C, kind, sigma)[0]
+            stats = bounded(C) if bounded is not None else reads.stats(source, C, kind, sigma)[0]
             return self.metric.step(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
@@ -202,7 +203,7 @@ class Fitter:
         # bounded pass gives block_stats's values with its bounds).
         final = bounded.final(C) if bounded is not None else None
         if final is None:
-            final = source.stats(C, kind, sigma, sums=False, labels=True)
+            final = reads.stats(source, C, kind, sigma, sums=False, labels=True)
         return C, sigma, history, final
 
     def _run_annealing(self, k, schedule, tol, rng, relocate, progress, task):
@@ -232,7 +233,7 @@ class Fitter:
         )
         if self.phase_diagram_ is None:  # n_clusters="auto" keeps its own, to max_clusters
             self.phase_diagram_ = recorder.diagram(2, max(k - 1, 2), self.critical_sigma_)
-        final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
+        final = reads.stats(self.source, C, self.params.assignment, sig, sums=False, labels=True)
         return C, sig, history, final
 
     def _relocator(self, kind, notes, labels_at=lambda C: None):
@@ -432,7 +433,7 @@ class Fitter:
 
     def _stream_step(self, source, state):
         C = state.centroids.astype(source.dtype, copy=False)
-        stats, labels = source.stats(C, self.params.assignment, state.sigma, labels=True)
+        stats, labels = reads.stats(source, C, self.params.assignment, state.sigma, labels=True)
         C_new, totals, memory = _stats.stream_update(
             state.centroids,
             state.totals,

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sources import reads
+
 __all__ = ["label_all", "training_source"]
 
 
@@ -55,7 +57,7 @@ def label_all(source, C, kind, sigma, progress):
     source.on_block = report if progress.verbose else None
     try:
         if kind == "hard":
-            return source.nearest_stats(C)
-        return source.stats(C, kind, sigma, sums=False, labels=True)
+            return reads.nearest_stats(source, C)
+        return reads.stats(source, C, kind, sigma, sums=False, labels=True)
     finally:
         source.on_block = None

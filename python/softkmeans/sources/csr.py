@@ -24,8 +24,10 @@ class CSRSource(LocalSource):
         self.set_weights(sample_weight, fit)
         self._covariance = None
 
-    def blocks(self, augmented=False):
-        yield 0, self.shape[0], _sparse.with_zero_column(self.data) if augmented else self.data
+    kind = "csr"
+
+    def blocks(self):
+        yield 0, self.shape[0], self.data
 
     def _operator(self):
         if self._covariance is None:
@@ -35,13 +37,10 @@ class CSRSource(LocalSource):
     def feature_variances(self):
         return self._operator().diagonal()
 
-    def moments(self):
+    def covariance(self):
+        """(weighted mean (d,), the covariance operator) of X's rows."""
         cov = self._operator()
         return cov.mean, cov
-
-    def block_moments(self, rows, w):
-        cov = SparseCovariance(rows, w, self.n_threads)
-        return cov.mean, cov  # an operator: lambda_max without a (d, d) array
 
     def rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)].toarray()
@@ -49,13 +48,6 @@ class CSRSource(LocalSource):
     def subset(self, idx):
         weights = None if self.unit_weights else self.weights[idx]
         return CSRSource(self.data[idx], weights, n_threads=self.n_threads)
-
-    def block_sq_distances(self, rows, C, labels):
-        # The kernel's own distance to the label's centroid (stored entries only).
-        return _native.assign(rows, C, self.n_threads)[1]
-
-    def block_sq_distances_to(self, rows, row):
-        return _native.assign(rows, row[None, :].astype(self.dtype), self.n_threads)[1]
 
     def n_distinct_rows(self):
         positive = self.positive()

@@ -24,9 +24,6 @@ in `softkmeans.dask`.
 
 from __future__ import annotations
 
-import copy
-import functools
-
 import numpy as np
 
 try:
@@ -38,13 +35,12 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "(dask[array,dataframe] and distributed)"
     ) from exc
 
-from .. import _native, _stats
 from .. import _validation as v
-from .base import Farthest, Source, euclidean_distances
+from .base import Source
 from .dask_parallel import DaskParallelPasses
-from .dask_passes import BlockPasses, Shared, compute, delayed_blocks, merge_in_tree, unit_weights
+from .dask_passes import BlockPasses, compute, delayed_blocks
 from .dense import ArraySource, FeatureMoments
-from .nearest import CentroidGrouping, NearestCentroid
+from .runner import Pass, run, transformed
 
 __all__ = ["DaskSource", "check_collection", "is_collection"]
 
@@ -66,146 +62,6 @@ def _client():
         return default_client()
     except ValueError:
         return None
-
-
-def _weights(w, n):
-    return unit_weights(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-
-
-# ---------------------------------------------------------------------- block tasks
-
-
-def _block_stats(X, w, C, kind, sigma, n_threads, sums, labels):
-    """BlockStats of the block at C; (BlockStats, labels) when `labels`."""
-    X = np.ascontiguousarray(X)
-    stats, lab, _ = _native.block_stats(
-        X, C, kind, sigma, _weights(w, X.shape[0]), n_threads, sums=sums, labels=labels
-    )
-    return (stats, lab) if labels else stats
-
-
-def _block_moments(X, w, n_threads):
-    """Check the block (finite, not too large; weights finite and >= 0) and return
-    (W, weighted mean (d,), W x covariance (d, d)) of its rows."""
-    X = v.check_data(X)
-    if w is not None:
-        w = v.as_float_array(w, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
-        if (w < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-    w = _weights(w, X.shape[0])
-    W = float(w.sum())
-    d = X.shape[1]
-    if not W > 0:
-        return 0.0, np.zeros(d), np.zeros((d, d))
-    mean, cov = _native.weighted_covariance(X, w, n_threads)
-    return W, mean, W * cov
-
-
-def _merge_moments(parts):
-    return functools.reduce(_stats.merge_moment_pair, parts)
-
-
-def _block_farthest(X, w, C, m, n_threads):
-    """The m rows of the block farthest from their nearest centroid: (dist, rows, weights,
-    labels)."""
-    X = np.ascontiguousarray(X)
-    w = _weights(w, X.shape[0])
-    labels, _ = _native.assign(X, C, n_threads)
-    # As the in-memory relocation computes them (in the dtype of X).
-    dist = ((X - C[labels]) ** 2).sum(axis=1)
-    top = np.argsort(-dist, kind="stable")[:m]
-    return dist[top], X[top], w[top], labels[top]
-
-
-def _concat_farthest(parts):
-    return tuple(np.concatenate(column) for column in zip(*parts))
-
-
-def _block_responsibility_moments(X, w, Ca, kind, sigma, n_threads):
-    """Annealing's per-centroid moments of the block, as [(U_j, mean_j, U_j x cov_j)]."""
-    block = ArraySource(np.ascontiguousarray(X), w, n_threads=n_threads, checked=True)
-    d = block.shape[1]
-    out = []
-    for U, mean, cov in block.responsibility_moments(Ca, kind, sigma):
-        out.append((U, mean, U * cov) if U > 0 else (0.0, np.zeros(d), np.zeros((d, d))))
-    return out
-
-
-def _merge_responsibility_moments(parts):
-    return [_merge_moments(list(per_centroid)) for per_centroid in zip(*parts)]
-
-
-def _block_farthest_row(X, w, reference, n_threads):
-    """(squared distance, row) of the block's positive-weight row farthest from the
-    centroids C and the rows `added`, reference = (C, added) (ties to the first row), as
-    annealing's in-memory `_add_farthest` computes them."""
-    C, added = reference
-    X = np.ascontiguousarray(X)
-    positive = (_weights(w, X.shape[0]) > 0).astype(np.float64)
-    dist = _native.assign(X, C, n_threads)[1].astype(np.float64) * positive
-    for row in added:
-        dist = np.minimum(dist, ((X - row) ** 2).sum(axis=1) * positive)
-    i = int(np.argmax(dist))
-    return dist[i], X[i].copy()
-
-
-def _first_farthest(parts):
-    """The part of the largest distance; of equal ones the first in block order."""
-    best = parts[0]
-    for part in parts[1:]:
-        if part[0] > best[0]:
-            best = part
-    return best
-
-
-def _nearest_block(X, w, nearest):
-    """(BlockStats without N and S, labels) of the hard kind at nearest.C for the block:
-    `NearestCentroid.hard_stats` (the group-pruned pass where nearest has groups)."""
-    X = np.ascontiguousarray(X)
-    return nearest.hard_stats(X, _weights(w, X.shape[0]))
-
-
-def _labels_block(X, C, n_threads):
-    if X.shape[0] == 0:
-        return np.empty(0, dtype=np.int64)
-    X = v.check_data(X)
-    return _native.assign(X, C.astype(X.dtype), n_threads)[0]
-
-
-def _nearest_labels_block(X, C, group, n_threads):
-    """`_labels_block`'s labels by the group-pruned pass (C's groups made on the client)."""
-    if X.shape[0] == 0:
-        return np.empty(0, dtype=np.int64)
-    X = v.check_data(X)
-    return NearestCentroid(C.astype(X.dtype), n_threads, group=group)(X)[0]
-
-
-def _distances_block(X, C, n_threads):
-    if X.shape[0] == 0:
-        return np.empty((0, C.shape[0]), dtype=X.dtype)
-    return euclidean_distances(v.check_data(X), C, n_threads)
-
-
-def _proba_block(X, C, kind, sigma, n_threads):
-    if X.shape[0] == 0:
-        return np.empty((0, C.shape[0]), dtype=X.dtype)
-    X = v.check_data(X)
-    return _native.responsibilities(X, C.astype(X.dtype), kind, sigma, n_threads)
-
-
-# ---------------------------------------------------------------------- passes
-
-
-def _stats_pass(passes, C, kind, sigma, n_threads, *, sums=True, labels=False):
-    """One block_stats pass over the blocks at C: (merged BlockStats, labels or None)."""
-    args = (Shared(C), kind, sigma, n_threads, sums, labels)
-    parts = passes.map("block_stats", _block_stats, *args)
-    if not labels:
-        return passes.merged(parts, _stats.merge, "softkmeans-merge"), None
-    # The labels reach the client anyway: the blocks' statistics come with them, merged
-    # on the client in the same tree.
-    stats, labs = zip(*passes.gather(parts))
-    return merge_in_tree(list(stats), _stats.merge), np.concatenate(labs)
 
 
 # ---------------------------------------------------------------------- input checks
@@ -288,15 +144,14 @@ def _sample_weight(sample_weight, X):
     return sample_weight.astype(np.float64)
 
 
-def _block_scan(X, w):
+def _block_scan(X, w, start):
     """Check the block (finite, not too large; weights finite and >= 0) and return its
     features' (W, mean (d,), M2 (d,)) under the weights (the tolerance)."""
     X = v.check_data(X)
-    if w is not None:
-        w = v.as_float_array(w, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
-        if (w < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-    moments = FeatureMoments(X.shape[1]).add(X, _weights(w, X.shape[0]))
+    w = v.as_float_array(w, "sample_weight", ndim=1, dtype=np.float64, allow_empty=True)
+    if (w < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    moments = FeatureMoments(X.shape[1]).add(X, w)
     return moments.W, moments.mean, moments.M2
 
 
@@ -305,6 +160,9 @@ def _merge_scans(parts):
     for part in parts:
         moments.merge(*part)
     return moments.W, moments.mean, moments.M2
+
+
+SCAN = Pass("scan", _block_scan, _merge_scans)
 
 
 def is_collection(X) -> bool:
@@ -340,78 +198,32 @@ class DaskSource(Source):
         self.shape = tuple(int(s) for s in X.shape)
         self.dtype = X.dtype
         self.unit_weights = sample_weight is None
+        self.kind = "dask"
         self.rows_per_pass = int(max(X.chunks[0]))
         self.n_threads = n_threads
         self._variances = None
-        self.passes = BlockPasses(X, w, client)
+        self.block_passes = BlockPasses(X, w, client)
         if scan:
-            W, _, M2 = self._pass("scan", _block_scan, _merge_scans)
+            W, _, M2 = run(self, SCAN)
             _check_total_weight(W)
             self._variances = M2 / W
 
     def close(self):
         """Nothing to release: persisted blocks are freed with the last reference."""
 
-    def _pass(self, name, block_fn, merge, *args):
-        """One pass of block_fn over the blocks, its parts merged by `merge`."""
-        parts = self.passes.map(name, block_fn, *args)
-        return self.passes.merged(parts, merge, f"softkmeans-{name}-merge")
-
-    def stats(self, C, kind, sigma, *, sums=True, labels=False):
-        return _stats_pass(self.passes, C, kind, sigma, self.n_threads, sums=sums, labels=labels)
-
-    def nearest_stats(self, C):
-        # The centroids grouped once, on the client; each block's pass on its worker.
-        parts = self.passes.map(
-            "nearest", _nearest_block, Shared(NearestCentroid(C, self.n_threads))
-        )
-        stats, labs = zip(*self.passes.gather(parts))
-        return merge_in_tree(list(stats), _stats.merge), np.concatenate(labs)
-
-    def _blockwise(self, fn, out_index, dtype, meta, *more, **kwargs):
-        """fn(X block, C, *more's arrays, **kwargs) lazily over the row blocks; more: pairs
-        (whole array of one chunk, its index), like C every task's."""
-        C = da.from_array(kwargs.pop("C"), chunks=kwargs["shape"])
-        del kwargs["shape"]
-        return da.blockwise(
-            fn, out_index, self.data, "ij", C, "kj", *more, dtype=dtype, concatenate=True,
-            meta=meta, n_threads=self.n_threads, **kwargs,
-        )  # fmt: skip
-
-    def labels(self, C, grouping=None):
-        # The groups made on the client (kept in grouping across predicts); each block's
-        # pruned pass on its worker.
-        empty = np.empty(0, dtype=np.int64)
-        group = (grouping or CentroidGrouping()).of(C, self.n_threads)
-        if group is None:
-            return self._blockwise(_labels_block, "i", np.int64, empty, C=C, shape=C.shape)
-        groups = da.from_array(group, chunks=group.shape)
-        return self._blockwise(
-            _nearest_labels_block, "i", np.int64, empty, groups, "k", C=C, shape=C.shape
-        )
-
-    def distances(self, C):
-        meta = np.empty((0, 0), dtype=self.dtype)
-        return self._blockwise(_distances_block, "ik", self.dtype, meta, C=C, shape=C.shape)
-
-    def responsibilities(self, C, kind, sigma):
-        meta = np.empty((0, 0), dtype=self.dtype)
-        return self._blockwise(
-            _proba_block, "ik", self.dtype, meta, C=C, shape=C.shape, kind=kind, sigma=sigma
-        )
+    def blocks(self):
+        raise TypeError("a Dask source's blocks are its chunks, read by its runner")
 
     def feature_variances(self):
         if self._variances is None:
-            self._variances = np.diagonal(self.moments()[1]).copy()
+            from .reads import moments
+
+            self._variances = np.diagonal(moments(self)[1]).copy()
         return self._variances
 
-    def moments(self):
-        W, mean, M = self._pass("moments", _block_moments, _merge_moments, self.n_threads)
-        _check_total_weight(W)
-        return mean, M / W
-
     def rows(self, idx):
-        return np.ascontiguousarray(compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
+        rows = np.ascontiguousarray(compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
+        return transformed(rows, self.transforms)
 
     def subset(self, idx):
         """The rows idx as a Dask array (gathered and persisted on the workers)."""
@@ -445,17 +257,6 @@ class DaskSource(Source):
         ]
         return DaskParallelPasses(blocks, compute, self.n_threads)
 
-    def farthest(self, C, m, labels=None):
-        dist, rows, ws, labs = self._pass(
-            "farthest", _block_farthest, _concat_farthest, Shared(C), m, self.n_threads
-        )
-        if dist.max() == 0:
-            return Farthest(dist[:0], rows[:0], ws[:0], labs[:0])
-        # NOTE: the same m rows as the in-memory fit; when several clusters are empty at
-        # once, which empty cluster gets which row may differ (argpartition order).
-        top = np.argsort(-dist, kind="stable")[:m]
-        return Farthest(dist[top], np.ascontiguousarray(rows[top]), ws[top], labs[top])
-
     def positive(self):
         return None if self.weights is None else compute(self.weights > 0)[0]
 
@@ -463,43 +264,6 @@ class DaskSource(Source):
         positive = self.positive()
         rows = compute(self.data if positive is None else self.data[positive])[0]
         return np.unique(rows, axis=0).shape[0]
-
-    def augmented(self):
-        """[X, 0], lazily: each pass augments its blocks on the workers."""
-        d = self.shape[1] + 1
-        source = copy.copy(self)
-        source.data = self.data.map_blocks(
-            _augment, chunks=(self.data.chunks[0], (d,)), dtype=self.dtype
-        )
-        source.shape = (self.shape[0], d)
-        source.passes = self.passes.prepared(_augment, source.data)
-        return source
-
-    def responsibility_moments(self, Ca, kind, sigma):
-        """One pass: the per-centroid moments of each block, merged in block order."""
-        args = (Shared(Ca), kind, sigma, self.n_threads)
-        block_fn, merge = _block_responsibility_moments, _merge_responsibility_moments
-        merged = self._pass("anneal-moments", block_fn, merge, *args)
-        return [(U, mean, M / U) if U > 0 else (U, None, None) for U, mean, M in merged]
-
-    def add_farthest(self, C, k):
-        """The in-memory greedy choice, one pass per added centroid."""
-        C = np.ascontiguousarray(C, dtype=self.dtype)
-        added = []
-        while C.shape[0] + len(added) < k:
-            reference = Shared((C, list(added)))
-            farthest = self._pass(
-                "farthest", _block_farthest_row, _first_farthest, reference, self.n_threads
-            )
-            added.append(farthest[1])
-        return np.vstack([C, *added]).astype(self.dtype) if added else C
-
-
-def _augment(X):
-    """A block with a zero last column (annealing's prior coordinate)."""
-    Xa = np.zeros((X.shape[0], X.shape[1] + 1), dtype=X.dtype)
-    Xa[:, :-1] = X
-    return Xa
 
 
 def _check_total_weight(W):

@@ -22,10 +22,10 @@ import weakref
 
 import numpy as np
 
-from .. import _native, _stats
 from .. import _validation as v
 from .base import LocalSource
 from .readahead import file_blocks
+from .runner import transformed, transformed_blocks
 from .seeding import BlockSeedingPasses, KeptDistancePasses
 
 __all__ = [
@@ -115,38 +115,44 @@ class _DenseSource(LocalSource):
     def feature_variances(self):
         if self._variances is None:
             moments = FeatureMoments(self.shape[1])
-            for start, stop, rows in self.blocks():
+            for start, stop, rows in transformed_blocks(self):
                 moments.add(rows, self.weights[start:stop])
             self._variances = moments.variances()
         return self._variances
 
-    def moments(self):
-        parts = []
-        for start, stop, rows in self.blocks():
-            wb = self.weights[start:stop]
-            Wb = float(wb.sum())
-            if Wb > 0:
-                parts.append((Wb, *_native.weighted_covariance(rows, wb, self.n_threads)))
-        if len(parts) == 1:
-            return parts[0][1:]
-        _, mean, cov = _stats.merge_moments(parts)
-        return mean, cov
-
     def n_distinct_rows(self):
         positive = self.positive()
-        X = self.map_rows(lambda rows: rows.copy()) if not self._in_memory() else self.data
+        if self._in_memory() and not self.transforms:
+            X = self.data
+        else:
+            X = self.map_rows(lambda rows: rows.copy())
         return np.unique(X if positive is None else X[positive], axis=0).shape[0]
 
     def _in_memory(self):
         return isinstance(self.data, np.ndarray)
 
+    def rows(self, idx):
+        return transformed(self.raw_rows(idx), self.transforms)
+
     def subset(self, idx):
         """In memory for an in-memory X; for a file-backed or array-like X, a temporary
-        file-backed copy (`spool`): the sample adds no anonymous memory of its size."""
+        file-backed copy (`spool`) with X's transforms: the sample adds no anonymous
+        memory of its size."""
         weights = None if self.unit_weights else self.weights[idx]
         if self._in_memory() and not _file_backed(self.data):
-            return ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
-        return spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
+            out = ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
+        else:
+            out = spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
+            out.transforms = self.transforms
+        out.directions = self.directions
+        return out
+
+    def seeding_passes(self, n_candidates):
+        X = self.dense_array()
+        if X is not None:
+            keep = not _file_backed(X)
+            return KeptDistancePasses(X, self.weights, self.n_threads, keep_distances=keep)
+        return BlockSeedingPasses(self, n_candidates)
 
 
 class _Gathered:
@@ -188,7 +194,7 @@ class ArraySource(_DenseSource):
         self._remove_file = (
             None if owned_path is None else weakref.finalize(self, _remove_if_present, owned_path)
         )
-        self._augmented_copy = None
+        self._transformed = None
         self._file_blocks = file_blocks(X)
         if checked:  # by `spool`, as it wrote X
             return
@@ -198,45 +204,32 @@ class ArraySource(_DenseSource):
         blocks = ((s, min(s + step, n), X[s : s + step]) for s in range(0, n, step))
         self._variances = check_values(blocks, name, w if fit else None)
 
-    def blocks(self, augmented=False):
-        if not augmented and self._file_blocks is not None:
+    def blocks(self):
+        if self._file_blocks is not None:
             self._file_blocks.on_block = self.on_block
             yield from self._file_blocks
             return
-        if not augmented:
-            yield 0, self.shape[0], self.data
-            return
-        if self._file_blocks is not None:  # no in-memory copy of a large file
-            step = self._file_blocks.step * self.shape[1] // (self.shape[1] + 1)
-            yield from copied_blocks(self.data, max(1, step), self.dtype, augmented=True)
-            return
-        if self._augmented_copy is None:
-            n, d = self.shape
-            Xa = np.zeros((n, d + 1), dtype=self.dtype)
-            Xa[:, :-1] = self.data
-            self._augmented_copy = Xa
-        yield 0, self.shape[0], self._augmented_copy
-
-    def paired_blocks(self):
-        """The augmented blocks (row blocks for a file) with the same rows of X."""
-        for start, stop, rows_a in self.blocks(augmented=True):
-            yield start, stop, self.data[start:stop], rows_a
+        yield 0, self.shape[0], self.data
 
     def dense_array(self):
-        return self.data
+        """X, in place; with transforms, X transformed once in memory where X is in
+        memory (not for a memory-mapped file: its fit reads it by passes)."""
+        if not self.transforms:
+            return self.data
+        if _file_backed(self.data):
+            return None
+        if self._transformed is None:
+            self._transformed = np.ascontiguousarray(transformed(self.data, self.transforms))
+        return self._transformed
 
-    def rows(self, idx):
+    def raw_rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)]
-
-    def seeding_passes(self, n_candidates):
-        keep = not _file_backed(self.data)
-        return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=keep)
 
     def close(self):
         """Remove the temporary file behind X, if this source owns one."""
         if self._owned_path is not None:
             self.data = None
-            self._augmented_copy = self._file_blocks = None
+            self._transformed = self._file_blocks = None
             self._owned_path = None
             self._remove_file()
 
@@ -283,16 +276,15 @@ class RowBlockSource(_DenseSource):
         self._variances = check_values(self.blocks(), name, w if fit else None)
 
     def block_rows(self):
-        n, d = self.shape
+        n, d = self.data.shape
         rows = max(1, min(n, ROW_BLOCK_BYTES // (d * self.dtype.itemsize)))
         return rows if self._in_memory() else min(rows, ARRAY_LIKE_ROWS)
 
-    def blocks(self, augmented=False, extra=0):
-        """Blocks in one reused buffer; `extra` spare rows after each block's rows (the
-        seeding passes put their candidates there)."""
-        return copied_blocks(self.data, self.block_rows(), self.dtype, augmented, extra)
+    def blocks(self):
+        """Blocks in one reused buffer."""
+        return copied_blocks(self.data, self.block_rows(), self.dtype)
 
-    def rows(self, idx):
+    def raw_rows(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
         if self._in_memory():
             return np.ascontiguousarray(self.data[idx], dtype=self.dtype)
@@ -301,23 +293,16 @@ class RowBlockSource(_DenseSource):
             out[t] = self.data[int(i)]
         return out
 
-    def seeding_passes(self, n_candidates):
-        return BlockSeedingPasses(self, n_candidates)
 
-
-def copied_blocks(X, step, dtype, augmented=False, extra=0):
+def copied_blocks(X, step, dtype):
     """(start, stop, rows) of X (n, d), `step` rows at a time copied into one reused
-    C-contiguous buffer of `dtype` (augmented: with a zero last column; `extra` spare
-    rows after each block's rows, the whole buffer then yielded)."""
+    C-contiguous buffer of `dtype`."""
     n, d = X.shape
-    buf = np.zeros((step + extra, d + 1 if augmented else d), dtype=dtype)
+    buf = np.zeros((step, d), dtype=dtype)
     for start in range(0, n, step):
         stop = min(start + step, n)
-        if augmented:
-            np.copyto(buf[: stop - start, :d], X[start:stop], casting="unsafe")
-        else:
-            np.copyto(buf[: stop - start], X[start:stop], casting="unsafe")
-        yield start, stop, buf[: stop - start] if extra == 0 else buf
+        np.copyto(buf[: stop - start], X[start:stop], casting="unsafe")
+        yield start, stop, buf[: stop - start]
 
 
 def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):

@@ -4,10 +4,10 @@ centroid it ties everywhere and adds nothing to S.
 
 `normalized(source)` wraps the source `source_of` chose, once per fit or prediction:
 
-- dense in-process X (`UnitArraySource`): one normalized C-contiguous copy, written block
-  by block (each row scaled in float64 and rounded once): the memory of X once more
-  (n d itemsize), read by every pass in place, so the fit keeps the bounded hard pass and
-  the kept seeding distances of an in-memory array;
+- dense in-process X: the same source with `normalize_rows` as a per-block transform
+  (`softkmeans.sources.runner`: each row scaled in float64 and rounded once), so a
+  memory-mapped X is read by passes, never copied; where X is in memory the bounded
+  hard pass and the kept seeding distances take one normalized copy (`dense_array`);
 - CSR (`UnitCSRSource`): never copied. The row norms (n,) are computed once; each pass
   reads X in row blocks of at most `BLOCK_ENTRIES` stored entries whose values are scaled
   into a block-sized temporary (the indices are the user's, shared), their statistics
@@ -30,14 +30,17 @@ tie: any label, uniform responsibilities).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .. import _native
 from .base import LocalSource
 from .csr import CSRSource, SparseCovariance
-from .dense import SCAN_BYTES, ArraySource
+from .dense import SCAN_BYTES
+from .runner import RowMap, run
 
-__all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitArraySource", "UnitCSRSource", "normalized"]
+__all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitCSRSource", "normalize_rows", "normalized"]
 
 NO_DIRECTION = (
     "X has no nonzero row of positive weight: metric='cosine' clusters the directions "
@@ -58,7 +61,7 @@ def normalized(source):
     if isinstance(source, CSRSource):
         return UnitCSRSource(source)
     if isinstance(source, LocalSource):
-        return UnitArraySource(source)
+        return _dense_normalized(source)
     return _dask_normalized(source)
 
 
@@ -78,42 +81,47 @@ def _scale(rows64, norms):
     return rows64
 
 
-class _UnitRows:
-    """What a source of normalized rows changes in its `LocalSource` (zero rows)."""
-
-    def block_sq_distances(self, rows, C, labels):
-        # A zero row is never the farthest point: relocating a centroid there would
-        # leave it at 0, off the sphere.
-        dist = super().block_sq_distances(rows, C, labels)
-        dist[_row_sq_norms(rows) == 0] = 0
-        return dist
-
-
-def _row_sq_norms(rows):
-    if isinstance(rows, np.ndarray):
-        return np.einsum("ij,ij->i", rows, rows)
-    return np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+def _row_norms(rows):
+    """(n,) float64 norms of a dense block's rows, SCAN_BYTES of float64 at a time."""
+    out = np.empty(rows.shape[0])
+    step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
+    for s in range(0, rows.shape[0], step):
+        chunk = rows[s : s + step].astype(np.float64)
+        out[s : s + chunk.shape[0]] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+    return out
 
 
-class UnitArraySource(_UnitRows, ArraySource):
-    """The normalized copy of a dense in-process source (see the module docstring)."""
-
-    def __init__(self, source):
-        n, d = source.shape
-        out = np.empty((n, d), dtype=source.dtype)
-        norms = np.empty(n)
-        step = max(1, SCAN_BYTES // (8 * d))
-        for start, _, rows in source.blocks():
-            for s in range(0, rows.shape[0], step):
-                chunk = rows[s : s + step].astype(np.float64)
-                a, b = start + s, start + s + chunk.shape[0]
-                norms[a:b] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
-                out[a:b] = _scale(chunk, norms[a:b])
-        weights = _direction_weights(norms, source)
-        super().__init__(out, weights, n_threads=source.n_threads, checked=True)
+def normalize_rows(rows):
+    """A dense block's rows x / ||x|| (each scaled in float64, rounded once to the rows'
+    dtype; a zero row stays 0), SCAN_BYTES of float64 at a time."""
+    out = np.empty(rows.shape, dtype=rows.dtype)
+    step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
+    for s in range(0, rows.shape[0], step):
+        chunk = rows[s : s + step].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+        out[s : s + chunk.shape[0]] = _scale(chunk, norms)
+    return out
 
 
-class UnitCSRSource(_UnitRows, CSRSource):
+_ROW_NORMS = RowMap("row-norms", _row_norms, np.float64)
+
+
+def _dense_normalized(source):
+    """`source` with its rows normalized by the runner, block by block (no copy), the
+    zero rows at weight 0."""
+    norms = run(source, _ROW_NORMS)
+    weights = _direction_weights(norms, source)
+    out = copy.copy(source)
+    out.weights = source.weights if weights is None else weights
+    out.unit_weights = weights is None
+    out.transforms = (*source.transforms, normalize_rows)
+    out.directions = True
+    out._variances = None  # the tolerance is that of the directions
+    out._transformed = None  # dense_array: the normalized rows, made when asked
+    return out
+
+
+class UnitCSRSource(CSRSource):
     """The normalized rows of a CSR source, scaled block by block (never copied whole)."""
 
     def __init__(self, source):
@@ -131,6 +139,7 @@ class UnitCSRSource(_UnitRows, CSRSource):
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
         self._unit_covariance = None
+        self.directions = True
 
     def subset(self, idx):
         """The normalized rows idx (CSRSource's subset holds the unscaled X)."""
@@ -163,10 +172,9 @@ class UnitCSRSource(_UnitRows, CSRSource):
         block.has_canonical_format = True
         return block
 
-    def blocks(self, augmented=False):
-        columns = self.shape[1] + (1 if augmented else 0)
+    def blocks(self):
         for start, stop in self.spans():
-            yield start, stop, self.scaled_block(start, stop, columns)
+            yield start, stop, self.scaled_block(start, stop, self.data.shape[1])
 
     def rows(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
@@ -183,7 +191,7 @@ class UnitCSRSource(_UnitRows, CSRSource):
     def feature_variances(self):
         return self._weighted_covariance().diagonal()
 
-    def moments(self):
+    def covariance(self):
         cov = self._weighted_covariance()
         return cov.mean, cov
 
@@ -241,12 +249,6 @@ class _CSRBlockSeedingPasses:
         return total
 
 
-def _normalize_block(X):
-    rows = np.asarray(X, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return _scale(rows, norms).astype(X.dtype)
-
-
 def _has_direction(X):
     return X.any(axis=1).astype(np.float64)
 
@@ -259,7 +261,7 @@ def _dask_normalized(source):
     X = source.data
     nonzero = X.map_blocks(_has_direction, drop_axis=1, dtype=np.float64)
     weights = nonzero if source.weights is None else nonzero * source.weights
-    unit = X.map_blocks(_normalize_block, dtype=source.dtype)
+    unit = X.map_blocks(normalize_rows, dtype=source.dtype)
     try:
         return DaskSource(unit, weights, n_threads=source.n_threads, scan=True)
     except ValueError as exc:

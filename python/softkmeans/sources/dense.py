@@ -45,6 +45,9 @@ ROW_BLOCK_BYTES = 1 << 22
 ARRAY_LIKE_ROWS = 1 << 16
 # Bytes of X a validation block reads (in cache for its few reductions).
 SCAN_BYTES = 1 << 20
+# Bytes of a memory-mapped X read at a time where each block is transformed (cosine's
+# normalized rows): the transformed copy is anonymous memory, the file's pages are not.
+TRANSFORMED_BLOCK_BYTES = 1 << 24
 
 
 class FeatureMoments:
@@ -208,6 +211,14 @@ class ArraySource(_DenseSource):
         if self._file_blocks is not None:
             self._file_blocks.on_block = self.on_block
             yield from self._file_blocks
+            return
+        if self.transforms and _file_backed(self.data):
+            # A transformed block is anonymous memory: bounded for a file (cosine of a
+            # memmap stays out of core), whole for an in-memory X (the kernels' bits).
+            n = self.data.shape[0]
+            step = max(1, TRANSFORMED_BLOCK_BYTES // (self.data.shape[1] * self.data.itemsize))
+            for start in range(0, n, step):
+                yield start, min(start + step, n), self.data[start : start + step]
             return
         yield 0, self.shape[0], self.data
 

@@ -15,6 +15,7 @@ Predictions read it by row blocks, once.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import tempfile
@@ -181,22 +182,19 @@ class ArraySource(_DenseSource):
     call of all 400k rows 0.18 s).
 
     fit: the source of a fit: validated in blocks with the features' moments folded into
-    that pass (the tolerance). owned_path: a temporary file behind X, removed by close, or
-    when the source is collected unclosed (a KeyboardInterrupt between its creation and the
-    caller's ``try``), or at exit.
+    that pass (the tolerance). release: what frees the temporary file behind X (`spool`'s),
+    called once, by close, or when the source is collected unclosed (a KeyboardInterrupt
+    between its creation and the caller's ``try``), or at exit.
     """
 
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
-                 owned_path=None, checked=False):  # fmt: skip
+                 release=None, checked=False):  # fmt: skip
         X = v.as_float_array(X, name, ndim=2, check_values=False)
         super().__init__(X.shape, n_threads)
         self.data, self.dtype = X, X.dtype
         self.set_weights(sample_weight, fit)
         w = self.weights
-        self._owned_path = owned_path
-        self._remove_file = (
-            None if owned_path is None else weakref.finalize(self, _remove_if_present, owned_path)
-        )
+        self._release = None if release is None else weakref.finalize(self, release)
         self._transformed = None
         self._file_blocks = file_blocks(X)
         if checked:  # by `spool`, as it wrote X
@@ -237,12 +235,19 @@ class ArraySource(_DenseSource):
         return self.data[np.asarray(idx, dtype=np.int64)]
 
     def close(self):
-        """Remove the temporary file behind X, if this source owns one."""
-        if self._owned_path is not None:
+        """Free the temporary file behind X, if this source owns one."""
+        if self._release is not None:
             self.data = None
             self._transformed = self._file_blocks = None
-            self._owned_path = None
-            self._remove_file()
+            self._release, release = None, self._release
+            release()
+
+
+def _close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:  # closed already
+        pass
 
 
 def _remove_if_present(path):
@@ -250,6 +255,27 @@ def _remove_if_present(path):
         os.unlink(path)
     except FileNotFoundError:  # removed already (spool's own clean-up)
         pass
+
+
+def _close_and_remove(fd, path):
+    _close_quietly(fd)
+    _remove_if_present(path)
+
+
+def _unlinked(out, fd, path):
+    """A release for the memmap `out` of the temporary file `path` (open as fd): the file
+    is unlinked at once, so that no kill (SIGKILL, SIGTERM without a handler) leaves it
+    in TMPDIR; the mapping keeps its pages, and the descriptor keeps the read-ahead's
+    path (/proc/self/fd/N) while the source lives. Where an open file cannot be unlinked
+    (Windows), it is removed when released."""
+    try:
+        os.unlink(path)
+    except OSError:
+        os.close(fd)
+        return functools.partial(_remove_if_present, path)
+    proc_path = f"/proc/self/fd/{fd}"
+    out.filename = proc_path if os.path.exists(proc_path) else None
+    return functools.partial(_close_quietly, fd)
 
 
 def _file_backed(a):
@@ -322,9 +348,10 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
     fit's many passes then read the page cache, not the array-like."""
     blocks = RowBlockSource(X, sample_weight, n_threads=n_threads, name=name, checked=True)
     fd, path = tempfile.mkstemp(suffix=".softkmeans", dir=directory)
+    release = functools.partial(_close_and_remove, fd, path)
     try:  # from here on a KeyboardInterrupt removes the file
-        os.close(fd)
         out = np.memmap(path, dtype=blocks.dtype, mode="w+", shape=blocks.shape)
+        release = _unlinked(out, fd, path)
 
         def written():
             for start, stop, rows in blocks.blocks():
@@ -334,10 +361,10 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
         variances = check_values(written(), name, blocks.weights)
         out.flush()
         source = ArraySource(
-            out, sample_weight, n_threads=n_threads, name=name, owned_path=path, checked=True
+            out, sample_weight, n_threads=n_threads, name=name, release=release, checked=True
         )
     except BaseException:
-        os.unlink(path)
+        release()
         raise
     source._variances = variances
     return source

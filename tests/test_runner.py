@@ -64,6 +64,9 @@ def _arguments(C, n_threads=1):
             (), (Ca, "softmax", 0.8, n_threads)
         ),
         "softkmeans.fit.annealing_passes.FARTHEST_ROW": ((), (C, (C[0] + 1.0,), n_threads)),
+        "softkmeans.fit.balanced_passes.CANDIDATES": ((), (C, 2, n_threads)),
+        "softkmeans.fit.balanced_passes.SQ_DISTANCES": ((), (C, n_threads)),
+        "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
         # With the runner's transforms: annealing's zero column, cosine's normalization.
         "augmented STATS": ((reads.augment,), (Ca, "entmax15", 0.6, n_threads, True, True)),
         "normalized STATS": (

@@ -33,7 +33,7 @@ from .annealing import AnnealingSchedule, check_schedule
 from .fit.annealing import run_annealing
 from .fit.seeding import check_random_state
 from .fit.steps import History
-from .sources import reads
+from .sources import queries, reads
 
 __all__ = ["PhaseDiagram", "Split", "phase_diagram"]
 
@@ -173,7 +173,7 @@ def diagram_of(source, *, max_clusters, min_clusters=2, anneal=None, merge=MERGE
     schedule = dataclasses.replace(schedule, finish=False, split_merge=False)
     source.n_threads = v.check_n_threads(n_threads)
     if tol is None:
-        tol = EQUILIBRIUM_TOL * float(np.mean(source.feature_variances()))
+        tol = EQUILIBRIUM_TOL * float(np.mean(queries.feature_variances(source)))
     recorder = Recorder(merge, stop_at=max_clusters + 1)
     run_annealing(
         source, max_clusters + 1, schedule, critical_sigma=critical, tol=tol,

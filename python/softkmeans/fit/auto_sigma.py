@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .. import _stats
-from ..sources import reads
+from ..sources import queries, reads
 from .steps import History, run_steps
 from .tasks import NO_TASKS
 
@@ -73,7 +73,7 @@ def run_em(source, C, *, tol, max_iter, relocate, on_step=None, task=NO_TASKS):
     """
     d = source.shape[1]
     hard, _ = reads.stats(source, C, "hard", 0.0, sums=False)
-    total_scatter = float(source.feature_variances().sum()) * float(hard.weight)
+    total_scatter = float(queries.feature_variances(source).sum()) * float(hard.weight)
     sigma = math.sqrt(max(float(hard.distortion), 0.0) / (float(hard.weight) * d)) or 1.0
 
     def em_step(C):

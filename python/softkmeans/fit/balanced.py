@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _balance, _native, _stats
 from ..sources import reads
+from .balanced_passes import candidates, label_sums
 from .steps import History, run_steps
 
 __all__ = [
@@ -212,7 +213,7 @@ class BalancedProblem:
         that argmin_j (D_ij - g_j) gives the labels; else the auction's prices."""
         k = C.shape[0]
         while True:
-            cand, cost, beyond = self.source.candidates(C, self.width)
+            cand, cost, beyond = candidates(self.source, C, self.width)
             if self.live.size < cand.shape[0]:
                 cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
             move = (
@@ -310,7 +311,7 @@ def targets_of(params, source, k, kind):
     if params.balance is None and params.max_cluster_size is None:
         return None
     _balance.check_balance_kind(kind, params.anneal)
-    if not hasattr(source, "candidates"):
+    if source.kind == "dask":
         raise ValueError(
             "balance / max_cluster_size need data in this process (an array, memmap or "
             f"sparse matrix); got a {type(source).__name__}"
@@ -370,7 +371,8 @@ def run_balanced(
             labels, _, own = problem.solve(C)
             N = np.bincount(labels, source.weights, minlength=k)
             J = float(problem.w @ own)
-            stats = _stats.BlockStats(float(N.sum()), N, source.label_sums(labels, k), J, J, np.nan)
+            S = label_sums(source, labels, k)
+            stats = _stats.BlockStats(float(N.sum()), N, S, J, J, np.nan)
             return step(stats, C), 0.0, "hard"
 
         C, _, _ = run_steps(C, hard_step, **kw)

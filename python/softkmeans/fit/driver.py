@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import _stats, phase, sources
 from .. import _validation as v
-from ..sources import reads
+from ..sources import queries, reads
 from .annealing import run_annealing
 from .auto_sigma import is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
@@ -157,9 +157,9 @@ class Fitter:
             if init == "k-means||":
                 centers, _ = kmeans_parallel(source, k, rng)
             elif init == "k-means++":
-                centers, _ = greedy_kmeans_plusplus(source.seeding_source(k, rng), k, rng)
+                centers, _ = greedy_kmeans_plusplus(queries.seeding_sample(source, k, rng), k, rng)
             else:  # "random"
-                seeds = source.seeding_source(k, rng)
+                seeds = queries.seeding_sample(source, k, rng)
                 w = seeds.weights
                 idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())
                 centers = seeds.rows(idx)
@@ -272,7 +272,7 @@ class Fitter:
         params = self.params
         self.source = training
         notes = OncePerFit(self.warning_category)
-        tol = _tolerance(training.feature_variances(), params.tol)
+        tol = _tolerance(queries.feature_variances(training), params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
         sigma = (

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _native
+from ..sources import queries
 from ..sources.nearest import NearestCentroid
 from ..sources.runner import Pass, concat, run
 
@@ -128,12 +129,12 @@ def relocator(source, kind, notes, labels_at=lambda C: None):
 def warn_about_empty_clusters(source, labels, k, notes):
     """scikit-learn's ConvergenceWarning when the fit ends with fewer distinct clusters
     than k, with the number of distinct points behind it when that is the cause."""
-    positive = source.positive()
+    positive = queries.positive(source)
     held = labels if positive is None else labels[positive]
     n_found = int(np.count_nonzero(np.bincount(held, minlength=k)))
     if n_found < k or notes.has("dup"):
         # The root cause, checked only on a symptom (sorting the rows costs O(n log n)).
-        n_distinct = source.n_distinct_rows()
+        n_distinct = queries.n_distinct_rows(source)
         if n_distinct < k:
             notes.add(
                 "found",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sources import reads
+from ..sources import queries, reads
 
 __all__ = ["label_all", "training_source"]
 
@@ -32,7 +32,7 @@ def training_source(source, k, max_points_per_centroid, rng):
     if max_points_per_centroid is None:
         return source
     size = k * max_points_per_centroid
-    positive = source.positive()
+    positive = queries.positive(source)
     population = source.shape[0] if positive is None else np.flatnonzero(positive)
     if (population if positive is None else population.size) <= size:
         return source

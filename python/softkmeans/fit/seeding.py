@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _validation as v
 from .. import sources
+from ..sources import queries
 
 __all__ = ["check_random_state", "greedy_kmeans_plusplus", "kmeans_plusplus"]
 
@@ -157,7 +158,7 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None):
     unit_weights = source.unit_weights
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    passes = source.seeding_passes(n_local_trials)
+    passes = queries.seeding_passes(source, n_local_trials)
     centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 

@@ -20,10 +20,7 @@ import abc
 
 import numpy as np
 
-from .. import _native
 from .. import _validation as v
-from .parallel import LocalParallelPasses
-from .runner import concat, transformed_blocks
 
 
 def check_weights(sample_weight, n, fit=False):
@@ -55,6 +52,8 @@ class Source(abc.ABC):
     data: object
     unit_weights: bool
     transforms: tuple = ()
+    # (d,) the features' weighted variances where known (`queries.feature_variances`).
+    variances = None
     # True for cosine's sources (`softkmeans.sources.normalized`): the rows are directions
     # and a zero row has none (it is never a relocation target).
     directions: bool = False
@@ -94,81 +93,14 @@ class LocalSource(Source):
     kernels' own, bit for bit."""
 
     def __init__(self, shape, n_threads=0):
-        """Subclasses set ``data`` and ``dtype``, then call `set_weights`."""
+        """Subclasses set ``data`` and ``dtype``, then call `_set_weights`."""
         self.shape = tuple(int(s) for s in shape)
         self.rows_per_pass = self.shape[0]
         self.n_threads = n_threads
 
-    def set_weights(self, sample_weight, fit=False):
+    def _set_weights(self, sample_weight, fit=False):
         """Validate and hold the weights (None: all ones); fit: a fit's messages."""
         self.weights = check_weights(sample_weight, self.shape[0], fit)
         self.unit_weights = sample_weight is None
 
     kind = "dense"
-
-    def seeding_source(self, n_clusters, rng):
-        """The in-process source k-means++ and "random" draw from (self, or a sample)."""
-        return self
-
-    def parallel_passes(self):
-        """k-means||'s passes over X (`softkmeans.sources.parallel`)."""
-        return LocalParallelPasses(self)
-
-    def positive(self):
-        """(n,) bool, w > 0, or None when every weight is positive."""
-        positive = self.weights > 0
-        return None if positive.all() else positive
-
-    def candidates(self, C, m):
-        """The m nearest centroids of every row, for a balanced assignment: (cand (n, m)
-        int64, their squared distances (n, m) float64, the (m + 1)-th smallest distance
-        (n,) float64, a lower bound on every other centroid's; inf when m >= k). One pass;
-        (rows, k) distances exist ~4 MiB at a time, never (n, k)."""
-        n, k = self.shape[0], C.shape[0]
-        if m >= k:  # (n, k) is the output: one kernel call a block
-            return np.broadcast_to(np.arange(k), (n, k)), self.sq_distances(C), np.full(n, np.inf)
-        cand = np.empty((n, m), dtype=np.int64)
-        dist = np.empty((n, m), dtype=np.float64)
-        beyond = np.full(n, np.inf)
-        step = max(1, (1 << 22) // (8 * k))
-        for start, _, rows in transformed_blocks(self):
-            for s in range(0, rows.shape[0], step):
-                D = _native.sq_distances(rows[s : s + step], C, self.n_threads)
-                out = slice(start + s, start + s + D.shape[0])
-                part = np.argpartition(D, m, axis=1)
-                cand[out] = part[:, :m]
-                dist[out] = np.take_along_axis(D, part[:, :m], axis=1)
-                beyond[out] = np.take_along_axis(D, part[:, m : m + 1], axis=1)[:, 0]
-        return cand, dist, beyond
-
-    def sq_distances(self, C):
-        """D (n, k) float64, D_ij = ||x_i - c_j||^2 (the kernel's, in X's dtype)."""
-        D = np.empty((self.shape[0], C.shape[0]))
-        for start, stop, rows in transformed_blocks(self):
-            D[start:stop] = _native.sq_distances(rows, C, self.n_threads)
-        return D
-
-    def label_sums(self, labels, k):
-        """S (k, d) float64, S_j = sum of w_i x_i over the rows labelled j (the centroid
-        step of a given assignment), accumulated in float64 ~4 MiB of rows at a time."""
-        from scipy import sparse
-
-        S = np.zeros((k, self.shape[1]))
-        step = max(1, (1 << 22) // (8 * self.shape[1]))
-        for start, stop, rows in transformed_blocks(self):
-            for s in range(0, stop - start, step):
-                chunk = rows[s : s + step].astype(np.float64)
-                lo = start + s
-                hi = lo + chunk.shape[0]
-                onehot = sparse.csr_matrix(
-                    (self.weights[lo:hi], (labels[lo:hi], np.arange(hi - lo))),
-                    shape=(k, hi - lo),
-                )
-                part = onehot @ chunk
-                S += part.toarray() if sparse.issparse(part) else part
-        return S
-
-    def map_rows(self, fn):
-        """fn(rows) over the transformed blocks, concatenated (each part if fn returns a
-        tuple): the functional API's per-row kernels."""
-        return concat([fn(rows) for _, _, rows in transformed_blocks(self)])

@@ -8,7 +8,6 @@ import numpy as np
 
 from .. import _native, _sparse
 from .base import LocalSource
-from .seeding import KeptDistancePasses
 
 __all__ = ["CSRSource", "SparseCovariance"]
 
@@ -21,7 +20,7 @@ class CSRSource(LocalSource):
         X = _sparse.check_csr(X, name)
         super().__init__(X.shape, n_threads)
         self.data, self.dtype = X, X.dtype
-        self.set_weights(sample_weight, fit)
+        self._set_weights(sample_weight, fit)
         self._covariance = None
 
     kind = "csr"
@@ -34,9 +33,6 @@ class CSRSource(LocalSource):
             self._covariance = SparseCovariance(self.data, self.weights, self.n_threads)
         return self._covariance
 
-    def feature_variances(self):
-        return self._operator().diagonal()
-
     def covariance(self):
         """(weighted mean (d,), the covariance operator) of X's rows."""
         cov = self._operator()
@@ -48,13 +44,6 @@ class CSRSource(LocalSource):
     def subset(self, idx):
         weights = None if self.unit_weights else self.weights[idx]
         return CSRSource(self.data[idx], weights, n_threads=self.n_threads)
-
-    def n_distinct_rows(self):
-        positive = self.positive()
-        return _sparse.n_distinct_rows(self.data if positive is None else self.data[positive])
-
-    def seeding_passes(self, n_candidates):
-        return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=False)
 
 
 class SparseCovariance:

@@ -37,12 +37,20 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from .. import _validation as v
 from .base import Source
-from .dask_parallel import DaskParallelPasses
 from .dask_passes import BlockPasses, compute, delayed_blocks
 from .dense import ArraySource, FeatureMoments
+from .kmeans_parallel_dask import DaskParallelPasses
 from .runner import Pass, run, transformed
 
-__all__ = ["DaskSource", "check_collection", "is_collection"]
+__all__ = [
+    "DaskSource",
+    "check_collection",
+    "distinct_rows",
+    "is_collection",
+    "kmeans_parallel_passes",
+    "positive",
+    "seeding_sample",
+]
 
 # k-means++ / "random" seeding draws from at most this many rows (or 100 per cluster).
 SAMPLE_ROWS = 10_000
@@ -201,25 +209,18 @@ class DaskSource(Source):
         self.kind = "dask"
         self.rows_per_pass = int(max(X.chunks[0]))
         self.n_threads = n_threads
-        self._variances = None
+        self.variances = None
         self.block_passes = BlockPasses(X, w, client)
         if scan:
             W, _, M2 = run(self, SCAN)
             _check_total_weight(W)
-            self._variances = M2 / W
+            self.variances = M2 / W
 
     def close(self):
         """Nothing to release: persisted blocks are freed with the last reference."""
 
     def blocks(self):
         raise TypeError("a Dask source's blocks are its chunks, read by its runner")
-
-    def feature_variances(self):
-        if self._variances is None:
-            from .reads import moments
-
-            self._variances = np.diagonal(moments(self)[1]).copy()
-        return self._variances
 
     def rows(self, idx):
         rows = np.ascontiguousarray(compute(self.data[np.asarray(idx, dtype=np.int64)])[0])
@@ -231,39 +232,46 @@ class DaskSource(Source):
         weights = None if self.weights is None else self.weights[idx]
         return DaskSource(self.data[idx], weights, n_threads=self.n_threads, scan=True)
 
-    def seeding_source(self, n_clusters, rng):
-        """An in-memory uniform sample of max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER x k)
-        rows (all of X when it has no more), with their weights."""
-        n = self.shape[0]
-        X, w = self.data, self.weights
-        m = max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters)
-        if n > m:
-            idx = np.unique(rng.randint(0, n, size=m))
-            X, w = X[idx], (w[idx] if w is not None else None)
-        rows, ws = compute(X, w) if w is not None else (compute(X)[0], None)
-        if ws is not None and int((ws > 0).sum()) < n_clusters:
-            raise ValueError(
-                f"the seeding sample has fewer than n_clusters={n_clusters} rows of positive "
-                "weight; pass init as an array of centroids"
-            )
-        return ArraySource(rows, ws, n_threads=self.n_threads, checked=True)
 
-    def parallel_passes(self):
-        """k-means||'s passes as block tasks (`softkmeans.sources.dask_parallel`)."""
-        blocks = [
-            (x, wb, int(rows))
-            for (x, wb), rows in zip(delayed_blocks(self.data, self.weights), self.data.chunks[0])
-            if rows > 0
-        ]
-        return DaskParallelPasses(blocks, compute, self.n_threads)
+def seeding_sample(source, n_clusters, rng):
+    """An in-memory uniform sample of max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER x k) rows
+    of a `DaskSource` (all of X when it has no more), with their weights."""
+    n = source.shape[0]
+    X, w = source.data, source.weights
+    m = max(SAMPLE_ROWS, SAMPLE_ROWS_PER_CLUSTER * n_clusters)
+    if n > m:
+        idx = np.unique(rng.randint(0, n, size=m))
+        X, w = X[idx], (w[idx] if w is not None else None)
+    rows, ws = compute(X, w) if w is not None else (compute(X)[0], None)
+    if ws is not None and int((ws > 0).sum()) < n_clusters:
+        raise ValueError(
+            f"the seeding sample has fewer than n_clusters={n_clusters} rows of positive "
+            "weight; pass init as an array of centroids"
+        )
+    return ArraySource(transformed(rows, source.transforms), ws, n_threads=source.n_threads,
+                       checked=True)  # fmt: skip
 
-    def positive(self):
-        return None if self.weights is None else compute(self.weights > 0)[0]
 
-    def n_distinct_rows(self):
-        positive = self.positive()
-        rows = compute(self.data if positive is None else self.data[positive])[0]
-        return np.unique(rows, axis=0).shape[0]
+def kmeans_parallel_passes(source):
+    """k-means||'s passes as block tasks (`softkmeans.sources.kmeans_parallel_dask`)."""
+    X, w = source.data, source.weights
+    blocks = [
+        (x, wb, int(rows))
+        for (x, wb), rows in zip(delayed_blocks(X, w), X.chunks[0])
+        if rows > 0
+    ]
+    return DaskParallelPasses(blocks, compute, source.n_threads)
+
+
+def positive(source):
+    """(n,) bool w > 0 of a `DaskSource`, computed; None where no weights were given."""
+    return None if source.weights is None else compute(source.weights > 0)[0]
+
+
+def distinct_rows(source, keep):
+    """The number of distinct rows of a `DaskSource` (keep: the rows counted, or None)."""
+    rows = compute(source.data if keep is None else source.data[keep])[0]
+    return np.unique(rows, axis=0).shape[0]
 
 
 def _check_total_weight(W):

@@ -26,11 +26,11 @@ import numpy as np
 from .. import _validation as v
 from .base import LocalSource
 from .readahead import file_blocks
-from .runner import transformed, transformed_blocks
-from .seeding import BlockSeedingPasses, KeptDistancePasses
+from .runner import transformed
 
 __all__ = [
     "ROW_BLOCK_BYTES",
+    "file_backed",
     "SCAN_BYTES",
     "ArraySource",
     "FeatureMoments",
@@ -114,49 +114,24 @@ def check_values(blocks, name, weights=None):
 class _DenseSource(LocalSource):
     """What the two dense sources share: rows, distinct rows, moments by blocks."""
 
-    _variances = None
-
-    def feature_variances(self):
-        if self._variances is None:
-            moments = FeatureMoments(self.shape[1])
-            for start, stop, rows in transformed_blocks(self):
-                moments.add(rows, self.weights[start:stop])
-            self._variances = moments.variances()
-        return self._variances
-
-    def n_distinct_rows(self):
-        positive = self.positive()
-        if self._in_memory() and not self.transforms:
-            X = self.data
-        else:
-            X = self.map_rows(lambda rows: rows.copy())
-        return np.unique(X if positive is None else X[positive], axis=0).shape[0]
-
     def _in_memory(self):
         return isinstance(self.data, np.ndarray)
 
     def rows(self, idx):
-        return transformed(self.raw_rows(idx), self.transforms)
+        return transformed(self._raw_rows(idx), self.transforms)
 
     def subset(self, idx):
         """In memory for an in-memory X; for a file-backed or array-like X, a temporary
         file-backed copy (`spool`) with X's transforms: the sample adds no anonymous
         memory of its size."""
         weights = None if self.unit_weights else self.weights[idx]
-        if self._in_memory() and not _file_backed(self.data):
+        if self._in_memory() and not file_backed(self.data):
             out = ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
         else:
             out = spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
             out.transforms = self.transforms
         out.directions = self.directions
         return out
-
-    def seeding_passes(self, n_candidates):
-        X = self.dense_array()
-        if X is not None:
-            keep = not _file_backed(X)
-            return KeptDistancePasses(X, self.weights, self.n_threads, keep_distances=keep)
-        return BlockSeedingPasses(self, n_candidates)
 
 
 class _Gathered:
@@ -192,7 +167,7 @@ class ArraySource(_DenseSource):
         X = v.as_float_array(X, name, ndim=2, check_values=False)
         super().__init__(X.shape, n_threads)
         self.data, self.dtype = X, X.dtype
-        self.set_weights(sample_weight, fit)
+        self._set_weights(sample_weight, fit)
         w = self.weights
         self._release = None if release is None else weakref.finalize(self, release)
         self._transformed = None
@@ -203,14 +178,14 @@ class ArraySource(_DenseSource):
         # Blocks of SCAN_BYTES, in cache for their few reductions (one without moments).
         step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else n
         blocks = ((s, min(s + step, n), X[s : s + step]) for s in range(0, n, step))
-        self._variances = check_values(blocks, name, w if fit else None)
+        self.variances = check_values(blocks, name, w if fit else None)
 
     def blocks(self):
         if self._file_blocks is not None:
             self._file_blocks.on_block = self.on_block
             yield from self._file_blocks
             return
-        if self.transforms and _file_backed(self.data):
+        if self.transforms and file_backed(self.data):
             # A transformed block is anonymous memory: bounded for a file (cosine of a
             # memmap stays out of core), whole for an in-memory X (the kernels' bits).
             n = self.data.shape[0]
@@ -225,13 +200,13 @@ class ArraySource(_DenseSource):
         memory (not for a memory-mapped file: its fit reads it by passes)."""
         if not self.transforms:
             return self.data
-        if _file_backed(self.data):
+        if file_backed(self.data):
             return None
         if self._transformed is None:
             self._transformed = np.ascontiguousarray(transformed(self.data, self.transforms))
         return self._transformed
 
-    def raw_rows(self, idx):
+    def _raw_rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)]
 
     def close(self):
@@ -278,7 +253,7 @@ def _unlinked(out, fd, path):
     return functools.partial(_close_quietly, fd)
 
 
-def _file_backed(a):
+def file_backed(a):
     """True when array a views a memory-mapped file (an np.memmap, or a view of one)."""
     while a is not None:
         if isinstance(a, (np.memmap, mmap.mmap)):
@@ -306,11 +281,11 @@ class RowBlockSource(_DenseSource):
         v.check_real_dtype(dtype, name)
         super().__init__(shape, n_threads)
         self.data, self.dtype = X, v.float_dtype_of(dtype)
-        self.set_weights(sample_weight, fit)
+        self._set_weights(sample_weight, fit)
         w = self.weights
         if checked:  # by `spool`, as it copies X
             return
-        self._variances = check_values(self.blocks(), name, w if fit else None)
+        self.variances = check_values(self.blocks(), name, w if fit else None)
 
     def block_rows(self):
         n, d = self.data.shape
@@ -321,7 +296,7 @@ class RowBlockSource(_DenseSource):
         """Blocks in one reused buffer."""
         return copied_blocks(self.data, self.block_rows(), self.dtype)
 
-    def raw_rows(self, idx):
+    def _raw_rows(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
         if self._in_memory():
             return np.ascontiguousarray(self.data[idx], dtype=self.dtype)
@@ -366,5 +341,5 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
     except BaseException:
         release()
         raise
-    source._variances = variances
+    source.variances = variances
     return source

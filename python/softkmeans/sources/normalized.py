@@ -40,7 +40,14 @@ from .csr import CSRSource, SparseCovariance
 from .dense import SCAN_BYTES
 from .runner import RowMap, run
 
-__all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitCSRSource", "normalize_rows", "normalized"]
+__all__ = [
+    "BLOCK_ENTRIES",
+    "NO_DIRECTION",
+    "UnitCSRSeedingPasses",
+    "UnitCSRSource",
+    "normalize_rows",
+    "normalized",
+]
 
 NO_DIRECTION = (
     "X has no nonzero row of positive weight: metric='cosine' clusters the directions "
@@ -116,7 +123,7 @@ def _dense_normalized(source):
     out.unit_weights = weights is None
     out.transforms = (*source.transforms, normalize_rows)
     out.directions = True
-    out._variances = None  # the tolerance is that of the directions
+    out.variances = None  # the tolerance is that of the directions
     out._transformed = None  # dense_array: the normalized rows, made when asked
     return out
 
@@ -135,7 +142,7 @@ class UnitCSRSource(CSRSource):
             row_of = np.repeat(np.arange(b - a), lengths[a:b])
             norms[a:b] = np.bincount(row_of, weights=vals * vals, minlength=b - a)
         self.row_norms = np.sqrt(norms)
-        self.set_weights(_direction_weights(self.row_norms, source))
+        self._set_weights(_direction_weights(self.row_norms, source))
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
         self._unit_covariance = None
@@ -188,24 +195,12 @@ class UnitCSRSource(CSRSource):
             )
         return self._unit_covariance
 
-    def feature_variances(self):
-        return self._weighted_covariance().diagonal()
-
     def covariance(self):
         cov = self._weighted_covariance()
         return cov.mean, cov
 
-    def seeding_passes(self, n_candidates):
-        return _CSRBlockSeedingPasses(self)
 
-    def n_distinct_rows(self):
-        # NOTE: distinct rows as given (an upper bound of the distinct directions: two
-        # rows one a multiple of the other count twice); only the empty-cluster warning's
-        # message reads it, and counting directions would copy X.
-        return super().n_distinct_rows()
-
-
-class _CSRBlockSeedingPasses:
+class UnitCSRSeedingPasses:
     """k-means++'s passes (`softkmeans.sources.seeding`) over a `UnitCSRSource`'s blocks:
     the kernels take their centres as row indices of the X they read, so each block is
     read stacked on the centre rows (weight 0, closest 0: they add exactly 0)."""

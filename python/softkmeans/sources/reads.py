@@ -24,6 +24,7 @@ __all__ = [
     "euclidean_distances",
     "gradients",
     "labels",
+    "map_rows",
     "merge_moments",
     "moments",
     "nearest_stats",
@@ -156,6 +157,12 @@ RESPONSIBILITIES = RowMap("responsibilities", _responsibilities_block, None, 2)
 def responsibilities(source, C, kind, sigma):
     """(n, k) responsibilities of `kind` at width sigma, X's dtype (`predict_proba`)."""
     return run(source, RESPONSIBILITIES, np.asarray(C), kind, sigma, source.n_threads)
+
+
+def map_rows(source, fn):
+    """fn(rows) over the transformed blocks, concatenated (each part where fn returns a
+    tuple): the functional API's per-row kernels (an in-process source)."""
+    return run(source, RowMap("rows", fn))
 
 
 # ---------------------------------------------------------------------- moments

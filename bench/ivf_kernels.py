@@ -166,7 +166,7 @@ def dask_assignment_speedup(n, d, k, *, blocks=4, n_threads=2, repeats=3, seed=0
     import dask
     import dask.array as da
 
-    from softkmeans.sources.dask import DaskSource
+    from softkmeans.sources.dask_source import DaskSource
 
     X, C = clustered(n, d, k, seed=seed)
     source = DaskSource(da.from_array(X, chunks=(-(-n // blocks), d)), n_threads=n_threads)

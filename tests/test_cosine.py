@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import softkmeans
 from conftest import DTYPES, KINDS, SIMD_LEVELS, THREAD_COUNTS, assert_rel_close
 from softkmeans import _native, reference, sources
-from softkmeans.fit.cosine import COSINE
+from softkmeans.fit.metric import COSINE
 from softkmeans.sources import reads
 
 SIGMA = 0.3  # 2 sigma^2 = 0.18 >= 1e5 eps_32 x 2: r within float32's 1e-4 (SPEC.md)

@@ -302,8 +302,7 @@ def test_the_futures_passes_give_the_graph_passes_bits(
     # client (20 blocks: a level of merge tasks first); the dask.delayed graph of the local
     # scheduler (forced here, run on the same cluster) merges in tasks. The same tree:
     # the same bits, whichever worker ran which block.
-    from softkmeans.sources import dask as dask_source
-    from softkmeans.sources import dask_passes
+    from softkmeans.sources import dask_passes, dask_source
 
     X, C, w = problem
     Xd = da.from_array(X, chunks=(chunks, -1)).persist()

@@ -57,7 +57,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.DISTANCES": ((), (C, n_threads)),
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
-        "softkmeans.sources.dask.SCAN": ((), ()),
+        "softkmeans.sources.dask_source.SCAN": ((), ()),
         "softkmeans.sources.normalized._ROW_NORMS": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
@@ -148,7 +148,7 @@ def test_the_table_holds_every_pass(problem):
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(client, problem, chunking, dtype):
-    from softkmeans.sources.dask import DaskSource
+    from softkmeans.sources.dask_source import DaskSource
 
     X, w, C = (a.astype(dtype) if a.dtype.kind == "f" and a.ndim == 2 else a for a in problem)
     chunks = CHUNKINGS[chunking]

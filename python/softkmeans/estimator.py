@@ -103,7 +103,7 @@ class SoftKMeans(
     ----------
     n_clusters : int or "auto", default=8
         "auto": the most persistent k in [2, max_clusters] of the phase diagram
-        (`softkmeans.phase`: one annealing run with max_clusters + 1 centroids), then a
+        (`softkmeans.fit.phase_diagram`: one annealing run with max_clusters + 1 centroids), then a
         fit with that k; ``n_clusters_`` and ``phase_diagram_`` report it.
     assignment : {"hard", "softmax", "entmax15"}, default="softmax"
         "hard" is Lloyd's algorithm, a drop-in for ``KMeans(algorithm="lloyd")``.
@@ -116,7 +116,7 @@ class SoftKMeans(
         eigenvalue of the weighted covariance), i.e. T = 0.01 x the critical temperature:
         well inside the clustered phase, soft only near cluster boundaries.
     anneal : None, True, dict or AnnealingSchedule, default=None
-        Deterministic annealing (see `softkmeans.annealing`): start above the critical
+        Deterministic annealing (see `softkmeans.fit.annealing_schedule`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
         below sqrt(Delta_min)/2, i.e. exactly Lloyd, then split-merge moves while they lower
         J (`softkmeans.fit.split_merge`). ``init`` is not used when annealing; a ``sigma``
@@ -233,7 +233,7 @@ default="k-means++"
         ``predict_proba`` of a balanced "softmax" fit the responsibilities with the
         offsets; ``transform`` and ``score`` ignore them.
     n_clusters_ : int, the number of clusters fitted (n_clusters, or the "auto" choice)
-    phase_diagram_ : `softkmeans.phase.PhaseDiagram`, for annealing fits and
+    phase_diagram_ : `softkmeans.fit.phase_diagram.PhaseDiagram`, for annealing fits and
         n_clusters="auto": the splits, the persistence of each k, the suggested k
     n_features_in_, feature_names_in_ (when X has string column names)
     """

@@ -1,4 +1,4 @@
-"""Deterministic annealing (the schedule: `softkmeans.annealing`), over a data source.
+"""Deterministic annealing (the schedule: `softkmeans.fit.annealing_schedule`), over a data source.
 
 Each step is one `stats` pass over [X, 0] at centroids with their prior coordinate; each
 width's split test one `responsibility_moments` pass; the exact finish one hard pass per
@@ -13,10 +13,10 @@ import time
 import numpy as np
 
 from .. import _native
-from ..annealing import AnnealingSchedule
 from ..sources import reads
 from .annealing_passes import add_farthest, responsibility_moments
-from .cosine import EUCLIDEAN
+from .annealing_schedule import AnnealingSchedule
+from .metric import EUCLIDEAN
 from .split_merge import split_merge
 from .steps import run_steps
 from .tasks import NO_TASKS
@@ -82,9 +82,9 @@ def run_annealing(
     max_iter bounds the finishing Lloyd phase.
     task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
     leaves) and one for the finish; a width that asks to stop ends the cooling.
-    metric: the fit's `softkmeans.fit.cosine` metric (its step, start and split widths).
+    metric: the fit's `softkmeans.fit.metric` metric (its step, start and split widths).
     on_width(sigma, C, objective) -> bool: after each width (the phase diagram,
-    `softkmeans.phase`); True ends the cooling.
+    `softkmeans.fit.phase_diagram`); True ends the cooling.
     """
     start, stop = schedule.resolve(critical_sigma)
     d = source.shape[1]

@@ -28,15 +28,16 @@ import warnings
 
 import numpy as np
 
-from .. import _stats, phase, sources
+from .. import _stats, sources
 from .. import _validation as v
 from ..sources import queries, reads
+from . import phase_diagram as phase
 from .annealing import run_annealing
 from .auto_sigma import is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
-from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
+from .metric import EUCLIDEAN
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import OncePerFit, Progress, converged_line, iteration_line, width_line
 from .relocation import relocator, warn_about_empty_clusters
@@ -104,7 +105,8 @@ class Fitter:
         self.source = None
         self._critical_sigma = None
         self.metric = params.metric_policy()
-        self.phase_diagram_ = None  # annealing fits and n_clusters="auto" (softkmeans.phase)
+        # annealing fits and n_clusters="auto" (softkmeans.fit.phase_diagram)
+        self.phase_diagram_ = None
 
         self.balance_offsets_ = None
 
@@ -118,7 +120,7 @@ class Fitter:
     @property
     def critical_sigma_(self):
         """sqrt(lambda_max) of the data's weighted covariance (metric="cosine": the
-        spherical width, `softkmeans.fit.cosine`), computed on first use."""
+        spherical width, `softkmeans.fit.metric`), computed on first use."""
         if self._critical_sigma is None:
             self._critical_sigma = self.metric.critical_sigma(self.source)
         return self._critical_sigma
@@ -130,7 +132,7 @@ class Fitter:
 
     def _open(self, source):
         """The checked parameters; the source's thread count set for them.
-        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`)."""
+        n_clusters="auto": the phase diagram's suggestion (`softkmeans.fit.phase_diagram`)."""
         if is_auto(self.params.n_clusters):
             if self.metric is not EUCLIDEAN:
                 raise ValueError(

@@ -21,7 +21,7 @@ size, get scikit-learn's seeds (tests/test_sklearn_dropin.py).
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
 ``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
-where the source keeps the candidates' distances (`softkmeans.sources.seeding`), two
+where the source keeps the candidates' distances (`softkmeans.sources.kmeanspp_passes`), two
 otherwise; every distance has the same bits either way.
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later

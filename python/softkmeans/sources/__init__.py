@@ -19,7 +19,7 @@ h5py / zarr datasets        merged in block order (SPEC.md, "Block statistics");
                             for a fit, an h5py / zarr dataset is first copied once
                             into a temporary memory-mapped file (`spool`)
 scipy.sparse (any format)   `CSRSource` (`csr`): canonical CSR, stored entries only
-Dask array or DataFrame     `softkmeans.sources.dask.DaskSource`: block passes on
+Dask array or DataFrame     `softkmeans.sources.dask_source.DaskSource`: block passes on
                             the workers, merged in a fixed tree (needs the extra)
 ==========================  ======================================================
 
@@ -70,7 +70,7 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
     if _sparse.is_sparse(X):
         return CSRSource(X, sample_weight, **kw)
     if _is_dask(X) and row_blocks:
-        from .dask import DaskSource
+        from .dask_source import DaskSource
 
         return DaskSource(X, sample_weight, n_threads=n_threads, scan=fit)
     if is_row_sliceable(X) and fit:
@@ -107,7 +107,7 @@ def check_deferred(X):
     """The checks of a deferred X that read no data: 2-D, a real dtype (numeric columns).
     Returns its feature names (a Dask DataFrame's string column names) or None."""
     if _is_dask(X):
-        from .dask import check_collection
+        from .dask_source import check_collection
 
         return check_collection(X)
     shape = tuple(X.shape)

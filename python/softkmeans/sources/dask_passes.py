@@ -1,4 +1,4 @@
-"""How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask`).
+"""How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask_source`).
 
 A pass is one task per non-empty row block, block_fn(X block, w block or None, *args),
 whose results (the parts) are merged by a tree of merges of MERGE_FAN_IN consecutive

@@ -1,4 +1,4 @@
-"""k-means||'s passes over a Dask array (`softkmeans.sources.dask.DaskSource`): the block
+"""k-means||'s passes over a Dask array (`softkmeans.sources.dask_source.DaskSource`): the block
 functions of `softkmeans.sources.kmeans_parallel_blocks`, one task per row block.
 
 The per-row state (closest, nearest: 16 bytes a row) of each block is one persisted

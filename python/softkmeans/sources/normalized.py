@@ -201,7 +201,7 @@ class UnitCSRSource(CSRSource):
 
 
 class UnitCSRSeedingPasses:
-    """k-means++'s passes (`softkmeans.sources.seeding`) over a `UnitCSRSource`'s blocks:
+    """k-means++'s passes (`softkmeans.sources.kmeanspp_passes`) over a `UnitCSRSource`'s blocks:
     the kernels take their centres as row indices of the X they read, so each block is
     read stacked on the centre rows (weight 0, closest 0: they add exactly 0)."""
 
@@ -251,7 +251,7 @@ def _has_direction(X):
 def _dask_normalized(source):
     """A Dask source of the rows normalized lazily, block by block, on the workers; the
     zero rows at weight 0 (one scan pass, as any Dask fit's first)."""
-    from .dask import DaskSource
+    from .dask_source import DaskSource
 
     X = source.data
     nonzero = X.map_blocks(_has_direction, drop_axis=1, dtype=np.float64)

@@ -3,7 +3,7 @@ variances (the tolerance), which weights are positive, the number of distinct ro
 warning's cause), the rows seeding draws from, and the seeding algorithms' passes.
 
 Each is one function of a source, here where the kinds of source are known; the
-Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask`.
+Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask_source`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 from .. import _sparse
 from .dense import FeatureMoments, file_backed
 from .kmeans_parallel_blocks import LocalParallelPasses
+from .kmeanspp_passes import BlockSeedingPasses, KeptDistancePasses
 from .normalized import UnitCSRSeedingPasses, UnitCSRSource
 from .reads import moments
 from .runner import transformed_blocks
-from .seeding import BlockSeedingPasses, KeptDistancePasses
 
 __all__ = [
     "feature_variances",
@@ -47,7 +47,7 @@ def feature_variances(source):
 def positive(source):
     """(n,) bool, w > 0, or None when every weight is positive."""
     if source.kind == "dask":
-        from .dask import positive as dask_positive
+        from .dask_source import positive as dask_positive
 
         return dask_positive(source)
     out = source.weights > 0
@@ -62,7 +62,7 @@ def n_distinct_rows(source):
     the empty-cluster warning's message reads it."""
     keep = positive(source)
     if source.kind == "dask":
-        from .dask import distinct_rows
+        from .dask_source import distinct_rows
 
         return distinct_rows(source, keep)
     if source.kind == "csr":
@@ -75,16 +75,16 @@ def n_distinct_rows(source):
 
 def seeding_sample(source, n_clusters, rng):
     """The in-process source k-means++ and "random" draw from: the source itself, or a
-    Dask source's uniform sample (`softkmeans.sources.dask.seeding_sample`)."""
+    Dask source's uniform sample (`softkmeans.sources.dask_source.seeding_sample`)."""
     if source.kind == "dask":
-        from .dask import seeding_sample as dask_sample
+        from .dask_source import seeding_sample as dask_sample
 
         return dask_sample(source, n_clusters, rng)
     return source
 
 
 def seeding_passes(source, n_candidates):
-    """k-means++'s passes over an in-process source (`softkmeans.sources.seeding`), for
+    """k-means++'s passes over an in-process source (`softkmeans.sources.kmeanspp_passes`), for
     at most n_candidates candidates a centre: over one in-memory array (its candidates'
     distances kept where it is in memory), else over the transformed blocks."""
     X = source.dense_array()
@@ -103,7 +103,7 @@ def kmeans_parallel_passes(source):
     """k-means||'s passes over X (`softkmeans.sources.kmeans_parallel_blocks`): in this
     process, or as block tasks on Dask (`softkmeans.sources.kmeans_parallel_dask`)."""
     if source.kind == "dask":
-        from .dask import kmeans_parallel_passes as dask_passes
+        from .dask_source import kmeans_parallel_passes as dask_passes
 
         return dask_passes(source)
     return LocalParallelPasses(source)

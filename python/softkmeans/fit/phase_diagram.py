@@ -1,7 +1,8 @@
 """How many clusters: the phase diagram of deterministic annealing (SPEC.md, "Phase diagram
 (how many clusters)").
 
-Annealing (`softkmeans.annealing`) cools from above the critical width, where one centroid
+Annealing (`softkmeans.fit.annealing_schedule`) cools from above the critical width,
+where one centroid
 sits at the mean, and centroids split at phase transitions. After each width the
 centroids are counted, those within ``merge`` x sigma of each other as one (single
 linkage): a split counts once its two halves have moved apart, so a split that collapses
@@ -27,13 +28,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _stats, sources
-from . import _validation as v
-from .annealing import AnnealingSchedule, check_schedule
-from .fit.annealing import run_annealing
-from .fit.seeding import check_random_state
-from .fit.steps import History
-from .sources import queries, reads
+from .. import _stats, sources
+from .. import _validation as v
+from ..sources import queries, reads
+from .annealing import run_annealing
+from .annealing_schedule import AnnealingSchedule, check_schedule
+from .seeding import check_random_state
+from .steps import History
 
 __all__ = ["PhaseDiagram", "Split", "phase_diagram"]
 

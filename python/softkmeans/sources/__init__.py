@@ -3,7 +3,10 @@
 A fit, `score`, `predict`, `transform`, `predict_proba`, `partial_fit`, the seeding, the
 empty-cluster relocation, annealing and the functional API all read X through a `Source`
 (`softkmeans.sources.base`), chosen once by `source_of` where the input is validated.
-Nothing above this package asks what kind of input it has.
+Nothing above this package asks what kind of input it has. A source only reads (its
+blocks, rows, a subset); every read is a pass (`runner`: a block function and a merge)
+run in this process or on Dask by the one runner: the common reads in `reads`, what
+is not a pass over every row in `queries`.
 
 One implementation per kind of input:
 
@@ -23,8 +26,8 @@ Dask array or DataFrame     `softkmeans.sources.dask_source.DaskSource`: block p
                             the workers, merged in a fixed tree (needs the extra)
 ==========================  ======================================================
 
-A new kind of input (a Parquet dataset, an Arrow table) is one new `Source` subclass, or
-a `LocalSource` with its own `blocks`, and its tests (tests/test_sources.py runs every
+A new kind of input (a Parquet dataset, an Arrow table) is a `LocalSource` with its own
+`blocks` and `rows`, and its tests (tests/test_sources.py runs every
 source through every path of a fit).
 """
 

@@ -54,33 +54,37 @@ class KeptDistancePasses:
         return pots
 
 
+# Bytes of rows BlockSeedingPasses copies at a time (with the centre rows after them).
+CHUNK_BYTES = 1 << 20
+
+
 class BlockSeedingPasses:
     """The same passes over an in-process source's (transformed) blocks. The kernels take
-    their centres as row indices of the X they read, so each block is copied into a
-    buffer followed by the centre rows, with weight 0 and closest 0 (they add exactly 0
-    to the potentials). Dense blocks only (a CSR source keeps its distances' passes)."""
+    their centres as row indices of the X they read, so the blocks' rows are copied,
+    CHUNK_BYTES at a time, into a buffer followed by the centre rows, with weight 0 and
+    closest 0 (they add exactly 0 to the potentials). Dense blocks only."""
 
     def __init__(self, source, max_candidates):
         self.source, self.max_candidates = source, max_candidates
         self.w = source.weights
-        self.buf = self.w_buf = self.closest_buf = None
+        self.step = max(1, CHUNK_BYTES // (source.shape[1] * source.dtype.itemsize))
+        size = self.step + max_candidates
+        self.buf = np.empty((size, source.shape[1]), dtype=source.dtype)
+        self.w_buf, self.closest_buf = np.zeros(size), np.zeros(size)
 
-    def _buffers(self, rows, extra):
-        """The block's rows copied into the buffer with room for `extra` centre rows."""
-        b = rows.shape[0]
-        if self.buf is None or self.buf.shape[0] < b + extra:
-            size = b + self.max_candidates
-            self.buf = np.empty((size, rows.shape[1]), dtype=self.source.dtype)
-            self.w_buf, self.closest_buf = np.zeros(size), np.zeros(size)
-        self.buf[:b] = rows
-        return self.buf
+    def _chunks(self):
+        """(start, stop, buffer holding rows start..stop-1 first) over X, in order."""
+        for start, stop, rows in transformed_blocks(self.source):
+            for s in range(0, stop - start, self.step):
+                part = rows[s : s + self.step]
+                self.buf[: part.shape[0]] = part
+                yield start + s, start + s + part.shape[0], self.buf
 
     def update_closest(self, closest, index):
         center = self.source.rows([index])[0]
         threads = self.source.n_threads
-        for start, stop, rows in transformed_blocks(self.source):
+        for start, stop, buf in self._chunks():
             b = stop - start
-            buf = self._buffers(rows, 1)
             buf[b] = center
             cl = self.closest_buf[: b + 1]
             cl[:b] = closest[start:stop]
@@ -91,9 +95,8 @@ class BlockSeedingPasses:
         L = len(cand)
         centres = self.source.rows(cand)
         total = np.zeros(L)
-        for start, stop, rows in transformed_blocks(self.source):
+        for start, stop, buf in self._chunks():
             b = stop - start
-            buf = self._buffers(rows, L)
             buf[b : b + L] = centres
             wb, cl = self.w_buf[: b + L], self.closest_buf[: b + L]
             wb[:b], wb[b:] = self.w[start:stop], 0.0

@@ -58,7 +58,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
-        "softkmeans.sources.normalized._ROW_NORMS": ((), ()),
+        "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
             (), (Ca, "softmax", 0.8, n_threads)

@@ -72,12 +72,16 @@ def normalized(source):
     return _dask_normalized(source)
 
 
-def _direction_weights(norms, source):
-    """The weights of the normalized rows (zero rows 0), None where all are 1."""
-    weights = source.weights * (norms > 0)
+def _direction_weights(nonzero, source):
+    """The weights of the normalized rows (zero rows 0), None where all are 1; nonzero:
+    (n,) bool, or the rows' norms."""
+    nonzero = np.asarray(nonzero) > 0
+    if source.unit_weights and nonzero.all():
+        return None
+    weights = source.weights * nonzero
     if not (weights > 0).any():
         raise ValueError(NO_DIRECTION)
-    return None if source.unit_weights and (norms > 0).all() else weights
+    return weights
 
 
 def _scale(rows64, norms):
@@ -88,14 +92,9 @@ def _scale(rows64, norms):
     return rows64
 
 
-def _row_norms(rows):
-    """(n,) float64 norms of a dense block's rows, SCAN_BYTES of float64 at a time."""
-    out = np.empty(rows.shape[0])
-    step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
-    for s in range(0, rows.shape[0], step):
-        chunk = rows[s : s + step].astype(np.float64)
-        out[s : s + chunk.shape[0]] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
-    return out
+def _has_direction(rows):
+    """(n,) bool: the rows of a dense block that are not zero (a direction)."""
+    return rows.any(axis=1)
 
 
 def normalize_rows(rows):
@@ -110,14 +109,13 @@ def normalize_rows(rows):
     return out
 
 
-_ROW_NORMS = RowMap("row-norms", _row_norms, np.float64)
+HAS_DIRECTION = RowMap("has-direction", _has_direction, np.bool_)
 
 
 def _dense_normalized(source):
     """`source` with its rows normalized by the runner, block by block (no copy), the
     zero rows at weight 0."""
-    norms = run(source, _ROW_NORMS)
-    weights = _direction_weights(norms, source)
+    weights = _direction_weights(run(source, HAS_DIRECTION), source)
     out = copy.copy(source)
     out.weights = source.weights if weights is None else weights
     out.unit_weights = weights is None

@@ -40,13 +40,23 @@ def _stats_block(rows, w, start, C, kind, sigma, n_threads, sums, labels):
     stats, lab, _ = _native.block_stats(
         rows, C, kind, sigma, w, n_threads, sums=sums, labels=labels
     )
-    return stats, lab
+    return stats, (None if lab is None else [lab])
 
 
 def _merge_stats_labels(parts):
+    """BlockStats merged; the per-row arrays kept as a list of the blocks' arrays (one
+    concatenation at the end, `_joined`: the tree's levels copy no row)."""
     stats = _stats.merge([p[0] for p in parts])
-    labs = None if parts[0][1] is None else np.concatenate([p[1] for p in parts])
-    return stats, labs
+    rows = None if parts[0][1] is None else [a for p in parts for a in p[1]]
+    return stats, rows
+
+
+def _joined(result):
+    """(BlockStats, the per-row arrays of the blocks concatenated, or None)."""
+    stats, rows = result
+    if rows is None:
+        return stats, None
+    return stats, rows[0] if len(rows) == 1 else np.concatenate(rows)
 
 
 STATS = Pass("block-stats", _stats_block, _merge_stats_labels)
@@ -56,11 +66,12 @@ def stats(source, C, kind, sigma, *, sums=True, labels=False):
     """One fused pass at C (SPEC.md, "Block statistics"): (BlockStats, labels (n,)
     int64 or None)."""
     C = np.ascontiguousarray(C, dtype=source.dtype)
-    return run(source, STATS, C, kind, sigma, source.n_threads, sums, labels)
+    return _joined(run(source, STATS, C, kind, sigma, source.n_threads, sums, labels))
 
 
 def _nearest_block(rows, w, start, nearest):
-    return nearest.hard_stats(rows, w)
+    stats, lab = nearest.hard_stats(rows, w)
+    return stats, [lab]
 
 
 NEAREST_STATS = Pass("nearest-stats", _nearest_block, _merge_stats_labels)
@@ -72,12 +83,12 @@ def nearest_stats(source, C):
     pass where C has many centroids (a sampled fit's final pass). The centroids are
     grouped once, here (on the client of a Dask source)."""
     C = np.ascontiguousarray(C, dtype=source.dtype)
-    return run(source, NEAREST_STATS, NearestCentroid(C, source.n_threads))
+    return _joined(run(source, NEAREST_STATS, NearestCentroid(C, source.n_threads)))
 
 
 def _gradients_block(rows, w, start, C, kind, sigma, n_threads):
     stats, _, grad = _native.block_stats(rows, C, kind, sigma, w, n_threads, grad_x=True)
-    return stats, grad
+    return stats, [grad]
 
 
 GRADIENTS = Pass("gradients", _gradients_block, _merge_stats_labels)
@@ -85,7 +96,7 @@ GRADIENTS = Pass("gradients", _gradients_block, _merge_stats_labels)
 
 def gradients(source, C, kind, sigma):
     """(BlockStats, dF/dx_i (n, d) in X's dtype): the functional API's gradients."""
-    return run(source, GRADIENTS, C, kind, sigma, source.n_threads)
+    return _joined(run(source, GRADIENTS, C, kind, sigma, source.n_threads))
 
 
 # ---------------------------------------------------------------------- row maps

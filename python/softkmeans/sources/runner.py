@@ -106,10 +106,16 @@ def run(source, read, *args):
     """The pass or row map `read` over `source`, with args: its merged result."""
     if source.kind == "dask":
         return source.block_passes.run(read, source.transforms, *args)
-    blocks = transformed_blocks(source)
+    # A loop, not a comprehension over `transformed_blocks`: the transformed block is
+    # dropped before the next one is made (one block's copy alive at a time).
+    parts = []
+    for start, stop, rows in source.blocks():
+        rows = transformed(rows, source.transforms)
+        if isinstance(read, RowMap):
+            parts.append(read.block(rows, *args))
+        else:
+            parts.append(read.block(rows, source.weights[start:stop], start, *args))
+        del rows
     if isinstance(read, RowMap):
-        return concat([read.block(rows, *args) for _, _, rows in blocks])
-    parts = [
-        read.block(rows, source.weights[start:stop], start, *args) for start, stop, rows in blocks
-    ]
+        return concat(parts)
     return merge_in_tree(parts, read.merge)

@@ -43,8 +43,8 @@ def training_source(source, k, max_points_per_centroid, rng):
 
 def label_all(source, C, kind, sigma, progress):
     """The final pass over every row of `source` at C: (BlockStats, labels (n,)); for the
-    hard kind by the group-pruned pass where the source has it (`Source.nearest_stats`:
-    at large k it computes a few percent of the n k distances, with the plain pass's
+    hard kind by the group-pruned pass (`softkmeans.sources.reads.nearest_stats`: at
+    large k it computes a few percent of the n k distances, with the plain pass's
     labels and minimum margin bit for bit and J within rounding).
 
     Prints the rows done after each block of a pass that reads X in blocks (verbose)."""

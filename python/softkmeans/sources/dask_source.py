@@ -1,16 +1,18 @@
 """`DaskSource`: a Dask array or DataFrame as a data source (`softkmeans.sources`).
 
 Imported only when a Dask collection is given (the ``softkmeans[dask]`` extra). The fit
-(`softkmeans.fit`) is the in-memory one; each read of X is a pass over the blocks:
+(`softkmeans.fit`) is the in-memory one; each read of X is a pass (`softkmeans.sources.
+runner`: the same block functions and merges as in this process) over the chunks:
 
-- **A pass** maps the native block-statistics kernel (`softkmeans._native.block_stats`)
-  over the row blocks, one task per block, on the workers (`softkmeans.sources.dask_passes`:
-  with a distributed client, tasks on the persisted blocks' futures; otherwise a
-  ``dask.delayed`` graph). The centroids travel with the pass's tasks.
-- **The merge** of the block statistics (`softkmeans._stats.merge`) is a tree of merges of
-  consecutive blocks, in block order, whose shape depends only on the number of blocks, so
-  the result does not depend on which worker computed what, or when. Only the statistics
-  of at most 8 groups of blocks (k x d numbers each) reach the client.
+- **A pass** maps its block function over the row blocks, one task per block, on the
+  workers (`softkmeans.sources.dask_passes`: with a distributed client, tasks on the
+  persisted blocks' futures; otherwise a ``dask.delayed`` graph). The centroids travel
+  with the pass's tasks.
+- **The merge** of the partial results is the runner's fixed tree of merges of
+  consecutive blocks, in block order, whose shape depends only on the number of blocks,
+  so the result does not depend on which worker computed what, or when (and equals the
+  in-process runner's over the same blocks, byte for byte). Only the partials of at most
+  8 groups of blocks reach the client.
 - **The update** c_j+ = S_j / N_j (`softkmeans._stats.step_result`) and the loop
   (`softkmeans.fit.steps.run_steps`) run on the client.
 

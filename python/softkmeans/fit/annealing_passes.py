@@ -12,19 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native, _stats
-from ..sources.csr import SparseCovariance
+from ..sources.block_ops import dense_row, sq_distances_to_row, weighted_moments
 from ..sources.reads import augment
 from ..sources.runner import Pass, run
 
 __all__ = ["add_farthest", "responsibility_moments"]
-
-
-def _block_moments(rows, u, n_threads):
-    """(mean, covariance) of a block's rows under weights u (CSR: an operator)."""
-    if hasattr(rows, "indptr"):
-        cov = SparseCovariance(rows, u, n_threads)
-        return cov.mean, cov  # lambda_max without a (d, d) array
-    return _native.weighted_covariance(rows, u, n_threads)
 
 
 def _moments_block(rows, w, start, Ca, kind, sigma, n_threads):
@@ -34,7 +26,7 @@ def _moments_block(rows, w, start, Ca, kind, sigma, n_threads):
     for j in range(Ca.shape[0]):
         u = w * R[:, j].astype(np.float64)
         U = float(u.sum())
-        out.append((U, *_block_moments(rows, u, n_threads)) if U > 0 else (0.0, None, None))
+        out.append((U, *weighted_moments(rows, u, n_threads)) if U > 0 else (0.0, None, None))
     return out
 
 
@@ -62,23 +54,15 @@ def responsibility_moments(source, Ca, kind, sigma):
     return run(source, RESPONSIBILITY_MOMENTS, Ca, kind, sigma, source.n_threads)
 
 
-def _sq_distances_to(rows, row, n_threads):
-    """||x_i - row||^2 of a block (row dense (d,)); CSR: the kernel's, stored entries."""
-    if hasattr(rows, "indptr"):
-        return _native.assign(rows, row[None, :].astype(rows.dtype), n_threads)[1]
-    return ((rows - row) ** 2).sum(axis=1)
-
-
 def _farthest_block(rows, w, start, C, added, n_threads):
     """(squared distance, row) of the block's positive-weight row farthest from the
     centroids C and the rows `added` (ties to the first row)."""
     positive = (w > 0).astype(np.float64)
     dist = _native.assign(rows, C, n_threads)[1].astype(np.float64) * positive
     for row in added:
-        dist = np.minimum(dist, _sq_distances_to(rows, row, n_threads) * positive)
+        dist = np.minimum(dist, sq_distances_to_row(rows, row, n_threads) * positive)
     i = int(np.argmax(dist))
-    row = rows[i].toarray()[0] if hasattr(rows, "indptr") else np.array(rows[i])
-    return dist[i], row
+    return dist[i], dense_row(rows, i)
 
 
 def _first_farthest(parts):

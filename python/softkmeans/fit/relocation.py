@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _native
 from ..sources import queries
+from ..sources.block_ops import row_sq_norms, sq_distances_to_labels
 from ..sources.nearest import NearestCentroid
 from ..sources.runner import Pass, concat, run
 
@@ -29,19 +29,6 @@ class Farthest(NamedTuple):
     labels: np.ndarray  # (m,) int64, their labels at the centroids
 
 
-def _sq_distances_to_labels(rows, C, labels, n_threads):
-    """||x_i - c_{labels_i}||^2 of a block, X's dtype, as scikit-learn computes them (so
-    that the farthest points agree with its); dense: ~4 MiB of rows at a time (the same
-    per-row sums without two temporaries of the block's size); CSR: the kernel's own."""
-    if hasattr(rows, "indptr"):
-        return _native.assign(rows, C, n_threads)[1]
-    out = np.empty(rows.shape[0], dtype=rows.dtype)
-    step = max(1, (1 << 22) // (rows.shape[1] * rows.itemsize))
-    for s in range(0, rows.shape[0], step):
-        out[s : s + step] = ((rows[s : s + step] - C[labels[s : s + step]]) ** 2).sum(axis=1)
-    return out
-
-
 def _distances_block(rows, w, start, C, labels, directions, n_threads):
     """(labels, squared distance to the label's centroid) of each row of the block;
     labels: the labels of all rows at C, or None (computed here)."""
@@ -49,16 +36,10 @@ def _distances_block(rows, w, start, C, labels, directions, n_threads):
         lab = NearestCentroid(C, n_threads)(rows)[0]
     else:
         lab = labels[start : start + rows.shape[0]]
-    dist = _sq_distances_to_labels(rows, C, lab, n_threads)
+    dist = sq_distances_to_labels(rows, C, lab, n_threads)
     if directions:  # a zero row has no direction: never a relocation target (it would
-        dist[_row_sq_norms(rows) == 0] = 0  # put a centroid at 0, off the sphere)
+        dist[row_sq_norms(rows) == 0] = 0  # put a centroid at 0, off the sphere)
     return lab, dist
-
-
-def _row_sq_norms(rows):
-    if isinstance(rows, np.ndarray):
-        return np.einsum("ij,ij->i", rows, rows)
-    return np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
 
 
 LABEL_DISTANCES = Pass("label-distances", _distances_block, concat)

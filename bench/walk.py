@@ -25,6 +25,7 @@ from softkmeans import SoftKMeans
 def walk(fit):
     """(softkmeans modules in call order, other modules, returns, the first kernel)."""
     modules, others, state = [], [], {"returns": 0, "kernel": None}
+    detours = []  # (id of the caller's frame, callee's module) of each softkmeans return
 
     def profile(frame, event, arg):
         if state["kernel"] is not None:
@@ -33,6 +34,7 @@ def walk(fit):
             if getattr(arg, "__module__", "") == "softkmeans._core":
                 state["kernel"] = arg.__name__
                 state["stack"] = _stack_modules(frame)
+                state["path"] = _stack_ids(frame)
             return
         name = frame.f_globals.get("__name__", "")
         mine = name.startswith("softkmeans")
@@ -42,13 +44,27 @@ def walk(fit):
                 seen.append(name)
         elif event == "return" and mine:
             state["returns"] += 1
+            detours.append((id(frame.f_back), name))
 
     sys.setprofile(profile)
     try:
         fit()
     finally:
         sys.setprofile(None)
-    return modules, others, state["returns"], state["kernel"], state["stack"]
+    path = state["path"]
+    # A detour: a softkmeans function called from the final path that returned before
+    # the kernel call (a feature answering "not me", a check, a lookup).
+    off_path = [name for caller, name in detours if caller in path]
+    return modules, others, state["returns"], state["kernel"], state["stack"], off_path
+
+
+def _stack_ids(frame):
+    out = set()
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("softkmeans"):
+            out.add(id(frame))
+        frame = frame.f_back
+    return out
 
 
 def _stack_modules(frame):
@@ -66,7 +82,7 @@ def _stack_modules(frame):
 def main():
     X = np.random.default_rng(0).normal(size=(2000, 16))
     SoftKMeans(8, assignment="hard", random_state=0).fit(X)  # warm-up
-    modules, others, returns, kernel, stack = walk(
+    modules, others, returns, kernel, stack, off_path = walk(
         lambda: SoftKMeans(8, assignment="hard", random_state=0).fit(X)
     )
     print(f"softkmeans {softkmeans.__file__}")
@@ -75,6 +91,8 @@ def main():
     print(f"softkmeans returns before it: {returns}")
     print(f"the stack at it ({len(stack)} modules, {len(set(stack))} distinct): "
           + " -> ".join(stack))
+    print(f"returns to the path (detours) before it: {len(off_path)}, into "
+          f"{len(set(off_path))} modules: {', '.join(sorted(set(off_path)))}")
     print(f"other modules ({len(others)}): {', '.join(others)}")
 
 

@@ -6,8 +6,9 @@ centroid it ties everywhere and adds nothing to S.
 
 - dense in-process X: the same source with `normalize_rows` as a per-block transform
   (`softkmeans.sources.runner`: each row scaled in float64 and rounded once), so a
-  memory-mapped X is read by passes, never copied; where X is in memory the bounded
-  hard pass and the kept seeding distances take one normalized copy (`dense_array`);
+  memory-mapped X (or one read in row blocks) is read by passes, never copied; an
+  in-memory C-contiguous X gets its normalized rows once, in memory (the same function:
+  the same bits), so that a pass does not normalize X again;
 - CSR (`UnitCSRSource`): never copied. The row norms (n,) are computed once; each pass
   reads X in row blocks of at most `BLOCK_ENTRIES` stored entries whose values are scaled
   into a block-sized temporary (the indices are the user's, shared), their statistics
@@ -37,7 +38,7 @@ import numpy as np
 from .. import _native
 from .base import LocalSource
 from .csr import CSRSource, SparseCovariance
-from .dense import SCAN_BYTES
+from .dense import SCAN_BYTES, ArraySource, file_backed
 from .runner import RowMap, run
 
 __all__ = [
@@ -116,6 +117,13 @@ def _dense_normalized(source):
     """`source` with its rows normalized by the runner, block by block (no copy), the
     zero rows at weight 0."""
     weights = _direction_weights(run(source, HAS_DIRECTION), source)
+    if isinstance(source, ArraySource) and not source.transforms and not file_backed(source.data):
+        # X in memory: its normalized rows once, in memory (the bounded hard pass and the
+        # kept seeding distances read one array; a pass would normalize X again each time).
+        out = ArraySource(normalize_rows(source.data), weights, n_threads=source.n_threads,
+                          checked=True)  # fmt: skip
+        out.directions = True
+        return out
     out = copy.copy(source)
     out.weights = source.weights if weights is None else weights
     out.unit_weights = weights is None

@@ -19,7 +19,6 @@ import pytest
 
 import softkmeans
 from softkmeans.sources import dense, reads, runner
-from softkmeans.sources.nearest import NearestCentroid
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -49,11 +48,12 @@ def _arguments(C, n_threads=1):
     """{pass path: (transforms, args)}: what each pass is run with."""
     Ca = np.hstack([C, np.abs(C[:, :1])]).astype(C.dtype)
     labels = np.arange(N) % K
+    groups = np.arange(K) % 2  # two groups of centroids: the group-pruned passes
     return {
         "softkmeans.sources.reads.STATS": ((), (C, "softmax", 0.7, n_threads, True, True)),
-        "softkmeans.sources.reads.NEAREST_STATS": ((), (NearestCentroid(C, n_threads),)),
+        "softkmeans.sources.reads.NEAREST_STATS": ((), (C, groups, n_threads)),
         "softkmeans.sources.reads.GRADIENTS": ((), (C, "entmax15", 0.9, n_threads)),
-        "softkmeans.sources.reads.LABELS": ((), (NearestCentroid(C, n_threads),)),
+        "softkmeans.sources.reads.LABELS": ((), (C, groups, n_threads)),
         "softkmeans.sources.reads.DISTANCES": ((), (C, n_threads)),
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),

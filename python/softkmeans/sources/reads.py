@@ -69,8 +69,16 @@ def stats(source, C, kind, sigma, *, sums=True, labels=False):
     return _joined(run(source, STATS, C, kind, sigma, source.n_threads, sums, labels))
 
 
-def _nearest_block(rows, w, start, nearest):
-    stats, lab = nearest.hard_stats(rows, w)
+def _nearest(C, group, n_threads):
+    """A block's own `NearestCentroid` at C with the groups made once by the caller (a
+    block's probe may turn its pass plain: no state shared between blocks or tasks)."""
+    return NearestCentroid(C, n_threads, group=group)
+
+
+def _nearest_block(rows, w, start, C, group, n_threads):
+    if group is None:  # few centroids: the plain pass (`_stats_block`'s)
+        return _stats_block(rows, w, start, C, "hard", 0.0, n_threads, False, True)
+    stats, lab = _nearest(C, group, n_threads).hard_stats(rows, w)
     return stats, [lab]
 
 
@@ -83,7 +91,8 @@ def nearest_stats(source, C):
     pass where C has many centroids (a sampled fit's final pass). The centroids are
     grouped once, here (on the client of a Dask source)."""
     C = np.ascontiguousarray(C, dtype=source.dtype)
-    return _joined(run(source, NEAREST_STATS, NearestCentroid(C, source.n_threads)))
+    group = CentroidGrouping().of(C, source.n_threads)
+    return _joined(run(source, NEAREST_STATS, C, group, source.n_threads))
 
 
 def _gradients_block(rows, w, start, C, kind, sigma, n_threads):
@@ -102,8 +111,10 @@ def gradients(source, C, kind, sigma):
 # ---------------------------------------------------------------------- row maps
 
 
-def _labels_block(rows, nearest):
-    return nearest(rows)[0]
+def _labels_block(rows, C, group, n_threads):
+    if group is None:  # few centroids: the plain pass
+        return _native.assign(rows, C, n_threads)[0]
+    return _nearest(C, group, n_threads)(rows)[0]
 
 
 LABELS = RowMap("labels", _labels_block, np.int64)
@@ -114,7 +125,7 @@ def labels(source, C, grouping=None):
     `CentroidGrouping` the caller keeps for its centroids (None: decided for this call)."""
     C = np.ascontiguousarray(C, dtype=source.dtype)
     group = (grouping or CentroidGrouping()).of(C, source.n_threads)
-    return run(source, LABELS, NearestCentroid(C, source.n_threads, group=group))
+    return run(source, LABELS, C, group, source.n_threads)
 
 
 # Rows of float32 X upcast at a time by `euclidean_distances` (scikit-learn's chunk: about

@@ -48,7 +48,7 @@ ARRAY_LIKE_ROWS = 1 << 16
 SCAN_BYTES = 1 << 20
 # Bytes of a memory-mapped X read at a time where each block is transformed (cosine's
 # normalized rows): the transformed copy is anonymous memory, the file's pages are not.
-TRANSFORMED_BLOCK_BYTES = 1 << 24
+TRANSFORMED_BLOCK_BYTES = 1 << 22
 
 
 class FeatureMoments:

@@ -38,6 +38,7 @@ from softkmeans import _native  # noqa: E402
 from softkmeans.centroid_groups import principal_axis_groups  # noqa: E402
 from softkmeans.fit.bounded import BoundedHardPass  # noqa: E402
 from softkmeans.fit.seeding import kmeans_plusplus  # noqa: E402
+from softkmeans.sources import reads  # noqa: E402
 from softkmeans.sources.nearest import NearestCentroid  # noqa: E402
 
 
@@ -166,7 +167,7 @@ def dask_assignment_speedup(n, d, k, *, blocks=4, n_threads=2, repeats=3, seed=0
     import dask
     import dask.array as da
 
-    from softkmeans.sources.dask import DaskSource
+    from softkmeans.sources.dask_source import DaskSource
 
     X, C = clustered(n, d, k, seed=seed)
     source = DaskSource(da.from_array(X, chunks=(-(-n // blocks), d)), n_threads=n_threads)
@@ -178,7 +179,7 @@ def dask_assignment_speedup(n, d, k, *, blocks=4, n_threads=2, repeats=3, seed=0
             NearestCentroid.MIN_CENTROIDS = min_centroids
             try:
                 with dask.config.set(scheduler="synchronous"):
-                    labels[name] = source.labels(C).compute()
+                    labels[name] = reads.labels(source, C).compute()
             finally:
                 NearestCentroid.MIN_CENTROIDS = saved
 
@@ -206,7 +207,7 @@ def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     X, C = clustered(n, d, k, seed=seed, uniform=uniform)
     w = np.ones(n)
     source = source_of(X, n_threads=n_threads)
-    stats, labels = source.nearest_stats(C)
+    stats, labels = reads.nearest_stats(source, C)
     plain, plain_labels, _ = _native.block_stats(X, C, "hard", 0.0, w, n_threads, labels=True)
     same = (
         np.array_equal(labels, plain_labels)
@@ -217,7 +218,7 @@ def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
         "plain": lambda: _native.block_stats(
             X, C, "hard", 0.0, w, n_threads, sums=False, labels=True
         ),
-        "pruned": lambda: source.nearest_stats(C),
+        "pruned": lambda: reads.nearest_stats(source, C),
     }
     med = {name: r.median for name, r in P.interleaved(cases, repeats=repeats).items()}
     kind = "uniform" if uniform else "clustered"

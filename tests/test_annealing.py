@@ -8,7 +8,7 @@ import pytest
 import softkmeans
 from conftest import make_blobs
 from softkmeans import AnnealingSchedule, SoftKMeans
-from softkmeans.annealing import check_schedule
+from softkmeans.fit.annealing_schedule import check_schedule
 
 
 def _elongated(seed=0, n=400):

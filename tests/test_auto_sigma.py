@@ -98,6 +98,7 @@ def test_runs_compare_by_the_mixtures_log_likelihood():
     # a constant: so the n_init runs, each at its own sigma, are ranked by likelihood.
     from softkmeans import sources
     from softkmeans.fit.auto_sigma import nll_score
+    from softkmeans.sources import reads
 
     X, C0 = _data()
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=X.shape[0])
@@ -105,7 +106,7 @@ def test_runs_compare_by_the_mixtures_log_likelihood():
     n, d = X.shape
     offsets = []
     for C, s in [(C0, 0.7), (C0[::-1] + 1.0, 1.9), (C0 * 0.5, 3.0)]:
-        stats, _ = source.stats(np.ascontiguousarray(C), "softmax", s, sums=False)
+        stats, _ = reads.stats(source, np.ascontiguousarray(C), "softmax", s, sums=False)
         D = ((X[:, None, :] - C[None]) ** 2).sum(axis=2)
         density = np.exp(-D / (2 * s * s)).mean(axis=1) / (2 * np.pi * s * s) ** (d / 2)
         offsets.append(nll_score(stats, s, d) - (-(w * np.log(density)).sum()))

@@ -14,7 +14,7 @@ from conftest import make_blobs
 from softkmeans import SoftKMeans, _native
 from softkmeans.centroid_groups import ball_groups, principal_axis_groups
 from softkmeans.fit.bounded import BoundedHardPass
-from softkmeans.sources import source_of
+from softkmeans.sources import reads, source_of
 from softkmeans.sources.nearest import NearestCentroid
 
 GROUP_COUNTS = (1, 8, 16, 32, 64)
@@ -193,7 +193,7 @@ def test_predict_takes_the_group_pruned_pass_at_large_k(monkeypatch):
     calls = []
     pruned = _native.assign_grouped
     monkeypatch.setattr(_native, "assign_grouped", lambda *a: calls.append(1) or pruned(*a))
-    labels = source_of(X).labels(C)
+    labels = reads.labels(source_of(X), C)
     assert calls
     np.testing.assert_array_equal(labels, _native.assign(X, C, 0)[0])
     model = SoftKMeans(n_clusters=k, assignment="hard", init=C, max_iter=1).fit(X)

@@ -11,7 +11,8 @@ import scipy.sparse as sp
 import softkmeans
 from conftest import DTYPES, KINDS, SIMD_LEVELS, THREAD_COUNTS, assert_rel_close
 from softkmeans import _native, reference, sources
-from softkmeans.fit.cosine import COSINE
+from softkmeans.fit.metric import COSINE
+from softkmeans.sources import reads
 
 SIGMA = 0.3  # 2 sigma^2 = 0.18 >= 1e5 eps_32 x 2: r within float32's 1e-4 (SPEC.md)
 
@@ -35,7 +36,7 @@ def native_step(X, C, sigma, kind, w, n_threads):
     """The step a cosine fit takes: its source's fused pass, then the cosine update."""
     source = COSINE.source(sources.source_of(X, w, fit=True))
     source.n_threads = n_threads
-    stats, _ = source.stats(C, kind, sigma)
+    stats, _ = reads.stats(source, C, kind, sigma)
     return COSINE.step(stats, C)
 
 
@@ -194,7 +195,7 @@ def _deviation_after(X, sigma, steps=40, eps=1e-4):
     C /= np.linalg.norm(C, axis=1, keepdims=True)
     start = np.linalg.norm(C[0] - C[1])
     for _ in range(steps):
-        stats, _ = source.stats(C, "softmax", sigma)
+        stats, _ = reads.stats(source, C, "softmax", sigma)
         C = COSINE.step(stats, C).centroids
     return np.linalg.norm(C[0] - C[1]) / start
 

@@ -252,9 +252,9 @@ def test_bad_values_are_reported_from_the_workers(client, problem):
 
 def _kill_a_worker_on_pass(monkeypatch, client, number, holding):
     """Make the `number`-th pass of the fit start by killing the worker holding `holding`."""
-    from softkmeans.sources import dask as dask_source
+    from softkmeans.sources import dask_passes
 
-    original, calls = dask_source._stats_pass, [0]
+    original, calls = dask_passes.BlockPasses.run, [0]
 
     def pass_(*args, **kwargs):
         calls[0] += 1
@@ -263,7 +263,7 @@ def _kill_a_worker_on_pass(monkeypatch, client, number, holding):
             os.kill(client.run(os.getpid)[address], signal.SIGKILL)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(dask_source, "_stats_pass", pass_)
+    monkeypatch.setattr(dask_passes.BlockPasses, "run", pass_)
     return calls
 
 
@@ -303,8 +303,7 @@ def test_the_futures_passes_give_the_graph_passes_bits(
     # client (20 blocks: a level of merge tasks first); the dask.delayed graph of the local
     # scheduler (forced here, run on the same cluster) merges in tasks. The same tree:
     # the same bits, whichever worker ran which block.
-    from softkmeans.sources import dask as dask_source
-    from softkmeans.sources import dask_passes
+    from softkmeans.sources import dask_passes, dask_source
 
     X, C, w = problem
     Xd = da.from_array(X, chunks=(chunks, -1)).persist()

@@ -15,7 +15,8 @@ from conftest import make_blobs
 from softkmeans import sources
 from softkmeans.fit.kmeans_parallel import ROUNDS, kmeans_parallel
 from softkmeans.fit.params import InvalidParameterError
-from softkmeans.sources.parallel import row_uniforms
+from softkmeans.sources import queries
+from softkmeans.sources.kmeans_parallel_blocks import row_uniforms
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,7 @@ def test_the_draws_follow_the_weights(blobs):
     X, _ = blobs
     w = np.zeros(X.shape[0])
     w[[10, 20]] = [1.0, 3.0]
-    passes = sources.source_of(X, w).parallel_passes()
+    passes = queries.kmeans_parallel_passes(sources.source_of(X, w))
     firsts = np.array([passes.first(seed) for seed in range(400)])
     assert set(firsts) == {10, 20}
     assert abs((firsts == 20).mean() - 0.75) < 0.07  # binomial sd 0.022
@@ -119,7 +120,7 @@ def test_the_draws_follow_the_weights(blobs):
     w = np.ones(X.shape[0])
     w[::2] = 0.0
     source = sources.source_of(X, w)
-    passes = source.parallel_passes()
+    passes = queries.kmeans_parallel_passes(source)
     passes.update(source.rows([passes.first(0)]))
     drawn = passes.draw(0, 1, 1e6)
     assert drawn.size > 0 and (drawn % 2 == 1).all()
@@ -128,7 +129,7 @@ def test_the_draws_follow_the_weights(blobs):
 def test_ties_go_to_the_earlier_candidate(blobs):
     X, _ = blobs
     source = sources.source_of(X)
-    passes = source.parallel_passes()
+    passes = queries.kmeans_parallel_passes(source)
     passes.update(X[:3])
     passes.update(X[:3])  # the same candidates again: nobody moves to them
     np.testing.assert_array_equal(passes.candidate_weights()[3:], 0.0)
@@ -137,7 +138,7 @@ def test_ties_go_to_the_earlier_candidate(blobs):
 def test_candidate_weights_hold_all_the_weight(blobs):
     X, w = blobs
     source = sources.source_of(X, w)
-    passes = source.parallel_passes()
+    passes = queries.kmeans_parallel_passes(source)
     passes.update(source.rows([passes.first(9)]))
     passes.update(source.rows(passes.draw(9, 1, 20.0 / float(w @ passes.closest))))
     weights = passes.candidate_weights()

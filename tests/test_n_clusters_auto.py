@@ -12,7 +12,7 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from softkmeans import SoftKMeans
-from softkmeans.phase import Recorder
+from softkmeans.fit.phase_diagram import Recorder
 
 
 def _auto_k(X, seed, **kwargs):

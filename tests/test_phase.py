@@ -10,7 +10,7 @@ import pytest
 
 import softkmeans
 from softkmeans import SoftKMeans, phase_diagram
-from softkmeans.phase import count_distinct
+from softkmeans.fit.phase_diagram import count_distinct
 
 
 def _three_clusters(seed=0, spread=0.5):

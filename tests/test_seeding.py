@@ -161,17 +161,17 @@ def test_two_level_draw_equals_a_search_in_the_full_cumulative_sum():
 def test_kept_distances_only_for_an_array_in_memory(tmp_path):
     """The candidates' distances are kept for an in-memory X, not for a memory-mapped one
     (they would be anonymous memory of half the file's size); both seed alike."""
-    from softkmeans.sources import ArraySource, dense
+    from softkmeans.sources import ArraySource, dense, queries
 
     X, _ = make_blobs(2000, n_features=8, centers=10, random_state=4)
     X = X.astype(np.float32)
     mm = np.memmap(tmp_path / "x.f32", dtype=np.float32, mode="w+", shape=X.shape)
     mm[:] = X
-    assert dense._file_backed(mm) and dense._file_backed(np.asarray(mm)[10:])
-    assert not dense._file_backed(X) and not dense._file_backed(X[10:])
+    assert dense.file_backed(mm) and dense.file_backed(np.asarray(mm)[10:])
+    assert not dense.file_backed(X) and not dense.file_backed(X[10:])
     kept = {}
     for name, data in (("memory", X), ("file", mm)):
-        passes = ArraySource(data).seeding_passes(3)
+        passes = queries.seeding_passes(ArraySource(data), 3)
         closest = np.full(len(X), np.inf)
         passes.update_closest(closest, 0)
         passes.candidate_potentials(closest, np.array([3, 5, 7], dtype=np.int64))

@@ -11,7 +11,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     import softkmeans
-    import softkmeans.reference, softkmeans.cli, softkmeans.annealing
+    import softkmeans.reference, softkmeans.cli, softkmeans.fit.annealing_schedule
     import softkmeans.experiments, softkmeans.experiments.datasets
     import softkmeans.experiments.torch_experiments
     from softkmeans.cli import build_parser

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from softkmeans.sources import ArraySource, readahead
+from softkmeans.sources import ArraySource, readahead, reads
 
 D = 128
 
@@ -56,7 +56,7 @@ def main():
             source = ArraySource(X, n_threads=2, checked=True)
             drop_cache(path)
             t0 = time.perf_counter()
-            source.labels(C)
+            reads.labels(source, C)
             times[name].append(time.perf_counter() - t0)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])

@@ -24,9 +24,9 @@ from ._api import (
 )
 from ._build_info import build_info
 from ._types import StepResult
-from .annealing import AnnealingSchedule
+from .fit.annealing_schedule import AnnealingSchedule
+from .fit.phase_diagram import PhaseDiagram, phase_diagram
 from .fit.seeding import kmeans_plusplus
-from .phase import PhaseDiagram, phase_diagram
 
 __version__ = "0.1.0"
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from . import _native, _stats, sources
 from . import _validation as v
+from .sources import reads
+from .sources.base import check_weights
 
 _NATIVE = (
     "sq_distances",
@@ -52,7 +54,8 @@ def _check_all(X, C, sigma, kind, sample_weight, n_threads):
     kind = v.check_kind(kind)
     sigma = v.check_sigma(sigma, kind)
     if sample_weight is not None:
-        source.set_weights(sample_weight)
+        source.weights = check_weights(sample_weight, source.shape[0])
+        source.unit_weights = False
     return source, C, sigma, kind
 
 
@@ -60,14 +63,14 @@ def sq_distances(X, C, *, n_threads=None):
     """Squared Euclidean distances D_ij = ||x_i - c_j||^2, shape (n, k), dtype of X."""
     source = _source(X, None, v.check_n_threads(n_threads))
     C = v.check_centroids(C, source)
-    return source.map_rows(lambda rows: _native.sq_distances(rows, C, source.n_threads))
+    return reads.map_rows(source, lambda rows: _native.sq_distances(rows, C, source.n_threads))
 
 
 def assign(X, C, *, n_threads=None):
     """Hard assignment: `(labels, min_sq_dist)`, labels_i = argmin_j D_ij (ties to smallest j)."""
     source = _source(X, None, v.check_n_threads(n_threads))
     C = v.check_centroids(C, source)
-    return source.map_rows(lambda rows: _native.assign(rows, C, source.n_threads))
+    return reads.map_rows(source, lambda rows: _native.assign(rows, C, source.n_threads))
 
 
 def margins(X, C, *, n_threads=None):
@@ -76,7 +79,7 @@ def margins(X, C, *, n_threads=None):
     C = v.check_centroids(C, source)
     if C.shape[0] < 2:
         raise ValueError(f"margins need at least 2 centroids; got k={C.shape[0]}")
-    return source.map_rows(lambda rows: _native.margins(rows, C, source.n_threads))
+    return reads.map_rows(source, lambda rows: _native.margins(rows, C, source.n_threads))
 
 
 def entmax15(Z, *, n_threads=None):
@@ -88,7 +91,7 @@ def entmax15(Z, *, n_threads=None):
 def responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
     """Responsibilities r (n, k) of each point for each centroid, dtype of X."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, None, n_threads)
-    return source.map_rows(
+    return reads.map_rows(source,
         lambda rows: _native.responsibilities(rows, C, kind, sigma, source.n_threads)
     )
 
@@ -96,25 +99,25 @@ def responsibilities(X, C, sigma=None, *, kind="softmax", n_threads=None):
 def objective(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """The kind's objective at C (J, F_sigma or G_sigma), as a Python float."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _ = source.stats(C, kind, sigma, sums=False)
+    stats, _ = reads.stats(source, C, kind, sigma, sums=False)
     return float(stats.objective)
 
 
 def centroid_step(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """One fused alternating-minimization step from C (one pass over X): a StepResult."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, _ = source.stats(C, kind, sigma)
+    stats, _ = reads.stats(source, C, kind, sigma)
     return _stats.step_result(stats, C)
 
 
 def gradients(X, C, sigma=None, *, kind="softmax", sample_weight=None, n_threads=None):
     """`(grad_X (n, d), grad_C (k, d))` of the kind's objective, r held at its optimum."""
     source, C, sigma, kind = _check_all(X, C, sigma, kind, sample_weight, n_threads)
-    stats, grad_X = source.gradients(C, kind, sigma)
+    stats, grad_X = reads.gradients(source, C, kind, sigma)
     return grad_X, _stats.centroid_gradient(stats, C)
 
 
 def critical_sigma(X, *, sample_weight=None):
     """sqrt(lambda_max) of the weighted population covariance (a Python float)."""
-    _, cov = _source(X, sample_weight).moments()
+    _, cov = reads.moments(_source(X, sample_weight))
     return _stats.critical_sigma_of(cov)

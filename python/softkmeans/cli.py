@@ -342,10 +342,11 @@ def _write_results(args, models, rows, data, names, units, description, shape):
 def _write_proba(args, kind, model, X):
     """proba_<kind>.csv: the responsibilities (n, k) at the fitted width (one-hot for hard)."""
     from . import sources
+    from .sources import reads
 
     source = sources.source_of(X, n_threads=0)
     C = model.cluster_centers_.astype(source.dtype, copy=False)
-    R = source.responsibilities(C, kind, model.sigma_)
+    R = reads.responsibilities(source, C, kind, model.sigma_)
     header = [f"cluster{j}" for j in range(R.shape[1])]
     _write_csv(os.path.join(args.out, f"proba_{kind}.csv"), R, "%.9g", header)
 
@@ -437,23 +438,25 @@ def _reproduce_rows(args, names, claims):
 # ----------------------------------------------------------------------------- the parser
 
 
-def _auto_or(kind, what):
-    """An argparse type: "auto" or a `kind` (its range is checked with the other
-    parameters); anything else is a one-line usage error saying so."""
+def _auto_or(kind, what, words=("auto",)):
+    """An argparse type: one of `words` ("auto") or a `kind` (its range is checked with
+    the other parameters); anything else is a one-line usage error saying so."""
 
     def convert(text):
-        if text == "auto":
+        if text in words:
             return text
         try:
             return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expects {what} or 'auto'; got {text!r}") from None
+            named = " or ".join(repr(w) for w in words)
+            raise argparse.ArgumentTypeError(f"expects {what} or {named}; got {text!r}") from None
 
     return convert
 
 
 _n_init_arg = _auto_or(int, "an integer")
-_sigma_arg = _auto_or(float, "a number")
+# "default": SoftKMeans' own default width (the parser's default, `FitParams`).
+_sigma_arg = _auto_or(float, "a number", words=("auto", "default"))
 
 
 def _option(*flags, **kwargs):
@@ -487,7 +490,7 @@ COMMANDS = (
         _option("-k", "--n-clusters", dest="k", type=int, default=3, help="clusters (3)"),
         _option("--assignment", choices=(*KINDS, "all"), default="all",
                 help="assignment map, or all three side by side (default)"),
-        _option("--sigma", type=_sigma_arg, default=DEFAULTS.sigma, metavar="S|auto",
+        _option("--sigma", type=_sigma_arg, default=DEFAULTS.sigma, metavar="S|auto|default",
                 help="RBF width (T = 2 sigma^2), or 'auto' (the mixture's maximum-likelihood "
                 "width); default: SoftKMeans' default"),
         _option("--anneal", nargs="?", const="default", default=None, metavar="KEY=VALUE,...",

@@ -4,7 +4,7 @@ Optional: ``pip install 'softkmeans[dask]'`` (``dask[array,dataframe]`` and
 ``distributed``); nothing imports this module unless you do.
 
 One fit, one definition: a Dask collection is a data source
-(`softkmeans.sources.dask.DaskSource`, whose passes run on the workers and merge in a
+(`softkmeans.sources.dask_source.DaskSource`, whose passes run on the workers and merge in a
 fixed tree: the in-memory fit up to the rounding of the block sums, float64 ~1e-15
 relative, same labels), and this estimator is `softkmeans.SoftKMeans` itself under the
 name users of dask-ml look for, with the same parameters, fitted attributes and
@@ -45,7 +45,8 @@ terminal); the tasks appear in the Dask dashboard's task stream as
 the merges of more than 8 blocks' results as ``softkmeans-*-merge``; the last 8 are merged
 on the client).
 
-Annealing (``anneal=...``) runs `softkmeans.annealing`'s schedule, the in-memory one, with
+Annealing (``anneal=...``) runs `softkmeans.fit.annealing_schedule`'s schedule, the
+in-memory one, with
 its reads of X as block passes: each step one block_stats pass over the blocks augmented
 on the workers with the prior coordinate (no augmented copy of X is stored), each width's
 split test one pass that returns every centroid's responsibility-weighted moments (merged
@@ -66,7 +67,7 @@ import inspect
 
 from . import estimator as _estimator
 from .fit.params import DEFAULTS
-from .sources import dask as _dask_source  # noqa: F401 - without Dask: an ImportError naming the extra
+from .sources import dask_source as _dask_source  # noqa: F401 - without Dask: an ImportError naming the extra
 
 DASK_INIT = "k-means||"
 

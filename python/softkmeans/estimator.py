@@ -67,6 +67,7 @@ from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, StreamState, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
 from .fit.streaming import fitted_weights
+from .sources import reads
 from .sources.nearest import CentroidGrouping
 
 __all__ = ["SoftKMeans"]
@@ -107,7 +108,7 @@ class SoftKMeans(
     ----------
     n_clusters : int or "auto", default=8
         "auto": the most persistent k in [2, max_clusters] of the phase diagram
-        (`softkmeans.phase`: one annealing run, its splits along principal axes, so the
+        (`softkmeans.fit.phase_diagram`: one annealing run, its splits along principal axes, so the
         same k for every seed), or 1 where that k keeps its clusters over less than a
         factor 1.4 in sigma (a single blob), then a fit with that k; ``n_clusters_`` and
         ``phase_diagram_`` report it. A choice at max_clusters warns (UserWarning) and
@@ -126,7 +127,7 @@ class SoftKMeans(
         eigenvalue of the weighted covariance), i.e. T = 0.01 x the critical temperature:
         well inside the clustered phase, soft only near cluster boundaries.
     anneal : None, True, dict or AnnealingSchedule, default=None
-        Deterministic annealing (see `softkmeans.annealing`): start above the critical
+        Deterministic annealing (see `softkmeans.fit.annealing_schedule`): start above the critical
         width with all centroids at the mean, cool geometrically, finish with entmax15
         below sqrt(Delta_min)/2, i.e. exactly Lloyd, then split-merge moves while they lower
         J (`softkmeans.fit.split_merge`). ``init`` is not used when annealing; a ``sigma``
@@ -244,7 +245,7 @@ default="k-means++"
         ``predict_proba`` of a balanced "softmax" fit the responsibilities with the
         offsets; ``transform`` and ``score`` ignore them.
     n_clusters_ : int, the number of clusters fitted (n_clusters, or the "auto" choice)
-    phase_diagram_ : `softkmeans.phase.PhaseDiagram`, for annealing fits and
+    phase_diagram_ : `softkmeans.fit.phase_diagram.PhaseDiagram`, for annealing fits and
         n_clusters="auto": the splits, the persistence of each k, the suggested k
     n_features_in_, feature_names_in_ (when X has string column names)
     """
@@ -501,7 +502,7 @@ default="k-means++"
         offsets = getattr(self, "balance_offsets_", None)
         if offsets is not None:
             return biased_labels(source, C, offsets)[0]
-        return source.labels(C, self.__dict__.get("_grouping"))
+        return reads.labels(source, C, self.__dict__.get("_grouping"))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit and return ``labels_``."""
@@ -516,14 +517,14 @@ default="k-means++"
         offsets = getattr(self, "balance_offsets_", None)
         if offsets is not None and self.assignment == "softmax":
             return biased_responsibilities(source, C, offsets, self.sigma_)
-        return source.responsibilities(C, self.assignment, self.sigma_)
+        return reads.responsibilities(source, C, self.assignment, self.sigma_)
 
     def transform(self, X):
         """Euclidean distances (n, n_clusters) to the centroids (as KMeans.transform); for
         float32 X computed in float64 and rounded, as scikit-learn's (a row on its centre
         is at distance 0)."""
         source, C = self._source(X)
-        return source.distances(C)
+        return reads.distances(source, C)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fit and return the distances of X to the centroids."""
@@ -533,7 +534,7 @@ default="k-means++"
         """Minus the fitted objective on X (J for hard, F_sigma or G_sigma at ``sigma_``):
         for "hard", minus the inertia of X, as ``KMeans.score``."""
         source, C = self._source(X, sample_weight)
-        stats, _ = source.stats(C, self.assignment, self.sigma_, sums=False)
+        stats, _ = reads.stats(source, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)
 
 
@@ -601,5 +602,5 @@ class _Fingerprint:
             return False
         source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
         C = self.C.astype(source.dtype, copy=False)
-        got = float(source.stats(C, self.kind, self.sigma, sums=False)[0].objective)
+        got = float(reads.stats(source, C, self.kind, self.sigma, sums=False)[0].objective)
         return abs(got - self.objective) <= self.RTOL * max(abs(got), abs(self.objective))

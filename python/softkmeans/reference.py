@@ -431,7 +431,7 @@ def critical_sigma(X, *, sample_weight=None):
 # Cosine (spherical) K-Means (SPEC.md, "Cosine (spherical) K-Means"): the definitions
 # above on the rows x_i / ||x_i|| (zero rows 0) and unit centroids C. Public, but not in
 # __all__, which is SPEC.md's functional API table (the native side has no such
-# functions: a cosine fit reads its normalized source, `softkmeans.fit.cosine`).
+# functions: a cosine fit reads its normalized source, `softkmeans.fit.metric`).
 # ---------------------------------------------------------------------------------------
 
 

@@ -49,7 +49,7 @@ import torch
 from . import _native, _stats, _torch_sigma
 from . import _validation as v
 from ._covariance import Covariance
-from .fit.cosine import EUCLIDEAN, metric_of
+from .fit.metric import EUCLIDEAN, metric_of
 
 __all__ = [
     "SoftKMeansLoss",
@@ -410,7 +410,7 @@ def critical_sigma(x, sample_weight=None, metric="euclidean"):
     For sigma above it, all centroids at the weighted mean is a strict local minimizer of
     F_sigma (SPEC.md, "Critical temperature"): a temperature schedule keeps sigma below.
     metric="cosine": the spherical width sqrt(lambda_max(P Sigma P) / ||mu||) of the
-    normalized rows (zero rows at weight 0; `softkmeans.fit.cosine`).
+    normalized rows (zero rows at weight 0; `softkmeans.fit.metric`).
     """
     _check_tensor(x, "x", 2)
     w = _check_weights(sample_weight, x.shape[0])

@@ -1,4 +1,4 @@
-"""Deterministic annealing (the schedule: `softkmeans.annealing`), over a data source.
+"""Deterministic annealing (the schedule: `softkmeans.fit.annealing_schedule`), over a data source.
 
 Each step is one `stats` pass over [X, 0] at centroids with their prior coordinate; each
 width's split test one `responsibility_moments` pass; the exact finish one hard pass per
@@ -13,8 +13,10 @@ import time
 import numpy as np
 
 from .. import _native
-from ..annealing import AnnealingSchedule
-from .cosine import EUCLIDEAN
+from ..sources import reads
+from .annealing_passes import add_farthest, responsibility_moments
+from .annealing_schedule import AnnealingSchedule
+from .metric import EUCLIDEAN
 from .split_merge import split_merge
 from .steps import run_steps
 from .tasks import NO_TASKS
@@ -33,7 +35,7 @@ def _split_candidates(source, C, p, sigma, kind, metric):
     """(lambda_j, j, cov_j) for centroids whose critical width is above sigma, largest
     first (cov_j: the centroid's posterior covariance)."""
     Ca = _with_priors(C, p, sigma, source.dtype)
-    moments = source.responsibility_moments(Ca, kind, sigma)
+    moments = responsibility_moments(source, Ca, kind, sigma)
     n_threads = source.n_threads
     m = C.shape[0]
     if m > 1:
@@ -85,77 +87,33 @@ def run_annealing(
 ):
     """Anneal from the weighted mean; returns (centroids, final sigma, exact_lloyd).
 
-    source: the fit's `softkmeans.sources.Source`.
-    history: a `softkmeans.fit.steps.History` that records each step and transition.
-    relocate(C_old, step) -> centroids: the estimator's empty-cluster policy (finish).
-    report(sigma, step, shift, n_centroids, elapsed): called once per width (verbose).
-    max_iter bounds the finishing Lloyd phase.
-    task: the run's `softkmeans.fit.tasks.Task`: a subtask per width (its steps its
-    leaves) and one for the finish; a width that asks to stop ends the cooling.
-    metric: the fit's `softkmeans.fit.cosine` metric (its step, start and split widths).
-    on_width(sigma, C, objective, blocked) -> bool: after each width (the phase diagram,
-    `softkmeans.phase`); True ends the cooling. blocked: a centroid was critical at this
-    width but every centroid was in use, so it could not split (evaluated only with
-    ``watch_blocked``, at one moments pass per width once all are in use; else False).
-    axis_splits: split along each centroid's principal axis instead of a random direction
-    (the phase diagram: its k must not depend on the seed).
+    history: a `softkmeans.fit.steps.History` of each step and transition; relocate(C_old,
+    step) -> centroids: the empty-cluster policy (finish); report(sigma, step, shift,
+    n_centroids, elapsed): once per width (verbose); max_iter bounds the finish; task: the
+    run's `softkmeans.fit.tasks.Task` (a subtask per width, one for the finish; a width
+    that asks to stop ends the cooling); metric: `softkmeans.fit.metric`'s (step, start,
+    split widths); on_width(sigma, C, objective, blocked) -> bool: after each width (the
+    phase diagram, `softkmeans.fit.phase_diagram`), True ends the cooling. blocked: a
+    centroid was critical at this width but every centroid was in use, so it could not
+    split (evaluated only with ``watch_blocked``, at one moments pass per width once all are
+    in use; else False). axis_splits: split along each centroid's principal axis instead of
+    a random direction (the phase diagram: its k must not depend on the seed).
     """
     start, stop = schedule.resolve(critical_sigma)
-    d = source.shape[1]
-    augmented = source.augmented()
-    mean, _ = source.moments()
-    C = metric.start(mean)[None, :]
-    p = np.ones(1)
-    sigma = start
+    mean, _ = reads.moments(source)
+    cooling = _Cooling(source, schedule, metric, metric.start(mean)[None, :], start)
     t0 = time.perf_counter()
-
-    def anneal_step(C):
-        nonlocal p
-        Ca = _with_priors(C, p, sigma, source.dtype)
-        stats, _ = augmented.stats(Ca, schedule.kind, sigma)
-        result = metric.step(stats, Ca)
-        C_new = result.centroids[:, :d].astype(np.float64)
-        # A centroid that lost all its mass keeps its place (and its tiny mass).
-        C_new[result.empty] = C[result.empty]
-        p = np.maximum(stats.cluster_weights / stats.weight, 1e-300)
-        # The step's margin is that of the augmented space, not the data's: the history
-        # shows nan while annealing.
-        return result._replace(centroids=C_new, min_margin=float("nan")), sigma, schedule.kind
-
     while True:
-        blocked = False
-        if C.shape[0] < n_clusters or watch_blocked:
-            cands = _split_candidates(source, C, p, sigma, schedule.kind, metric)
-            blocked = watch_blocked and len(cands) > n_clusters - C.shape[0]
-            room = min(n_clusters - C.shape[0], schedule.splits)
-            if cands[:room]:
-                before = C.shape[0]
-                newC, newp = [], []
-                for lam, j, cov in cands[:room]:
-                    u = _split_direction(cov, d, rng, axis_splits)
-                    u *= schedule.perturbation * math.sqrt(lam) / np.linalg.norm(u)
-                    newC.append(C[j] - u)
-                    C[j] = C[j] + u
-                    p[j] /= 2.0
-                    newp.append(p[j])
-                C = np.vstack([C, np.array(newC)])
-                C = metric.project(C, C)
-                p = np.concatenate([p, newp])
-                history.transition(sigma, history.n_iter, before, C.shape[0])
-        width = task.subtask(f"width {sigma:.6g}", max_subtasks=schedule.steps)
+        C, blocked = cooling.split(n_clusters, rng, history, watch_blocked, axis_splits)
+        width = task.subtask(f"width {cooling.sigma:.6g}", max_subtasks=schedule.steps)
         width.begin()
         C, step, shift = run_steps(
-            C,
-            anneal_step,
-            max_steps=schedule.steps,
-            tol=tol,
-            history=history,
-            min_steps=2,
+            C, cooling.step, max_steps=schedule.steps, tol=tol, history=history, min_steps=2,
             task=width,
-        )
+        )  # fmt: skip
+        cooling.C, sigma, n_iter = C, cooling.sigma, history.n_iter
         if report is not None:
             report(sigma, step, shift, C.shape[0], time.perf_counter() - t0)
-        n_iter = history.n_iter
 
         def state(C=C, sigma=sigma, n_iter=n_iter):
             return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
@@ -163,31 +121,99 @@ def run_annealing(
         observed_stop = on_width is not None and on_width(sigma, C, history.objective[-1], blocked)
         if width.end(state) or observed_stop or sigma <= stop:
             break
-        sigma = max(sigma * schedule.cooling, stop)
+        cooling.sigma = max(sigma * schedule.cooling, stop)
 
     C = C.astype(source.dtype)
     if C.shape[0] < n_clusters:
-        C = source.add_farthest(C, n_clusters)
-    exact = False
-    if schedule.finish:
-        finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
-        finish.begin()
-        C, sigma, exact = finish_exact(
-            source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
-            task=finish, metric=metric,
-        )  # fmt: skip
-        # Euclidean only: its splits along a principal axis would leave the unit sphere.
-        if schedule.split_merge and metric is EUCLIDEAN:
-            C, moves = split_merge(source, C, max_iter=max_iter, max_rounds=4 * n_clusters)
-            if moves:  # the search's Lloyd runs end at a fixed point: confirm it exactly
-                C, sigma, exact = finish_exact(
-                    source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
-                    task=finish,
-                )  # fmt: skip
-        n_iter = history.n_iter
-        finish.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
-        if report is not None and history.n_iter:
-            report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
+        C = add_farthest(source, C, n_clusters)
+    if not schedule.finish:
+        return C, sigma, False
+    finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
+    C, sigma, exact = _finish(
+        source, C, sigma, schedule, max_iter=max_iter, history=history, relocate=relocate,
+        task=finish, metric=metric,
+    )  # fmt: skip
+    if report is not None and history.n_iter:
+        report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
+    return C, sigma, exact
+
+
+class _Cooling:
+    """The state of a cooling (centroids C, their priors p, the width sigma) and its two
+    moves: a step at sigma (one stats pass over [X, 0]) and the splits at a width."""
+
+    def __init__(self, source, schedule, metric, C, sigma):
+        self.source, self.schedule, self.metric = source, schedule, metric
+        self.augmented = reads.augmented(source)
+        self.C, self.p, self.sigma = C, np.ones(1), sigma
+
+    def step(self, C):
+        source, kind, sigma = self.source, self.schedule.kind, self.sigma
+        Ca = _with_priors(C, self.p, sigma, source.dtype)
+        stats, _ = reads.stats(self.augmented, Ca, kind, sigma)
+        result = self.metric.step(stats, Ca)
+        C_new = result.centroids[:, : source.shape[1]].astype(np.float64)
+        # A centroid that lost all its mass keeps its place (and its tiny mass).
+        C_new[result.empty] = C[result.empty]
+        self.p = np.maximum(stats.cluster_weights / stats.weight, 1e-300)
+        # The step's margin is that of the augmented space, not the data's: the history
+        # shows nan while annealing.
+        return result._replace(centroids=C_new, min_margin=float("nan")), sigma, kind
+
+    def split(self, n_clusters, rng, history, watch_blocked=False, axis_splits=False):
+        """(C after the splits at this width (up to schedule.splits, n_clusters in all),
+        blocked: a centroid was critical but no room was left, only with watch_blocked)."""
+        C, sigma, schedule = self.C, self.sigma, self.schedule
+        blocked = False
+        if C.shape[0] < n_clusters or watch_blocked:
+            cands = _split_candidates(self.source, C, self.p, sigma, schedule.kind, self.metric)
+            blocked = watch_blocked and len(cands) > n_clusters - C.shape[0]
+            room = min(n_clusters - C.shape[0], schedule.splits)
+            if cands[:room]:
+                before = C.shape[0]
+                C, self.p = _split(
+                    C, self.p, cands[:room], rng, schedule.perturbation, self.metric, axis_splits
+                )
+                history.transition(sigma, history.n_iter, before, C.shape[0])
+        self.C = C
+        return C, blocked
+
+
+def _split(C, p, cands, rng, perturbation, metric, axis_splits):
+    """C and p with each candidate centroid j split into c_j +- u (|u| = perturbation x
+    sqrt(lambda_j), along `_split_direction`), its prior halved between the twins."""
+    d = C.shape[1]
+    newC, newp = [], []
+    for lam, j, cov in cands:
+        u = _split_direction(cov, d, rng, axis_splits)
+        u *= perturbation * math.sqrt(lam) / np.linalg.norm(u)
+        newC.append(C[j] - u)
+        C[j] = C[j] + u
+        p[j] /= 2.0
+        newp.append(p[j])
+    C = np.vstack([C, np.array(newC)])
+    return metric.project(C, C), np.concatenate([p, newp])
+
+
+def _finish(source, C, sigma, schedule, *, max_iter, history, relocate, task, metric):
+    """The exact finish (`finish_exact`), then split-merge where the schedule asks, as
+    the subtask `task`: (centroids, sigma, exact_lloyd)."""
+    k = C.shape[0]
+    task.begin()
+    C, sigma, exact = finish_exact(
+        source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
+        task=task, metric=metric,
+    )  # fmt: skip
+    # Euclidean only: its splits along a principal axis would leave the unit sphere.
+    if schedule.split_merge and metric is EUCLIDEAN:
+        C, moves = split_merge(source, C, max_iter=max_iter, max_rounds=4 * k)
+        if moves:  # the search's Lloyd runs end at a fixed point: confirm it exactly
+            C, sigma, exact = finish_exact(
+                source, C, sigma, max_iter=max_iter, history=history, relocate=relocate,
+                task=task,
+            )  # fmt: skip
+    n_iter = history.n_iter
+    task.end(lambda: {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter})
     return C, sigma, exact
 
 
@@ -202,7 +228,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
     """
     k = C.shape[0]
     if k < 2:
-        stats, _ = source.stats(C, "hard", 0.0)
+        stats, _ = reads.stats(source, C, "hard", 0.0)
         step = metric.step(stats, C)
         history.record(0.0, step.objective, step.distortion, 0.0, "hard", step.min_margin)
         return step.centroids, sigma, True
@@ -210,7 +236,7 @@ def finish_exact(source, C, sigma, *, max_iter, history, relocate, task=NO_TASKS
 
     def exact_step(C):
         nonlocal sigma, exact
-        stats, _ = source.stats(C, "hard", 0.0)
+        stats, _ = reads.stats(source, C, "hard", 0.0)
         step = metric.step(stats, C)
         m = step.min_margin  # over the rows of positive weight
         if m > 0.0:

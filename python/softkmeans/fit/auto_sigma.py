@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from .. import _stats
+from ..sources import queries, reads
 from .steps import History, run_steps
 from .tasks import NO_TASKS
 
@@ -71,13 +72,13 @@ def run_em(source, C, *, tol, max_iter, relocate, on_step=None, task=NO_TASKS):
     that step's statistics. Stops as a fixed-sigma fit does (total squared shift <= tol).
     """
     d = source.shape[1]
-    hard, _ = source.stats(C, "hard", 0.0, sums=False)
-    total_scatter = float(source.feature_variances().sum()) * float(hard.weight)
+    hard, _ = reads.stats(source, C, "hard", 0.0, sums=False)
+    total_scatter = float(queries.feature_variances(source).sum()) * float(hard.weight)
     sigma = math.sqrt(max(float(hard.distortion), 0.0) / (float(hard.weight) * d)) or 1.0
 
     def em_step(C):
         nonlocal sigma
-        stats, _ = source.stats(C, "softmax", sigma)
+        stats, _ = reads.stats(source, C, "softmax", sigma)
         used = sigma
         sigma = ml_sigma(stats, total_scatter, d)
         return _stats.step_result(stats, C), used, "softmax"
@@ -87,5 +88,5 @@ def run_em(source, C, *, tol, max_iter, relocate, on_step=None, task=NO_TASKS):
         C, em_step, max_steps=max_iter, tol=tol, history=history, relocate=relocate,
         on_step=on_step, task=task,
     )  # fmt: skip
-    final = source.stats(C, "softmax", sigma, sums=False, labels=True)
+    final = reads.stats(source, C, "softmax", sigma, sums=False, labels=True)
     return C, sigma, history, final

@@ -35,7 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _balance, _native, _stats
+from ..sources import reads
 from .balanced_pass import CountsRepair, min_outside
+from .balanced_passes import candidates, label_sums
 from .steps import History, run_steps
 
 __all__ = [
@@ -85,14 +87,15 @@ def biased_labels(source, C, g):
     """(labels, inertia): argmin_j (D_ij - g_j) of every row (ties to the smallest j)
     and sum_i w_i D_{i, labels_i}, from one hard pass over [X, 0]."""
     Ca = with_offsets(C, g, source.dtype)
-    stats, labels = source.augmented().stats(Ca, "hard", 0.0, sums=False, labels=True)
+    stats, labels = reads.stats(reads.augmented(source), Ca, "hard", 0.0, sums=False, labels=True)
     b = g.max() - g
     return labels, float(stats.distortion - np.bincount(labels, source.weights, b.size) @ b)
 
 
 def biased_responsibilities(source, C, g, sigma):
     """softmax((g_j - D_ij) / (2 sigma^2)) of every row: one pass."""
-    return source.augmented().responsibilities(with_offsets(C, g, source.dtype), "softmax", sigma)
+    Ca = with_offsets(C, g, source.dtype)
+    return reads.responsibilities(reads.augmented(source), Ca, "softmax", sigma)
 
 
 # ------------------------------------------------------------------------- the auction
@@ -194,7 +197,7 @@ class BalancedProblem:
         self.last = None  # the centroids of the last solve
         # Integer counts (unit weights; capacities through the slack rows) in this
         # process: one fused pass and a repair of the boundary rows (`CountsRepair`).
-        fused = source.unit_weights and 1 < k <= MAX_K_TRANSFER and hasattr(source, "blocks")
+        fused = source.unit_weights and 1 < k <= MAX_K_TRANSFER and source.kind != "dask"
         if fused and targets.one_sided and spare > 0:
             self.slack = spare if spare <= 4 * n else 0
         exact_counts = source.unit_weights and (not targets.one_sided or self.slack or spare == 0)
@@ -212,7 +215,7 @@ class BalancedProblem:
         self.stats = None
         k = C.shape[0]
         while True:
-            cand, cost, beyond = self.source.candidates(C, self.width)
+            cand, cost, beyond = candidates(self.source, C, self.width)
             if self.live.size < cand.shape[0]:
                 cand, cost, beyond = cand[self.live], cost[self.live], beyond[self.live]
             move = (
@@ -305,7 +308,7 @@ def targets_of(params, source, k, kind):
     if params.balance is None and params.max_cluster_size is None:
         return None
     _balance.check_balance_kind(kind, params.anneal)
-    if not hasattr(source, "candidates"):
+    if source.kind == "dask":
         raise ValueError(
             "balance / max_cluster_size need data in this process (an array, memmap or "
             f"sparse matrix); got a {type(source).__name__}"
@@ -321,7 +324,7 @@ class _Sinkhorn:
     """Soft balanced steps: log-domain Sinkhorn over [X, 0] at the biased centroids."""
 
     def __init__(self, source, targets, sigma):
-        self.source, self.targets, self.sigma = source.augmented(), targets, sigma
+        self.source, self.targets, self.sigma = reads.augmented(source), targets, sigma
         self.T = 2.0 * sigma * sigma
         self.g = np.zeros(targets.bounds.size)
         self.W = float(source.weights.sum())
@@ -332,7 +335,7 @@ class _Sinkhorn:
         bounds, one_sided = self.targets.bounds, self.targets.one_sided
         for _ in range(passes):
             Ca = with_offsets(C, self.g, self.source.dtype)
-            stats, _ = self.source.stats(Ca, "softmax", self.sigma)
+            stats, _ = reads.stats(self.source, Ca, "softmax", self.sigma)
             ratio = stats.cluster_weights / bounds
             if one_sided:
                 done = (ratio <= 1 + tol).all() and (abs(ratio[self.g < 0] - 1) <= tol).all()
@@ -367,7 +370,8 @@ def run_balanced(
                 return step(problem.stats, C), 0.0, "hard"
             N = np.bincount(labels, source.weights, minlength=k)
             J = float(problem.w @ own)
-            stats = _stats.BlockStats(float(N.sum()), N, source.label_sums(labels, k), J, J, np.nan)
+            S = label_sums(source, labels, k)
+            stats = _stats.BlockStats(float(N.sum()), N, S, J, J, np.nan)
             return step(stats, C), 0.0, "hard"
 
         C, _, _ = run_steps(C, hard_step, **kw)

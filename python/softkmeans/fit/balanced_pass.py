@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
+from ..sources.runner import transformed_blocks
 
 __all__ = ["BiasedPass", "CountsRepair", "biased_pass", "min_outside", "rounding_slack"]
 
@@ -69,7 +70,7 @@ def biased_pass(source, C, g):
     blocks merged in order."""
     g = np.ascontiguousarray(g, dtype=np.float64)
     parts = []
-    for start, stop, rows in source.blocks():
+    for start, stop, rows in transformed_blocks(source):
         w = source.weights[start:stop]
         if sp.issparse(rows):
             parts.append(_unfused_block(rows, C, g, w, source.n_threads))

@@ -28,14 +28,16 @@ import warnings
 
 import numpy as np
 
-from .. import _stats, phase, sources
+from .. import _stats, sources
 from .. import _validation as v
+from ..sources import queries, reads
+from . import phase_diagram as phase
 from .annealing import run_annealing
 from .auto_sigma import is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
-from .cosine import EUCLIDEAN
 from .kmeans_parallel import kmeans_parallel
+from .metric import EUCLIDEAN
 from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
 from .progress import (
     OncePerFit,
@@ -48,7 +50,7 @@ from .progress import (
 from .relocation import relocator, warn_about_empty_clusters
 from .sampled import label_all, training_source
 from .seeding import check_random_state, greedy_kmeans_plusplus
-from .steps import History, run_steps
+from .steps import History, Run, run_steps
 from .streaming import revival_rng, revive_dead
 from .tasks import NO_TASKS
 
@@ -111,7 +113,8 @@ class Fitter:
         self.source = None
         self._critical_sigma = None
         self.metric = params.metric_policy()
-        self.phase_diagram_ = None  # annealing fits and n_clusters="auto" (softkmeans.phase)
+        # annealing fits and n_clusters="auto" (softkmeans.fit.phase_diagram)
+        self.phase_diagram_ = None
 
         self.balance_offsets_ = None
 
@@ -125,7 +128,7 @@ class Fitter:
     @property
     def critical_sigma_(self):
         """sqrt(lambda_max) of the data's weighted covariance (metric="cosine": the
-        spherical width, `softkmeans.fit.cosine`), computed on first use."""
+        spherical width, `softkmeans.fit.metric`), computed on first use."""
         if self._critical_sigma is None:
             self._critical_sigma = self.metric.critical_sigma(self.source)
         return self._critical_sigma
@@ -137,8 +140,8 @@ class Fitter:
 
     def _open(self, source, stream=False):
         """The checked parameters; the source's thread count set for them.
-        n_clusters="auto": the phase diagram's suggestion (`softkmeans.phase`); sigma=
-        "default": "auto" or None (`FitParams.default_width`)."""
+        n_clusters="auto": the phase diagram's suggestion (`softkmeans.fit.phase_diagram`);
+        sigma="default": "auto" or None (`FitParams.default_width`)."""
         if is_auto(self.params.n_clusters):
             if self.metric is not EUCLIDEAN:
                 raise ValueError(
@@ -170,10 +173,10 @@ class Fitter:
             elif init == "k-means++":
                 report = seeding_reporter(progress, k)  # verbose: lines while it runs
                 centers, _ = greedy_kmeans_plusplus(
-                    source.seeding_source(k, rng), k, rng, report=report
+                    queries.seeding_sample(source, k, rng), k, rng, report=report
                 )
             else:  # "random"
-                seeds = source.seeding_source(k, rng)
+                seeds = queries.seeding_sample(source, k, rng)
                 w = seeds.weights
                 idx = rng.choice(seeds.shape[0], size=k, replace=False, p=w / w.sum())
                 centers = seeds.rows(idx)
@@ -194,7 +197,7 @@ class Fitter:
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
 
         def step(C):
-            stats = bounded(C) if bounded is not None else source.stats(C, kind, sigma)[0]
+            stats = bounded(C) if bounded is not None else reads.stats(source, C, kind, sigma)[0]
             return self.metric.step(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
@@ -217,8 +220,8 @@ class Fitter:
         # bounded pass gives block_stats's values with its bounds).
         final = bounded.final(C) if bounded is not None else None
         if final is None:
-            final = source.stats(C, kind, sigma, sums=False, labels=True)
-        return C, sigma, history, final
+            final = reads.stats(source, C, kind, sigma, sums=False, labels=True)
+        return Run(C, sigma, history, *final)
 
     def _run_annealing(self, k, schedule, tol, rng, relocate, progress, task):
         history = History()
@@ -247,8 +250,8 @@ class Fitter:
         )
         if self.phase_diagram_ is None:  # n_clusters="auto" keeps its own, to max_clusters
             self.phase_diagram_ = recorder.diagram(2, max(k - 1, 2), self.critical_sigma_)
-        final = self.source.stats(C, self.params.assignment, sig, sums=False, labels=True)
-        return C, sig, history, final
+        final = reads.stats(self.source, C, self.params.assignment, sig, sums=False, labels=True)
+        return Run(C, sig, history, *final)
 
     def _relocator(self, kind, notes, labels_at=lambda C: None):
         """The empty-cluster policy, its centroids where the metric keeps them (a
@@ -286,7 +289,7 @@ class Fitter:
         params = self.params
         self.source = training
         notes = OncePerFit(self.warning_category)
-        variances = training.feature_variances()
+        variances = queries.feature_variances(training)
         v.check_spread(variances, training.dtype)  # squared distances would underflow
         tol = _tolerance(variances, params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
@@ -296,17 +299,28 @@ class Fitter:
             if auto
             else _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
         )
-        if not isinstance(init, str) and not callable(init) and n_init != 1:
-            warnings.warn(
-                "Explicit initial center position passed: performing only one init "
-                f"in SoftKMeans instead of n_init={n_init}.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            n_init = 1
+        n_init = _runs_of(init, n_init)
+        targets = self._targets(training, k, kind, auto)
+        progress = Progress(
+            params.verbose, total=None if schedule is not None else params.max_iter * n_init
+        )
+        try:
+            run_kind = self._run_kind(k, kind, sigma, tol, init, schedule, targets, auto)
+            best = self._best_run(run_kind, n_init, k, auto, schedule is not None,
+                                  dict(rng=rng, notes=notes, progress=progress))  # fmt: skip
+            if training is not source:
+                final, labels = label_all(source, best.centroids, kind, best.sigma, progress)
+                best = best._replace(final=final, labels=labels)
+        finally:
+            progress.close()
+        self._set_results(kind, schedule, k, best)
+        warn_about_empty_clusters(source, self.labels_, k, notes)
+        notes.flush()
 
-        targets = targets_of(params, training, k, kind)
-        if targets is not None and params.max_points_per_centroid is not None:
+    def _targets(self, training, k, kind, auto):
+        """The balanced fit's `Targets`, or None; what does not combine with it refused."""
+        targets = targets_of(self.params, training, k, kind)
+        if targets is not None and self.params.max_points_per_centroid is not None:
             raise ValueError(
                 "max_points_per_centroid does not combine with balance / max_cluster_size: "
                 "the cluster sizes are those of all the rows, not of a sample"
@@ -316,84 +330,94 @@ class Fitter:
                 "sigma='auto' does not combine with balance / max_cluster_size: a balanced "
                 "fit needs a fixed sigma (a number, or None)"
             )
-        best, best_score = None, None
-        progress = Progress(
-            params.verbose, total=None if schedule is not None else params.max_iter * n_init
-        )
-        try:
-            for r in range(n_init):
-                task = self.task.subtask(
-                    f"run {r}", max_subtasks=None if schedule is not None else params.max_iter
-                )
-                task.begin()
-                if schedule is not None:
-                    relocate = self._relocator(kind, notes)
-                    run = self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
-                else:
-                    C0 = self._init_centroids(k, init, rng, progress)
-                    progress.line("Initialization complete", tick=False)
-                    if targets is not None:
-                        run = run_balanced(training, C0, kind, sigma, targets, tol=tol,
-                                           max_iter=params.max_iter, task=task,
-                                           step=self.metric.step)  # fmt: skip
-                    elif auto:
-                        run = run_em(
-                            training, C0, tol=tol, max_iter=params.max_iter,
-                            relocate=relocator(training, kind, notes), task=task,
-                            on_step=lambda i, s, step, _: progress.line(
-                                iteration_line(i, kind, s, step)
-                            ),
-                        )  # fmt: skip
-                    else:
-                        run = self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
-                C, sig, history, (final, labels), *offsets = run
-                # sigma='auto': runs end at their own widths, so they compare by likelihood.
-                score = nll_score(final, sig, training.shape[1]) if auto else final.objective
-                if best is None or (
-                    score < best_score and not _same_clustering(labels, best[2], k)
-                ):
-                    best, best_score = (final, C, labels, sig, history, *offsets), score
-                state = {"cluster_centers_": C, "sigma_": sig, "n_iter_": history.n_iter}
-                if task.end(lambda state=state: state):
-                    break
-            if training is not source:
-                final, C, _, sig, history = best
-                final, labels = label_all(source, C, kind, sig, progress)
-                best = (final, C, labels, sig, history)
-        finally:
-            progress.close()
-        self._set_results(kind, schedule, k, *best)
-        warn_about_empty_clusters(source, self.labels_, k, notes)
-        notes.flush()
+        return targets
 
-    def _set_results(self, kind, schedule, k, final, C, labels, sig, history, offsets=None):
-        self.balance_offsets_ = offsets
-        self.cluster_centers_ = C
-        self.labels_ = labels
+    def _run_kind(self, k, kind, sigma, tol, init, schedule, targets, auto):
+        """The fit's run kind, chosen once: run(task, rng, notes, progress) -> `Run`."""
+        params, training = self.params, self.source
+        if schedule is not None:
+
+            def run(task, rng, notes, progress):
+                relocate = self._relocator(kind, notes)
+                return self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
+
+            return run
+
+        def seeded(task, rng, notes, progress):
+            C0 = self._init_centroids(k, init, rng, progress)
+            progress.line("Initialization complete", tick=False)
+            return C0
+
+        if targets is not None:
+
+            def run(task, rng, notes, progress):
+                C, sig, history, final, g = run_balanced(
+                    training, seeded(task, rng, notes, progress), kind, sigma, targets,
+                    tol=tol, max_iter=params.max_iter, task=task, step=self.metric.step,
+                )  # fmt: skip
+                return Run(C, sig, history, *final, offsets=g)
+
+        elif auto:
+
+            def run(task, rng, notes, progress):
+                C, sig, history, final = run_em(
+                    training, seeded(task, rng, notes, progress), tol=tol,
+                    max_iter=params.max_iter, relocate=relocator(training, kind, notes),
+                    task=task, on_step=lambda i, s, step, _: progress.line(
+                        iteration_line(i, kind, s, step)
+                    ),
+                )  # fmt: skip
+                return Run(C, sig, history, *final)
+
+        else:
+
+            def run(task, rng, notes, progress):
+                C0 = seeded(task, rng, notes, progress)
+                return self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
+
+        return run
+
+    def _best_run(self, run_kind, n_init, k, auto, annealing, context):
+        """The best of n_init runs (lowest objective; sigma="auto": likelihood), a run's
+        task ending the runs when it asks to."""
+        best, best_score = None, None
+        for r in range(n_init):
+            max_subtasks = None if annealing else self.params.max_iter
+            task = self.task.subtask(f"run {r}", max_subtasks=max_subtasks)
+            task.begin()
+            run = run_kind(task, **context)
+            # sigma='auto': runs end at their own widths, so they compare by likelihood.
+            score = (
+                nll_score(run.final, run.sigma, self.source.shape[1])
+                if auto
+                else run.final.objective
+            )
+            if best is None or (
+                score < best_score and not _same_clustering(run.labels, best.labels, k)
+            ):
+                best, best_score = run, score
+            state = {
+                "cluster_centers_": run.centroids,
+                "sigma_": run.sigma,
+                "n_iter_": run.history.n_iter,
+            }
+            if task.end(lambda state=state: state):
+                break
+        return best
+
+    def _set_results(self, kind, schedule, k, run):
+        final, history = run.final, run.history
+        self.balance_offsets_ = run.offsets
+        self.cluster_centers_ = run.centroids
+        self.labels_ = run.labels
         self.inertia_ = float(final.distortion)
         self.objective_ = float(final.objective)
-        self.sigma_ = float(sig) if kind != "hard" else 0.0
+        self.sigma_ = float(run.sigma) if kind != "hard" else 0.0
         self.n_iter_ = history.n_iter
         self.history_ = history.as_dict()
         self.min_margin_ = float(final.min_margin)
         self.n_clusters_ = int(k)
-        if offsets is not None:
-            self.exact_lloyd_ = False  # a balanced fit is not Lloyd's
-        elif kind == "hard":
-            self.exact_lloyd_ = True
-        elif kind == "softmax" and schedule is None:
-            self.exact_lloyd_ = k == 1  # softmax is never one-hot with two centroids
-        else:
-            # The last step was Lloyd's: a hard step, or entmax15 at or below
-            # sqrt(Delta_min) / 2 with Delta_min at that step's own input centroids.
-            last_kind = history.kind[-1]
-            self.exact_lloyd_ = bool(
-                last_kind == "hard"
-                or (
-                    last_kind == "entmax15"
-                    and history.sigma[-1] <= math.sqrt(history.min_margin[-1]) / 2
-                )
-            )
+        self.exact_lloyd_ = _exact_lloyd(kind, schedule, k, history, run.offsets)
 
     def partial_fit(self, X, sample_weight=None, state: StreamState | None = None):
         """One streaming step on the batch X (SPEC.md, "Streaming").
@@ -449,7 +473,7 @@ class Fitter:
 
     def _stream_step(self, source, state):
         C = state.centroids.astype(source.dtype, copy=False)
-        stats, labels = source.stats(C, self.params.assignment, state.sigma, labels=True)
+        stats, labels = reads.stats(source, C, self.params.assignment, state.sigma, labels=True)
         C_new, totals, memory = _stats.stream_update(
             state.centroids,
             state.totals,
@@ -467,6 +491,36 @@ class Fitter:
             state, centroids=C_new, totals=totals, memory=memory, n_steps=state.n_steps + 1
         )
         return new_state, stats, labels
+
+
+def _exact_lloyd(kind, schedule, k, history, offsets):
+    """True when the fit's last step was Lloyd's (exact_lloyd_)."""
+    if offsets is not None:
+        return False  # a balanced fit is not Lloyd's
+    if kind == "hard":
+        return True
+    if kind == "softmax" and schedule is None:
+        return k == 1  # softmax is never one-hot with two centroids
+    # The last step was Lloyd's: a hard step, or entmax15 at or below sqrt(Delta_min) / 2
+    # with Delta_min at that step's own input centroids.
+    last_kind = history.kind[-1]
+    return bool(
+        last_kind == "hard"
+        or (last_kind == "entmax15" and history.sigma[-1] <= math.sqrt(history.min_margin[-1]) / 2)
+    )
+
+
+def _runs_of(init, n_init):
+    """n_init, or 1 with scikit-learn's warning where init is an array of centroids."""
+    if not isinstance(init, str) and not callable(init) and n_init != 1:
+        warnings.warn(
+            "Explicit initial center position passed: performing only one init "
+            f"in SoftKMeans instead of n_init={n_init}.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return 1
+    return n_init
 
 
 def _width(kind, sigma, critical_sigma):

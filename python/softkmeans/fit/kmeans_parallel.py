@@ -16,7 +16,7 @@ weighted by the weight of the rows nearest to it.
 Passes over X: 1 + ROUNDS (6), whatever k; rounds stop early when phi is 0 (every row at
 a candidate). The random draws (the first candidate and each row's draw) are uniforms
 hashed from (seed, round, row index), the seed drawn once from ``random_state``
-(`softkmeans.sources.parallel`): the same rows for any chunking, thread count or
+(`softkmeans.sources.kmeans_parallel_blocks`): the same rows for any chunking, thread count or
 scheduler, so a Dask array seeds as the in-memory array of the same rows.
 
 Where fewer than k candidates come out (X has fewer than k distinct positive-weight
@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import sources
+from ..sources import queries
 from .seeding import greedy_kmeans_plusplus
 
 __all__ = ["OVERSAMPLING", "ROUNDS", "kmeans_parallel"]
@@ -52,7 +53,7 @@ def kmeans_parallel(source, n_clusters, rng, *, rounds=ROUNDS, oversampling=OVER
     seed = int(rng.randint(0, 2**32, dtype=np.uint64)) << 32 | int(
         rng.randint(0, 2**32, dtype=np.uint64)
     )
-    passes = source.parallel_passes()
+    passes = queries.kmeans_parallel_passes(source)
     l = oversampling * n_clusters  # noqa: E741 - the paper's name
     first = passes.first(seed)
     chosen = [np.array([first], dtype=np.int64)]
@@ -70,7 +71,7 @@ def kmeans_parallel(source, n_clusters, rng, *, rounds=ROUNDS, oversampling=OVER
     idx = np.concatenate(chosen)
     weights = passes.candidate_weights()
     if int((weights > 0).sum()) < n_clusters:
-        seeds = source.seeding_source(n_clusters, rng)
+        seeds = queries.seeding_sample(source, n_clusters, rng)
         return greedy_kmeans_plusplus(seeds, n_clusters, rng)[0], n_passes
     rows = np.ascontiguousarray(source.rows(idx), dtype=source.dtype)
     trials = 2 + int(np.log(n_clusters))

@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
-from ..annealing import AnnealingSchedule, check_conflicts, check_schedule
-from .cosine import metric_of
+from .annealing_schedule import AnnealingSchedule, check_conflicts, check_schedule
+from .metric import metric_of
 
 __all__ = [
     "DEFAULTS",
@@ -110,7 +110,7 @@ class FitParams:
     stream_memory: str = "sqrt"
     decay: float = 0.0
     metric: str = "euclidean"
-    max_clusters: int = 10  # n_clusters="auto" only (softkmeans.phase)
+    max_clusters: int = 10  # n_clusters="auto" only (softkmeans.fit.phase_diagram)
 
     balance: Any = None
     max_cluster_size: Any = None
@@ -234,7 +234,7 @@ class FitParams:
         return schedule
 
     def metric_policy(self):
-        """The fit's metric (`softkmeans.fit.cosine`); InvalidParameterError naming
+        """The fit's metric (`softkmeans.fit.metric`); InvalidParameterError naming
         ``metric`` for an unknown one."""
         try:
             return metric_of(self.metric)

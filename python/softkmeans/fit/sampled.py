@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sources import queries, reads
+
 __all__ = ["label_all", "training_source"]
 
 
@@ -30,7 +32,7 @@ def training_source(source, k, max_points_per_centroid, rng):
     if max_points_per_centroid is None:
         return source
     size = k * max_points_per_centroid
-    positive = source.positive()
+    positive = queries.positive(source)
     population = source.shape[0] if positive is None else np.flatnonzero(positive)
     if (population if positive is None else population.size) <= size:
         return source
@@ -41,8 +43,8 @@ def training_source(source, k, max_points_per_centroid, rng):
 
 def label_all(source, C, kind, sigma, progress):
     """The final pass over every row of `source` at C: (BlockStats, labels (n,)); for the
-    hard kind by the group-pruned pass where the source has it (`Source.nearest_stats`:
-    at large k it computes a few percent of the n k distances, with the plain pass's
+    hard kind by the group-pruned pass (`softkmeans.sources.reads.nearest_stats`: at
+    large k it computes a few percent of the n k distances, with the plain pass's
     labels and minimum margin bit for bit and J within rounding).
 
     Prints the rows done after each block of a pass that reads X in blocks (verbose)."""
@@ -55,7 +57,7 @@ def label_all(source, C, kind, sigma, progress):
     source.on_block = report if progress.verbose else None
     try:
         if kind == "hard":
-            return source.nearest_stats(C)
-        return source.stats(C, kind, sigma, sums=False, labels=True)
+            return reads.nearest_stats(source, C)
+        return reads.stats(source, C, kind, sigma, sums=False, labels=True)
     finally:
         source.on_block = None

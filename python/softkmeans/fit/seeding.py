@@ -21,7 +21,7 @@ size, get scikit-learn's seeds (tests/test_sklearn_dropin.py).
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
 ``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
-where the source keeps the candidates' distances (`softkmeans.sources.seeding`), two
+where the source keeps the candidates' distances (`softkmeans.sources.kmeanspp_passes`), two
 otherwise; every distance has the same bits either way.
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _validation as v
 from .. import sources
+from ..sources import queries
 
 __all__ = ["check_random_state", "greedy_kmeans_plusplus", "kmeans_plusplus"]
 
@@ -158,7 +159,7 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, repo
     unit_weights = source.unit_weights
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    passes = source.seeding_passes(n_local_trials)
+    passes = queries.seeding_passes(source, n_local_trials)
     centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 

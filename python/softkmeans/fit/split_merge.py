@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _stats
+from ..sources import reads
+from .annealing_passes import responsibility_moments
 from .progress import OncePerFit
 from .relocation import relocator
 from .steps import History, run_steps
@@ -66,7 +68,7 @@ def split_merge(source, C, *, max_iter, max_rounds):
 
 
 def _distortion(source, C):
-    stats, _ = source.stats(np.asarray(C, dtype=source.dtype), "hard", 0.0, sums=False)
+    stats, _ = reads.stats(source, np.asarray(C, dtype=source.dtype), "hard", 0.0, sums=False)
     return float(stats.distortion)
 
 
@@ -80,7 +82,7 @@ def _moved(source, C, j):
     """C without c_j and with its costliest remaining cluster split along its axis."""
     rest = np.delete(np.asarray(C, dtype=np.float64), j, axis=0)
     Ca = np.hstack([rest, np.zeros((rest.shape[0], 1))]).astype(source.dtype)
-    moments = source.responsibility_moments(Ca, "hard", 0.0)
+    moments = responsibility_moments(source, Ca, "hard", 0.0)
     # A cluster's share of J at its centroid: U (trace(cov) + ||mean - c||^2).
     costs = [
         U * (_trace(cov) + float(((mean - c) ** 2).sum())) if U > 0 else -np.inf
@@ -109,7 +111,7 @@ def _lloyd(source, C, max_iter, relocate):
     """Hard steps from C until the centroids stop moving (at most max_iter)."""
 
     def hard_step(C):
-        stats, _ = source.stats(C, "hard", 0.0)
+        stats, _ = reads.stats(source, C, "hard", 0.0)
         return _stats.step_result(stats, C), 0.0, "hard"
 
     C, _, _ = run_steps(

@@ -10,13 +10,27 @@ prior coordinate of annealing, the empty-cluster policy) lives in the `step` and
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from .._types import StepResult
 from .tasks import NO_TASKS
 
-__all__ = ["History", "run_steps"]
+__all__ = ["History", "Run", "run_steps"]
+
+
+class Run(NamedTuple):
+    """What every run kind of a fit returns (iterative, annealing, balanced, sigma="auto"):
+    the centroids, the width, the History, the final pass's BlockStats and labels, and
+    the balance offsets (a balanced run's; None otherwise)."""
+
+    centroids: np.ndarray
+    sigma: float
+    history: object
+    final: object
+    labels: np.ndarray
+    offsets: object = None
 
 
 class History:

@@ -25,6 +25,8 @@ import numbers
 
 import numpy as np
 
+from ..sources import reads
+
 __all__ = ["REVIVE_AFTER", "REVIVE_RATIO", "fitted_weights", "revive_dead", "revival_rng"]
 
 # MiniBatchKMeans's default reassignment_ratio.
@@ -85,5 +87,6 @@ def revive_dead(source, C, totals, memory, batch_weights, before, make_rng):
 def _squared(source, C):
     """(n, m) float64 squared distances of the batch's rows to C."""
     return (
-        np.asarray(source.distances(np.ascontiguousarray(C, dtype=source.dtype)), np.float64) ** 2
+        np.asarray(reads.distances(source, np.ascontiguousarray(C, dtype=source.dtype)), np.float64)
+        ** 2
     )

@@ -3,7 +3,10 @@
 A fit, `score`, `predict`, `transform`, `predict_proba`, `partial_fit`, the seeding, the
 empty-cluster relocation, annealing and the functional API all read X through a `Source`
 (`softkmeans.sources.base`), chosen once by `source_of` where the input is validated.
-Nothing above this package asks what kind of input it has.
+Nothing above this package asks what kind of input it has. A source only reads (its
+blocks, rows, a subset); every read is a pass (`runner`: a block function and a merge)
+run in this process or on Dask by the one runner: the common reads in `reads`, what
+is not a pass over every row in `queries`.
 
 One implementation per kind of input:
 
@@ -19,12 +22,12 @@ h5py / zarr datasets        merged in block order (SPEC.md, "Block statistics");
                             for a fit, an h5py / zarr dataset is first copied once
                             into a temporary memory-mapped file (`spool`)
 scipy.sparse (any format)   `CSRSource` (`csr`): canonical CSR, stored entries only
-Dask array or DataFrame     `softkmeans.sources.dask.DaskSource`: block passes on
+Dask array or DataFrame     `softkmeans.sources.dask_source.DaskSource`: block passes on
                             the workers, merged in a fixed tree (needs the extra)
 ==========================  ======================================================
 
-A new kind of input (a Parquet dataset, an Arrow table) is one new `Source` subclass, or
-a `LocalSource` with its own `blocks`, and its tests (tests/test_sources.py runs every
+A new kind of input (a Parquet dataset, an Arrow table) is a `LocalSource` with its own
+`blocks` and `rows`, and its tests (tests/test_sources.py runs every
 source through every path of a fit).
 """
 
@@ -70,7 +73,7 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
     if _sparse.is_sparse(X):
         return CSRSource(X, sample_weight, **kw)
     if _is_dask(X) and row_blocks:
-        from .dask import DaskSource
+        from .dask_source import DaskSource
 
         return DaskSource(X, sample_weight, n_threads=n_threads, scan=fit)
     if is_row_sliceable(X) and fit:
@@ -107,7 +110,7 @@ def check_deferred(X):
     """The checks of a deferred X that read no data: 2-D, a real dtype (numeric columns).
     Returns its feature names (a Dask DataFrame's string column names) or None."""
     if _is_dask(X):
-        from .dask import check_collection
+        from .dask_source import check_collection
 
         return check_collection(X)
     shape = tuple(X.shape)

@@ -1,4 +1,4 @@
-"""How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask`).
+"""How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask_source`).
 
 A pass is one task per non-empty row block, block_fn(X block, w block or None, *args),
 whose results (the parts) are merged by a tree of merges of MERGE_FAN_IN consecutive
@@ -20,7 +20,6 @@ scheduler: both ways below merge the same groups in the same order (the same bit
 
 from __future__ import annotations
 
-import copy
 import functools
 import uuid
 
@@ -28,11 +27,9 @@ import dask
 import numpy as np
 from dask.sizeof import sizeof
 
-__all__ = ["LOST", "MERGE_FAN_IN", "BlockPasses", "Shared", "compute", "delayed_blocks"]
+from .runner import MERGE_FAN_IN, RowMap, merge_in_tree, reduce_tree, transformed
 
-# Statistics of up to this many consecutive blocks merge in one step: a tree whose shape
-# depends only on the number of blocks (one level up to 8 blocks, two up to 64, ...).
-MERGE_FAN_IN = 8
+__all__ = ["LOST", "BlockPasses", "Shared", "compute", "delayed_blocks", "merge_in_tree"]
 
 # A `Shared` argument is copied into each block task of a pass up to this many bytes in
 # all (k = 64, d = 16 float32 centroids over 8 blocks: 32 KiB); above it, it is one task
@@ -76,19 +73,6 @@ def delayed_blocks(X, w):
     return [(x, wb) for x, wb, rows in zip(xs, ws, X.chunks[0]) if rows > 0]
 
 
-def _reduce(parts, combine, until):
-    """The levels of the merge tree while more than `until` parts remain: each level
-    combines consecutive groups of MERGE_FAN_IN parts, in block order."""
-    while len(parts) > until:
-        parts = [combine(parts[i : i + MERGE_FAN_IN]) for i in range(0, len(parts), MERGE_FAN_IN)]
-    return parts
-
-
-def merge_in_tree(values, merge):
-    """The values merged as the tree merges them (one value: itself, unmerged)."""
-    return _reduce(values, merge, 1)[0]
-
-
 class Shared:
     """An argument that every block task of a pass receives (the centroids)."""
 
@@ -102,54 +86,85 @@ def _identity(value):
     return value
 
 
-def _prepared(block_fn, prepare, X, w, *args):
-    return block_fn(X if prepare is None else prepare(X), w, *args)
+def _block_task(block_fn, transforms, start, X, w, *args):
+    """One block of a pass on a worker: the block as the in-process runner gives it (a
+    C-contiguous array after the source's transforms, its weights an array)."""
+    X = transformed(np.ascontiguousarray(X), transforms)
+    w = unit_weights(X.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+    return block_fn(X, w, start, *args)
+
+
+def _row_task(X, block_fn, transforms, *args):
+    """One block of a row map (a lazy prediction): its values checked first (a
+    prediction's X is not scanned before)."""
+    from .. import _validation as v
+
+    if X.shape[0] == 0:
+        return block_fn.empty(X, *args)
+    return block_fn.block(transformed(v.check_data(X), transforms), *args)
+
+
+def _is_shared(arg):
+    return arg is not None and not isinstance(arg, (bool, int, float, str))
 
 
 class BlockPasses:
-    """The passes over the non-empty row blocks of X (and w), in block order.
+    """The Dask runner of passes (`softkmeans.sources.runner.run`): one task per
+    non-empty row block of X (and w), merged in the fixed tree, in block order.
 
     client: the distributed Client X and w are persisted on, or None (the local
-    scheduler). prepare: a function applied to each X block in its task before block_fn
-    (annealing's augmented rows; with the local scheduler, X itself is the prepared array).
+    scheduler).
     """
 
-    def __init__(self, X, w, client, prepare=None):
-        self.client, self.prepare = client, prepare
+    def __init__(self, X, w, client):
+        self.client = client
         self.X, self.w = X, w
+        rows = [int(r) for r in X.chunks[0]]
+        starts = np.concatenate([[0], np.cumsum(rows)])[:-1].tolist()
         if client is None:
-            self.blocks = delayed_blocks(X, w)
-            return
-        ws = _block_futures(w) if w is not None else [None] * X.numblocks[0]
-        blocks = zip(_block_futures(X), ws, X.chunks[0])
-        self.blocks = [(xb, wb) for xb, wb, rows in blocks if rows > 0]
+            xs = list(X.to_delayed().ravel())
+            ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
+        else:
+            xs = _block_futures(X)
+            ws = _block_futures(w) if w is not None else [None] * len(xs)
+        self.blocks = [(s, xb, wb) for s, xb, wb, r in zip(starts, xs, ws, rows) if r > 0]
 
-    def prepared(self, prepare, X_prepared):
-        """The passes over the blocks of X_prepared = X's blocks mapped by `prepare`."""
-        if self.client is None:
-            return BlockPasses(X_prepared, self.w, None)
-        passes = copy.copy(self)
-        passes.prepare = prepare
-        return passes
+    def run(self, read, transforms, *args):
+        """The pass or row map `read` with args over the blocks, after `transforms`."""
+        if isinstance(read, RowMap):
+            return self._row_map(read, transforms, *args)
+        args = [Shared(a) if _is_shared(a) else a for a in args]
+        parts = self.map(read.name, functools.partial(_block_task, read.block, transforms), *args)
+        return self.merged(parts, read.merge, f"softkmeans-{read.name}-merge")
+
+    def _row_map(self, read, transforms, *args):
+        """A lazy Dask array of the row map's results, one task per chunk."""
+        X = self.X
+        kw = dict(dtype=read.dtype or X.dtype, name=f"softkmeans-{read.name}")
+        if read.ndim == 1:
+            kw["drop_axis"] = 1
+        else:
+            kw["chunks"] = (X.chunks[0], (int(args[0].shape[0]),))
+        return X.map_blocks(_row_task, _RowBlock(read), transforms, *args, **kw)
 
     def map(self, name, block_fn, *args):
-        """One task per block, block_fn(X block, w block or None, *args): the parts,
-        named ``softkmeans-<name>`` in the task stream."""
+        """One task per block, block_fn(start, X block, w block or None, *args): the
+        parts, named ``softkmeans-<name>`` in the task stream."""
         if self.client is None:
             args = [_delayed_shared(a) for a in args]
             token = dask.base.tokenize(self.X, self.w, *args)
             return [
                 dask.delayed(block_fn, pure=True)(
-                    xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
+                    start, xb, wb, *args, dask_key_name=(f"softkmeans-{name}-{token}", i)
                 )
-                for i, (xb, wb) in enumerate(self.blocks)
+                for i, (start, xb, wb) in enumerate(self.blocks)
             ]
         n = len(self.blocks)
         token = uuid.uuid4().hex
         args = [self._submitted_shared(a, n, token) for a in args]
-        xs, ws = (list(column) for column in zip(*self.blocks))
+        starts, xs, ws = (list(column) for column in zip(*self.blocks))
         return self.client.map(
-            _prepared, [block_fn] * n, [self.prepare] * n, xs, ws, *[[a] * n for a in args],
+            block_fn, starts, xs, ws, *[[a] * n for a in args],
             key=[f"softkmeans-{name}-{token}-{i}" for i in range(n)], pure=False,
         )  # fmt: skip
 
@@ -166,7 +181,7 @@ class BlockPasses:
         def submit(group):
             return self.client.submit(merge, group, key=f"{name}-{uuid.uuid4().hex}", pure=False)
 
-        return merge_in_tree(self.gather(_reduce(parts, submit, MERGE_FAN_IN)), merge)
+        return merge_in_tree(self.gather(reduce_tree(parts, submit, MERGE_FAN_IN)), merge)
 
     def gather(self, parts):
         """The parts' values, in order."""
@@ -182,6 +197,18 @@ class BlockPasses:
         return self.client.submit(
             _identity, arg.value, key=f"softkmeans-centroids-{token}", pure=False
         )
+
+
+class _RowBlock:
+    """A row map's block function with the empty result of an empty chunk."""
+
+    def __init__(self, read):
+        self.block, self.read = read.block, read
+
+    def empty(self, X, *args):
+        if self.read.ndim == 1:
+            return np.empty(0, dtype=self.read.dtype)
+        return np.empty((0, args[0].shape[0]), dtype=self.read.dtype or X.dtype)
 
 
 def _delayed_shared(arg):

@@ -15,6 +15,7 @@ Predictions read it by row blocks, once.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import tempfile
@@ -23,13 +24,13 @@ import weakref
 import numpy as np
 
 from .. import _validation as v
-from .._covariance import Covariance
 from .base import LocalSource
 from .readahead import file_blocks
-from .seeding import BlockSeedingPasses, KeptDistancePasses
+from .runner import transformed
 
 __all__ = [
     "ROW_BLOCK_BYTES",
+    "file_backed",
     "SCAN_BYTES",
     "ArraySource",
     "FeatureMoments",
@@ -45,6 +46,9 @@ ROW_BLOCK_BYTES = 1 << 22
 ARRAY_LIKE_ROWS = 1 << 16
 # Bytes of X a validation block reads (in cache for its few reductions).
 SCAN_BYTES = 1 << 20
+# Bytes of a memory-mapped X read at a time where each block is transformed (cosine's
+# normalized rows): the transformed copy is anonymous memory, the file's pages are not.
+TRANSFORMED_BLOCK_BYTES = 1 << 22
 
 
 class FeatureMoments:
@@ -110,38 +114,24 @@ def check_values(blocks, name, weights=None):
 class _DenseSource(LocalSource):
     """What the two dense sources share: rows, distinct rows, moments by blocks."""
 
-    _variances = None
-
-    def feature_variances(self):
-        if self._variances is None:
-            moments = FeatureMoments(self.shape[1])
-            for start, stop, rows in self.blocks():
-                moments.add(rows, self.weights[start:stop])
-            self._variances = moments.variances()
-        return self._variances
-
-    def moments(self):
-        cov = Covariance(
-            lambda: ((rows, self.weights[a:b], None) for a, b, rows in self.blocks()),
-            self.n_threads,
-        )
-        return cov.mean, cov
-
-    def n_distinct_rows(self):
-        positive = self.positive()
-        X = self.map_rows(lambda rows: rows.copy()) if not self._in_memory() else self.data
-        return np.unique(X if positive is None else X[positive], axis=0).shape[0]
-
     def _in_memory(self):
         return isinstance(self.data, np.ndarray)
 
+    def rows(self, idx):
+        return transformed(self._raw_rows(idx), self.transforms)
+
     def subset(self, idx):
         """In memory for an in-memory X; for a file-backed or array-like X, a temporary
-        file-backed copy (`spool`): the sample adds no anonymous memory of its size."""
+        file-backed copy (`spool`) with X's transforms: the sample adds no anonymous
+        memory of its size."""
         weights = None if self.unit_weights else self.weights[idx]
-        if self._in_memory() and not _file_backed(self.data):
-            return ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
-        return spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
+        if self._in_memory() and not file_backed(self.data):
+            out = ArraySource(self.rows(idx), weights, n_threads=self.n_threads, checked=True)
+        else:
+            out = spool(_Gathered(self.data, idx), weights, n_threads=self.n_threads)
+            out.transforms = self.transforms
+        out.directions = self.directions
+        return out
 
 
 class _Gathered:
@@ -167,23 +157,20 @@ class ArraySource(_DenseSource):
     call of all 400k rows 0.18 s).
 
     fit: the source of a fit: validated in blocks with the features' moments folded into
-    that pass (the tolerance). owned_path: a temporary file behind X, removed by close, or
-    when the source is collected unclosed (a KeyboardInterrupt between its creation and the
-    caller's ``try``), or at exit.
+    that pass (the tolerance). release: what frees the temporary file behind X (`spool`'s),
+    called once, by close, or when the source is collected unclosed (a KeyboardInterrupt
+    between its creation and the caller's ``try``), or at exit.
     """
 
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
-                 owned_path=None, checked=False):  # fmt: skip
+                 release=None, checked=False):  # fmt: skip
         X = v.as_float_array(X, name, ndim=2, check_values=False)
         super().__init__(X.shape, n_threads)
         self.data, self.dtype = X, X.dtype
-        self.set_weights(sample_weight, fit)
+        self._set_weights(sample_weight, fit)
         w = self.weights
-        self._owned_path = owned_path
-        self._remove_file = (
-            None if owned_path is None else weakref.finalize(self, _remove_if_present, owned_path)
-        )
-        self._augmented_copy = None
+        self._release = None if release is None else weakref.finalize(self, release)
+        self._transformed = None
         self._file_blocks = file_blocks(X)
         if checked:  # by `spool`, as it wrote X
             return
@@ -191,49 +178,51 @@ class ArraySource(_DenseSource):
         # Blocks of SCAN_BYTES, in cache for their few reductions (one without moments).
         step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else n
         blocks = ((s, min(s + step, n), X[s : s + step]) for s in range(0, n, step))
-        self._variances = check_values(blocks, name, w if fit else None)
+        self.variances = check_values(blocks, name, w if fit else None)
 
-    def blocks(self, augmented=False):
-        if not augmented and self._file_blocks is not None:
+    def blocks(self):
+        if self._file_blocks is not None:
             self._file_blocks.on_block = self.on_block
             yield from self._file_blocks
             return
-        if not augmented:
-            yield 0, self.shape[0], self.data
+        if self.transforms and file_backed(self.data):
+            # A transformed block is anonymous memory: bounded for a file (cosine of a
+            # memmap stays out of core), whole for an in-memory X (the kernels' bits).
+            n = self.data.shape[0]
+            step = max(1, TRANSFORMED_BLOCK_BYTES // (self.data.shape[1] * self.data.itemsize))
+            for start in range(0, n, step):
+                yield start, min(start + step, n), self.data[start : start + step]
             return
-        if self._file_blocks is not None:  # no in-memory copy of a large file
-            step = self._file_blocks.step * self.shape[1] // (self.shape[1] + 1)
-            yield from copied_blocks(self.data, max(1, step), self.dtype, augmented=True)
-            return
-        if self._augmented_copy is None:
-            n, d = self.shape
-            Xa = np.zeros((n, d + 1), dtype=self.dtype)
-            Xa[:, :-1] = self.data
-            self._augmented_copy = Xa
-        yield 0, self.shape[0], self._augmented_copy
-
-    def paired_blocks(self):
-        """The augmented blocks (row blocks for a file) with the same rows of X."""
-        for start, stop, rows_a in self.blocks(augmented=True):
-            yield start, stop, self.data[start:stop], rows_a
+        yield 0, self.shape[0], self.data
 
     def dense_array(self):
-        return self.data
+        """X, in place; with transforms, X transformed once in memory where X is in
+        memory (not for a memory-mapped file: its fit reads it by passes)."""
+        if not self.transforms:
+            return self.data
+        if file_backed(self.data):
+            return None
+        if self._transformed is None:
+            self._transformed = np.ascontiguousarray(transformed(self.data, self.transforms))
+        return self._transformed
 
-    def rows(self, idx):
+    def _raw_rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)]
 
-    def seeding_passes(self, n_candidates):
-        keep = not _file_backed(self.data)
-        return KeptDistancePasses(self.data, self.weights, self.n_threads, keep_distances=keep)
-
     def close(self):
-        """Remove the temporary file behind X, if this source owns one."""
-        if self._owned_path is not None:
+        """Free the temporary file behind X, if this source owns one."""
+        if self._release is not None:
             self.data = None
-            self._augmented_copy = self._file_blocks = None
-            self._owned_path = None
-            self._remove_file()
+            self._transformed = self._file_blocks = None
+            self._release, release = None, self._release
+            release()
+
+
+def _close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:  # closed already
+        pass
 
 
 def _remove_if_present(path):
@@ -243,7 +232,28 @@ def _remove_if_present(path):
         pass
 
 
-def _file_backed(a):
+def _close_and_remove(fd, path):
+    _close_quietly(fd)
+    _remove_if_present(path)
+
+
+def _unlinked(out, fd, path):
+    """A release for the memmap `out` of the temporary file `path` (open as fd): the file
+    is unlinked at once, so that no kill (SIGKILL, SIGTERM without a handler) leaves it
+    in TMPDIR; the mapping keeps its pages, and the descriptor keeps the read-ahead's
+    path (/proc/self/fd/N) while the source lives. Where an open file cannot be unlinked
+    (Windows), it is removed when released."""
+    try:
+        os.unlink(path)
+    except OSError:
+        os.close(fd)
+        return functools.partial(_remove_if_present, path)
+    proc_path = f"/proc/self/fd/{fd}"
+    out.filename = proc_path if os.path.exists(proc_path) else None
+    return functools.partial(_close_quietly, fd)
+
+
+def file_backed(a):
     """True when array a views a memory-mapped file (an np.memmap, or a view of one)."""
     while a is not None:
         if isinstance(a, (np.memmap, mmap.mmap)):
@@ -271,23 +281,22 @@ class RowBlockSource(_DenseSource):
         v.check_real_dtype(dtype, name)
         super().__init__(shape, n_threads)
         self.data, self.dtype = X, v.float_dtype_of(dtype)
-        self.set_weights(sample_weight, fit)
+        self._set_weights(sample_weight, fit)
         w = self.weights
         if checked:  # by `spool`, as it copies X
             return
-        self._variances = check_values(self.blocks(), name, w if fit else None)
+        self.variances = check_values(self.blocks(), name, w if fit else None)
 
     def block_rows(self):
-        n, d = self.shape
+        n, d = self.data.shape
         rows = max(1, min(n, ROW_BLOCK_BYTES // (d * self.dtype.itemsize)))
         return rows if self._in_memory() else min(rows, ARRAY_LIKE_ROWS)
 
-    def blocks(self, augmented=False, extra=0):
-        """Blocks in one reused buffer; `extra` spare rows after each block's rows (the
-        seeding passes put their candidates there)."""
-        return copied_blocks(self.data, self.block_rows(), self.dtype, augmented, extra)
+    def blocks(self):
+        """Blocks in one reused buffer."""
+        return copied_blocks(self.data, self.block_rows(), self.dtype)
 
-    def rows(self, idx):
+    def _raw_rows(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
         if self._in_memory():
             return np.ascontiguousarray(self.data[idx], dtype=self.dtype)
@@ -296,23 +305,16 @@ class RowBlockSource(_DenseSource):
             out[t] = self.data[int(i)]
         return out
 
-    def seeding_passes(self, n_candidates):
-        return BlockSeedingPasses(self, n_candidates)
 
-
-def copied_blocks(X, step, dtype, augmented=False, extra=0):
+def copied_blocks(X, step, dtype):
     """(start, stop, rows) of X (n, d), `step` rows at a time copied into one reused
-    C-contiguous buffer of `dtype` (augmented: with a zero last column; `extra` spare
-    rows after each block's rows, the whole buffer then yielded)."""
+    C-contiguous buffer of `dtype`."""
     n, d = X.shape
-    buf = np.zeros((step + extra, d + 1 if augmented else d), dtype=dtype)
+    buf = np.zeros((step, d), dtype=dtype)
     for start in range(0, n, step):
         stop = min(start + step, n)
-        if augmented:
-            np.copyto(buf[: stop - start, :d], X[start:stop], casting="unsafe")
-        else:
-            np.copyto(buf[: stop - start], X[start:stop], casting="unsafe")
-        yield start, stop, buf[: stop - start] if extra == 0 else buf
+        np.copyto(buf[: stop - start], X[start:stop], casting="unsafe")
+        yield start, stop, buf[: stop - start]
 
 
 def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
@@ -321,9 +323,10 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
     fit's many passes then read the page cache, not the array-like."""
     blocks = RowBlockSource(X, sample_weight, n_threads=n_threads, name=name, checked=True)
     fd, path = tempfile.mkstemp(suffix=".softkmeans", dir=directory)
+    release = functools.partial(_close_and_remove, fd, path)
     try:  # from here on a KeyboardInterrupt removes the file
-        os.close(fd)
         out = np.memmap(path, dtype=blocks.dtype, mode="w+", shape=blocks.shape)
+        release = _unlinked(out, fd, path)
 
         def written():
             for start, stop, rows in blocks.blocks():
@@ -333,10 +336,10 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
         variances = check_values(written(), name, blocks.weights)
         out.flush()
         source = ArraySource(
-            out, sample_weight, n_threads=n_threads, name=name, owned_path=path, checked=True
+            out, sample_weight, n_threads=n_threads, name=name, release=release, checked=True
         )
     except BaseException:
-        os.unlink(path)
+        release()
         raise
-    source._variances = variances
+    source.variances = variances
     return source

@@ -1,10 +1,10 @@
-"""The nearest centroid of each row (`Source.labels`: `predict`, the labels of the
-farthest-point and relocation passes): the plain assignment pass, or, for many centroids,
-the group-pruned one (`cpp/src/impl/group_pruned.hpp`), which returns the same labels and
-minimum squared distances bit for bit and computes only the groups of centroids whose
-ball may hold a row's nearest. Which one, and how the centroids are grouped, is decided
-here, once per set of centroids (`CentroidGrouping`: a fitted estimator keeps one across
-its predictions); the kernel computes."""
+"""The nearest centroid of each row (`softkmeans.sources.reads.labels`: `predict`, the
+labels of the farthest-point and relocation passes): the plain assignment pass, or, for
+many centroids, the group-pruned one (`cpp/src/impl/group_pruned.hpp`), which returns
+the same labels and minimum squared distances bit for bit and computes only the groups
+of centroids whose ball may hold a row's nearest. Which one, and how the centroids are
+grouped, is decided here, once per set of centroids (`CentroidGrouping`: a fitted
+estimator keeps one across its predictions); the kernel computes."""
 
 from __future__ import annotations
 

@@ -4,10 +4,11 @@ centroid it ties everywhere and adds nothing to S.
 
 `normalized(source)` wraps the source `source_of` chose, once per fit or prediction:
 
-- dense in-process X (`UnitArraySource`): one normalized C-contiguous copy, written block
-  by block (each row scaled in float64 and rounded once): the memory of X once more
-  (n d itemsize), read by every pass in place, so the fit keeps the bounded hard pass and
-  the kept seeding distances of an in-memory array;
+- dense in-process X: the same source with `normalize_rows` as a per-block transform
+  (`softkmeans.sources.runner`: each row scaled in float64 and rounded once), so a
+  memory-mapped X (or one read in row blocks) is read by passes, never copied; an
+  in-memory C-contiguous X gets its normalized rows once, in memory (the same function:
+  the same bits), so that a pass does not normalize X again;
 - CSR (`UnitCSRSource`): never copied. The row norms (n,) are computed once; each pass
   reads X in row blocks of at most `BLOCK_ENTRIES` stored entries whose values are scaled
   into a block-sized temporary (the indices are the user's, shared), their statistics
@@ -30,15 +31,25 @@ tie: any label, uniform responsibilities).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .. import _native
 from .._covariance import Covariance
 from .base import LocalSource
 from .csr import CSRSource
-from .dense import SCAN_BYTES, ArraySource
+from .dense import SCAN_BYTES, ArraySource, file_backed
+from .runner import RowMap, run
 
-__all__ = ["BLOCK_ENTRIES", "NO_DIRECTION", "UnitArraySource", "UnitCSRSource", "normalized"]
+__all__ = [
+    "BLOCK_ENTRIES",
+    "NO_DIRECTION",
+    "UnitCSRSeedingPasses",
+    "UnitCSRSource",
+    "normalize_rows",
+    "normalized",
+]
 
 NO_DIRECTION = (
     "X has no nonzero row of positive weight: metric='cosine' clusters the directions "
@@ -60,16 +71,20 @@ def normalized(source, fit=True):
     if isinstance(source, CSRSource):
         return UnitCSRSource(source, fit)
     if isinstance(source, LocalSource):
-        return UnitArraySource(source, fit)
+        return _dense_normalized(source, fit)
     return _dask_normalized(source)
 
 
-def _direction_weights(norms, source, fit):
-    """The weights of the normalized rows (zero rows 0), None where all are 1."""
-    weights = source.weights * (norms > 0)
+def _direction_weights(nonzero, source, fit):
+    """The weights of the normalized rows (zero rows 0), None where all are 1; nonzero:
+    (n,) bool, or the rows' norms. fit: ValueError where no row has a direction."""
+    nonzero = np.asarray(nonzero) > 0
+    if source.unit_weights and nonzero.all():
+        return None
+    weights = source.weights * nonzero
     if fit and not (weights > 0).any():
         raise ValueError(NO_DIRECTION)
-    return None if source.unit_weights and (norms > 0).all() else weights
+    return weights
 
 
 def _hold_weights(unit, weights):
@@ -87,42 +102,49 @@ def _scale(rows64, norms):
     return rows64
 
 
-class _UnitRows:
-    """What a source of normalized rows changes in its `LocalSource` (zero rows)."""
-
-    def block_sq_distances(self, rows, C, labels):
-        # A zero row is never the farthest point: relocating a centroid there would
-        # leave it at 0, off the sphere.
-        dist = super().block_sq_distances(rows, C, labels)
-        dist[_row_sq_norms(rows) == 0] = 0
-        return dist
+def _has_direction(rows):
+    """(n,) bool: the rows of a dense block that are not zero (a direction)."""
+    return rows.any(axis=1)
 
 
-def _row_sq_norms(rows):
-    if isinstance(rows, np.ndarray):
-        return np.einsum("ij,ij->i", rows, rows)
-    return np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+def normalize_rows(rows):
+    """A dense block's rows x / ||x|| (each scaled in float64, rounded once to the rows'
+    dtype; a zero row stays 0), SCAN_BYTES of float64 at a time."""
+    out = np.empty(rows.shape, dtype=rows.dtype)
+    step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
+    for s in range(0, rows.shape[0], step):
+        chunk = rows[s : s + step].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
+        out[s : s + chunk.shape[0]] = _scale(chunk, norms)
+    return out
 
 
-class UnitArraySource(_UnitRows, ArraySource):
-    """The normalized copy of a dense in-process source (see the module docstring)."""
-
-    def __init__(self, source, fit=True):
-        n, d = source.shape
-        out = np.empty((n, d), dtype=source.dtype)
-        norms = np.empty(n)
-        step = max(1, SCAN_BYTES // (8 * d))
-        for start, _, rows in source.blocks():
-            for s in range(0, rows.shape[0], step):
-                chunk = rows[s : s + step].astype(np.float64)
-                a, b = start + s, start + s + chunk.shape[0]
-                norms[a:b] = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
-                out[a:b] = _scale(chunk, norms[a:b])
-        super().__init__(out, None, n_threads=source.n_threads, checked=True)
-        _hold_weights(self, _direction_weights(norms, source, fit))
+HAS_DIRECTION = RowMap("has-direction", _has_direction, np.bool_)
 
 
-class UnitCSRSource(_UnitRows, CSRSource):
+def _dense_normalized(source, fit):
+    """`source` with its rows normalized by the runner, block by block (no copy), the
+    zero rows at weight 0."""
+    weights = _direction_weights(run(source, HAS_DIRECTION), source, fit)
+    if isinstance(source, ArraySource) and not source.transforms and not file_backed(source.data):
+        # X in memory: its normalized rows once, in memory (the bounded hard pass and the
+        # kept seeding distances read one array; a pass would normalize X again each time).
+        out = ArraySource(normalize_rows(source.data), None, n_threads=source.n_threads,
+                          checked=True)  # fmt: skip
+        _hold_weights(out, weights)
+        out.directions = True
+        return out
+    out = copy.copy(source)
+    out.weights = source.weights if weights is None else weights
+    out.unit_weights = weights is None
+    out.transforms = (*source.transforms, normalize_rows)
+    out.directions = True
+    out.variances = None  # the tolerance is that of the directions
+    out._transformed = None  # dense_array: the normalized rows, made when asked
+    return out
+
+
+class UnitCSRSource(CSRSource):
     """The normalized rows of a CSR source, scaled block by block (never copied whole)."""
 
     def __init__(self, source, fit=True):
@@ -140,6 +162,7 @@ class UnitCSRSource(_UnitRows, CSRSource):
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
         self._unit_covariance = None
+        self.directions = True
 
     def subset(self, idx):
         """The normalized rows idx (CSRSource's subset holds the unscaled X)."""
@@ -172,10 +195,9 @@ class UnitCSRSource(_UnitRows, CSRSource):
         block.has_canonical_format = True
         return block
 
-    def blocks(self, augmented=False):
-        columns = self.shape[1] + (1 if augmented else 0)
+    def blocks(self):
         for start, stop in self.spans():
-            yield start, stop, self.scaled_block(start, stop, columns)
+            yield start, stop, self.scaled_block(start, stop, self.data.shape[1])
 
     def rows(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
@@ -189,25 +211,13 @@ class UnitCSRSource(_UnitRows, CSRSource):
             )
         return self._unit_covariance
 
-    def feature_variances(self):
-        return self._weighted_covariance().diagonal()
-
-    def moments(self):
+    def covariance(self):
         cov = self._weighted_covariance()
         return cov.mean, cov
 
-    def seeding_passes(self, n_candidates):
-        return _CSRBlockSeedingPasses(self)
 
-    def n_distinct_rows(self):
-        # NOTE: distinct rows as given (an upper bound of the distinct directions: two
-        # rows one a multiple of the other count twice); only the empty-cluster warning's
-        # message reads it, and counting directions would copy X.
-        return super().n_distinct_rows()
-
-
-class _CSRBlockSeedingPasses:
-    """k-means++'s passes (`softkmeans.sources.seeding`) over a `UnitCSRSource`'s blocks:
+class UnitCSRSeedingPasses:
+    """k-means++'s passes (`softkmeans.sources.kmeanspp_passes`) over a `UnitCSRSource`'s blocks:
     the kernels take their centres as row indices of the X they read, so each block is
     read stacked on the centre rows (weight 0, closest 0: they add exactly 0)."""
 
@@ -250,12 +260,6 @@ class _CSRBlockSeedingPasses:
         return total
 
 
-def _normalize_block(X):
-    rows = np.asarray(X, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return _scale(rows, norms).astype(X.dtype)
-
-
 def _has_direction(X):
     return X.any(axis=1).astype(np.float64)
 
@@ -263,12 +267,12 @@ def _has_direction(X):
 def _dask_normalized(source):
     """A Dask source of the rows normalized lazily, block by block, on the workers; the
     zero rows at weight 0 (one scan pass, as any Dask fit's first)."""
-    from .dask import DaskSource
+    from .dask_source import DaskSource
 
     X = source.data
     nonzero = X.map_blocks(_has_direction, drop_axis=1, dtype=np.float64)
     weights = nonzero if source.weights is None else nonzero * source.weights
-    unit = X.map_blocks(_normalize_block, dtype=source.dtype)
+    unit = X.map_blocks(normalize_rows, dtype=source.dtype)
     try:
         return DaskSource(unit, weights, n_threads=source.n_threads, scan=True)
     except ValueError as exc:

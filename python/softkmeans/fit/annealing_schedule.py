@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = ["AnnealingSchedule", "check_conflicts", "check_schedule"]
 

@@ -5,7 +5,7 @@
 - ``candidate_potentials(closest, cand)``: (L,) sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2).
 
 `KeptDistancePasses` reads an X the kernels take whole (dense or CSR); `BlockSeedingPasses`
-a `RowBlockSource`'s blocks. Both give every distance the same bits.
+an in-process source's transformed blocks. Both give every distance the same bits.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
+from .runner import transformed_blocks
 
 __all__ = ["BlockSeedingPasses", "KeptDistancePasses"]
 
@@ -53,25 +54,36 @@ class KeptDistancePasses:
         return pots
 
 
+# Bytes of rows BlockSeedingPasses copies at a time (with the centre rows after them).
+CHUNK_BYTES = 1 << 20
+
+
 class BlockSeedingPasses:
-    """The same passes over a `RowBlockSource`'s blocks. The kernels take their centres
-    as row indices of the X they read, so each block is followed in the buffer by the
-    centre rows, with weight 0 and closest 0 (they add exactly 0 to the potentials)."""
+    """The same passes over an in-process source's (transformed) blocks. The kernels take
+    their centres as row indices of the X they read, so the blocks' rows are copied,
+    CHUNK_BYTES at a time, into a buffer followed by the centre rows, with weight 0 and
+    closest 0 (they add exactly 0 to the potentials). Dense blocks only."""
 
     def __init__(self, source, max_candidates):
         self.source, self.max_candidates = source, max_candidates
         self.w = source.weights
-        rows = source.block_rows() + max_candidates
-        self.w_buf = np.zeros(rows)
-        self.closest_buf = np.zeros(rows)
+        self.step = max(1, CHUNK_BYTES // (source.shape[1] * source.dtype.itemsize))
+        size = self.step + max_candidates
+        self.buf = np.empty((size, source.shape[1]), dtype=source.dtype)
+        self.w_buf, self.closest_buf = np.zeros(size), np.zeros(size)
 
-    def blocks(self):
-        return self.source.blocks(extra=self.max_candidates)
+    def _chunks(self):
+        """(start, stop, buffer holding rows start..stop-1 first) over X, in order."""
+        for start, stop, rows in transformed_blocks(self.source):
+            for s in range(0, stop - start, self.step):
+                part = rows[s : s + self.step]
+                self.buf[: part.shape[0]] = part
+                yield start + s, start + s + part.shape[0], self.buf
 
     def update_closest(self, closest, index):
         center = self.source.rows([index])[0]
         threads = self.source.n_threads
-        for start, stop, buf in self.blocks():
+        for start, stop, buf in self._chunks():
             b = stop - start
             buf[b] = center
             cl = self.closest_buf[: b + 1]
@@ -81,11 +93,11 @@ class BlockSeedingPasses:
 
     def candidate_potentials(self, closest, cand):
         L = len(cand)
-        rows = self.source.rows(cand)
+        centres = self.source.rows(cand)
         total = np.zeros(L)
-        for start, stop, buf in self.blocks():
+        for start, stop, buf in self._chunks():
             b = stop - start
-            buf[b : b + L] = rows
+            buf[b : b + L] = centres
             wb, cl = self.w_buf[: b + L], self.closest_buf[: b + L]
             wb[:b], wb[b:] = self.w[start:stop], 0.0
             cl[:b], cl[b:] = closest[start:stop], 0.0

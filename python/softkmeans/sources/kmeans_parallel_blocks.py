@@ -4,7 +4,7 @@ Per-row state between passes: ``closest`` (float64, the squared distance of each
 its nearest candidate so far) and ``nearest`` (int64, that candidate's index in the
 candidate list; ties to the earlier candidate). The block functions here are the whole
 computation; `LocalParallelPasses` runs them over a `LocalSource`'s blocks in order, and
-`softkmeans.sources.dask_parallel` runs the same functions as one Dask task per block.
+`softkmeans.sources.kmeans_parallel_dask` runs the same functions as one Dask task per block.
 
 Random draws do not depend on the blocks: row i's uniform in round r is a hash of
 (seed, r, i) (`row_uniforms`, SplitMix64's finaliser), so any chunking of X, any thread

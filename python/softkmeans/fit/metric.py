@@ -22,6 +22,7 @@ import numpy as np
 from .. import _stats
 from .._covariance import DENSE_D, largest_eigenpair
 from .._types import StepResult
+from ..sources import reads
 
 __all__ = ["COSINE", "EUCLIDEAN", "METRICS", "metric_of", "spherical_lambda", "unit_rows"]
 
@@ -51,7 +52,7 @@ class Euclidean:
 
     def critical_sigma(self, source) -> float:
         """sigma_c of the data the source reads (one moments pass)."""
-        mean, cov = source.moments()
+        mean, cov = reads.moments(source)
         return float(np.sqrt(self.critical_lambda(mean, cov)))
 
     def start(self, mean):

@@ -1,7 +1,8 @@
 """How many clusters: the phase diagram of deterministic annealing (SPEC.md, "Phase diagram
 (how many clusters)").
 
-Annealing (`softkmeans.annealing`) cools from above the critical width, where one centroid
+Annealing (`softkmeans.fit.annealing_schedule`) cools from above the critical width,
+where one centroid
 sits at the mean, and centroids split at phase transitions. After each width the
 centroids are counted, those within ``merge`` x sigma of each other as one (single
 linkage): a split counts once its two halves have moved apart, so a split that collapses
@@ -33,12 +34,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _stats, sources
-from . import _validation as v
-from .annealing import AnnealingSchedule, check_schedule
-from .fit.annealing import run_annealing
-from .fit.seeding import check_random_state
-from .fit.steps import History
+from .. import _stats, sources
+from .. import _validation as v
+from ..sources import queries, reads
+from .annealing import run_annealing
+from .annealing_schedule import AnnealingSchedule, check_schedule
+from .seeding import check_random_state
+from .steps import History
 
 __all__ = ["PhaseDiagram", "Split", "phase_diagram"]
 
@@ -203,14 +205,14 @@ def diagram_of(source, *, max_clusters, min_clusters=2, anneal=None, merge=MERGE
     max_clusters, min_clusters = check_range(max_clusters, min_clusters, source.shape[0])
     merge = v.check_real(merge, "merge", minimum=0.0)
     schedule = check_schedule(anneal) or AnnealingSchedule(splits=max_clusters + 1)
-    _, cov = source.moments()
+    _, cov = reads.moments(source)
     critical = _stats.critical_sigma_of(cov)
     if schedule.stop is None:
         schedule = dataclasses.replace(schedule, stop=STOP_FRACTION * (critical or 1.0))
     schedule = dataclasses.replace(schedule, finish=False, split_merge=False)
     source.n_threads = v.check_n_threads(n_threads)
     if tol is None:
-        tol = EQUILIBRIUM_TOL * float(np.mean(source.feature_variances()))
+        tol = EQUILIBRIUM_TOL * float(np.mean(queries.feature_variances(source)))
     recorder = Recorder(merge, stop_at=max_clusters + 1)
     # Twice the centroids the count needs: a fresh split is counted only once its halves
     # have moved apart, so with max_clusters + 1 of them a split still resolving would

@@ -1,5 +1,5 @@
-"""k-means||'s passes over a Dask array (`softkmeans.sources.dask.DaskSource`): the block
-functions of `softkmeans.sources.parallel`, one task per row block.
+"""k-means||'s passes over a Dask array (`softkmeans.sources.dask_source.DaskSource`): the block
+functions of `softkmeans.sources.kmeans_parallel_blocks`, one task per row block.
 
 The per-row state (closest, nearest: 16 bytes a row) of each block is one persisted
 result per block (on the workers with a distributed client; in the client's memory with
@@ -7,7 +7,7 @@ the local scheduler), updated by one task per block in each pass; only scalars (
 potentials and first-centre races), the drawn row indices and the (m,) candidate
 weights reach the client, each combined in block order. Every row's draw and distance is
 the in-memory one, so the seeding equals the in-memory seeding of the same rows (up to
-the rounding of phi, see `softkmeans.sources.parallel`).
+the rounding of phi, see `softkmeans.sources.kmeans_parallel_blocks`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dask
 import numpy as np
 
-from .parallel import block_candidate_weights, block_draw, block_race, block_update
+from .kmeans_parallel_blocks import block_candidate_weights, block_draw, block_race, block_update
 
 __all__ = ["DaskParallelPasses"]
 
@@ -52,7 +52,7 @@ def _weights_task(w, state, m):
 
 
 class DaskParallelPasses:
-    """`softkmeans.sources.parallel.LocalParallelPasses`'s methods over Dask blocks.
+    """`softkmeans.sources.kmeans_parallel_blocks.LocalParallelPasses`'s methods over Dask blocks.
 
     blocks: [(X block, w block or None, rows)] delayed, in order, non-empty; compute:
     the source's dask.compute; n_threads: the kernels' thread count per task.

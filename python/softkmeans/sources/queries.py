@@ -1,0 +1,109 @@
+"""What the fit asks of a source that is not a pass over every row: the features'
+variances (the tolerance), which weights are positive, the number of distinct rows (a
+warning's cause), the rows seeding draws from, and the seeding algorithms' passes.
+
+Each is one function of a source, here where the kinds of source are known; the
+Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask_source`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _sparse
+from .dense import FeatureMoments, file_backed
+from .kmeans_parallel_blocks import LocalParallelPasses
+from .kmeanspp_passes import BlockSeedingPasses, KeptDistancePasses
+from .normalized import UnitCSRSeedingPasses, UnitCSRSource
+from .reads import moments
+from .runner import transformed_blocks
+
+__all__ = [
+    "feature_variances",
+    "kmeans_parallel_passes",
+    "n_distinct_rows",
+    "positive",
+    "seeding_passes",
+    "seeding_sample",
+]
+
+
+def feature_variances(source):
+    """(d,) float64: the weighted variance of each feature (kept once computed; a fit's
+    validation pass computes it)."""
+    if source.variances is None:
+        if source.kind == "csr":
+            source.variances = source.covariance()[1].diagonal()
+        elif source.kind == "dask":
+            source.variances = np.diagonal(moments(source)[1]).copy()
+        else:
+            acc = FeatureMoments(source.shape[1])
+            for start, stop, rows in transformed_blocks(source):
+                acc.add(rows, source.weights[start:stop])
+            source.variances = acc.variances()
+    return source.variances
+
+
+def positive(source):
+    """(n,) bool, w > 0, or None when every weight is positive."""
+    if source.kind == "dask":
+        from .dask_source import positive as dask_positive
+
+        return dask_positive(source)
+    out = source.weights > 0
+    return None if out.all() else out
+
+
+def n_distinct_rows(source):
+    """The number of distinct rows of positive weight.
+
+    NOTE: for cosine's sources, distinct rows as given (an upper bound of the distinct
+    directions: two rows one a multiple of the other count twice) where X is CSR; only
+    the empty-cluster warning's message reads it."""
+    keep = positive(source)
+    if source.kind == "dask":
+        from .dask_source import distinct_rows
+
+        return distinct_rows(source, keep)
+    if source.kind == "csr":
+        return _sparse.n_distinct_rows(source.data if keep is None else source.data[keep])
+    X = source.dense_array()
+    if X is None or file_backed(X):
+        X = np.concatenate([rows.copy() for _, _, rows in transformed_blocks(source)])
+    return np.unique(X if keep is None else X[keep], axis=0).shape[0]
+
+
+def seeding_sample(source, n_clusters, rng):
+    """The in-process source k-means++ and "random" draw from: the source itself, or a
+    Dask source's uniform sample (`softkmeans.sources.dask_source.seeding_sample`)."""
+    if source.kind == "dask":
+        from .dask_source import seeding_sample as dask_sample
+
+        return dask_sample(source, n_clusters, rng)
+    return source
+
+
+def seeding_passes(source, n_candidates):
+    """k-means++'s passes over an in-process source (`softkmeans.sources.kmeanspp_passes`), for
+    at most n_candidates candidates a centre: over one in-memory array (its candidates'
+    distances kept where it is in memory), else over the transformed blocks."""
+    X = source.dense_array()
+    if X is not None:
+        keep = not file_backed(X)
+        return KeptDistancePasses(X, source.weights, source.n_threads, keep_distances=keep)
+    if isinstance(source, UnitCSRSource):
+        return UnitCSRSeedingPasses(source)
+    if source.kind == "csr":
+        return KeptDistancePasses(source.data, source.weights, source.n_threads,
+                                  keep_distances=False)  # fmt: skip
+    return BlockSeedingPasses(source, n_candidates)
+
+
+def kmeans_parallel_passes(source):
+    """k-means||'s passes over X (`softkmeans.sources.kmeans_parallel_blocks`): in this
+    process, or as block tasks on Dask (`softkmeans.sources.kmeans_parallel_dask`)."""
+    if source.kind == "dask":
+        from .dask_source import kmeans_parallel_passes as dask_passes
+
+        return dask_passes(source)
+    return LocalParallelPasses(source)

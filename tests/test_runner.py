@@ -1,0 +1,167 @@
+"""Every pass over X gives the same bytes in this process and on a 2-worker LocalCluster
+(SPEC.md, "Passes"): the same block function over the same blocks, merged by the same
+tree, whichever runner ran it. The in-process source here reads X in the Dask array's
+chunks (1, 5 and 20 blocks, uneven), so that the blocks are equal.
+
+Which passes: every module-level `Pass` or `RowMap` of the library (found by walking its
+modules), each with arguments from the table below; a pass missing from the table fails
+`test_the_table_holds_every_pass`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import struct
+
+import numpy as np
+import pytest
+
+import softkmeans
+from softkmeans.sources import dense, reads, runner
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+N, D, K = 1000, 6, 5
+CHUNKINGS = {
+    "1-block": (N,),
+    "5-blocks": (300, 100, 250, 1, 349),
+    "20-blocks": (37, 63) * 10,
+}
+
+
+def _library_passes():
+    """{module.NAME: the Pass or RowMap} of every softkmeans module (not experiments)."""
+    found = {}
+    for info in pkgutil.walk_packages(softkmeans.__path__, "softkmeans."):
+        if ".experiments" in info.name or info.name.endswith(("torch", "_torch_sigma", "__main__")):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, (runner.Pass, runner.RowMap)) and name.isupper():
+                found.setdefault(value, f"{info.name}.{name}")
+    return {path: read for read, path in found.items()}
+
+
+def _arguments(C, n_threads=1):
+    """{pass path: (transforms, args)}: what each pass is run with."""
+    Ca = np.hstack([C, np.abs(C[:, :1])]).astype(C.dtype)
+    labels = np.arange(N) % K
+    groups = np.arange(K) % 2  # two groups of centroids: the group-pruned passes
+    return {
+        "softkmeans.sources.reads.STATS": ((), (C, "softmax", 0.7, n_threads, True, True)),
+        "softkmeans.sources.reads.NEAREST_STATS": ((), (C, groups, n_threads)),
+        "softkmeans.sources.reads.GRADIENTS": ((), (C, "entmax15", 0.9, n_threads)),
+        "softkmeans.sources.reads.LABELS": ((), (C, groups, n_threads)),
+        "softkmeans.sources.reads.DISTANCES": ((), (C, n_threads)),
+        "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
+        "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
+        "softkmeans.sources.dask_source.SCAN": ((), ()),
+        "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
+        "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
+        "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
+            (), (Ca, "softmax", 0.8, n_threads)
+        ),
+        "softkmeans.fit.annealing_passes.FARTHEST_ROW": ((), (C, (C[0] + 1.0,), n_threads)),
+        "softkmeans.fit.balanced_passes.CANDIDATES": ((), (C, 2, n_threads)),
+        "softkmeans.fit.balanced_passes.SQ_DISTANCES": ((), (C, n_threads)),
+        "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
+        # With the runner's transforms: annealing's zero column, cosine's normalization.
+        "augmented STATS": ((reads.augment,), (Ca, "entmax15", 0.6, n_threads, True, True)),
+        "normalized STATS": (
+            (_normalize(),), (C / np.linalg.norm(C, axis=1, keepdims=True), "hard", 0.0,
+                              n_threads, True, True)
+        ),
+        "normalized LABEL_DISTANCES": ((_normalize(),), (C, labels, True, n_threads)),
+    }
+
+
+def _normalize():
+    from softkmeans.sources.normalized import normalize_rows
+
+    return normalize_rows
+
+
+def _read(path, passes):
+    """The pass of a table entry ("augmented STATS": reads.STATS)."""
+    if path in passes:
+        return passes[path]
+    return next(p for q, p in passes.items() if q.endswith("." + path.split()[-1]))
+
+
+class _ChunkedSource(dense.ArraySource):
+    """An in-memory X read in the given row chunks."""
+
+    def __init__(self, X, w, chunks):
+        super().__init__(X, w, n_threads=1, checked=True)
+        self.bounds = np.concatenate([[0], np.cumsum(chunks)])
+
+    def blocks(self):
+        for start, stop in zip(self.bounds[:-1], self.bounds[1:]):
+            yield int(start), int(stop), self.data[start:stop]
+
+
+def _bytes(value):
+    """The bytes of a pass's result (arrays, floats, tuples, lists, None), nested."""
+    if value is None:
+        return b"None"
+    if isinstance(value, np.ndarray):
+        return str((value.dtype, value.shape)).encode() + np.ascontiguousarray(value).tobytes()
+    if isinstance(value, (float, np.floating)):
+        return struct.pack("<d", float(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value)).encode()
+    if isinstance(value, (tuple, list)):
+        return b"(" + b",".join(_bytes(v) for v in value) + b")"
+    raise TypeError(f"no bytes for {type(value).__name__}")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D)) + rng.integers(0, 3, size=(N, 1)) * 2.0
+    X[7] = 0.0  # a zero row: cosine's weight-0 row
+    w = rng.uniform(0.5, 2.0, size=N)
+    C = X[rng.choice(N, K, replace=False)].copy()
+    return X, w, C
+
+
+def test_the_table_holds_every_pass(problem):
+    passes = _library_passes()
+    assert passes, "no Pass found: the walk is broken"
+    table = {path for path in _arguments(problem[2]) if " " not in path}
+    assert set(passes) - table == set(), "passes without a runner test"
+    assert table - set(passes) == set(), "table entries that are no pass of the library"
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(client, problem, chunking, dtype):
+    from softkmeans.sources.dask_source import DaskSource
+
+    X, w, C = (a.astype(dtype) if a.dtype.kind == "f" and a.ndim == 2 else a for a in problem)
+    chunks = CHUNKINGS[chunking]
+    local = _ChunkedSource(X, w, chunks)
+    remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
+                        n_threads=1)  # fmt: skip
+    assert remote.block_passes.client is client
+    passes = _library_passes()
+    for path, (transforms, args) in _arguments(C).items():
+        read = _read(path, passes)
+        local.transforms = remote.transforms = transforms
+        here = runner.run(local, read, *args)
+        there = runner.run(remote, read, *args)
+        if isinstance(read, runner.RowMap):
+            there = there.compute()
+        assert _bytes(here) == _bytes(there), f"{path}, {chunking}"

@@ -1,7 +1,7 @@
 """Choices made for speed never change a bit (SPEC.md; issue 33, item 1).
 
 Each kernel choice this machine has (tile bytes, the direct path's lane threshold, the
-lane reduction's register blocking, the prefetch, the bf16 candidate pass and its
+lane reduction's register blocking, the prefetch distance, the bf16 candidate pass and its
 thresholds) is forced through the override and every entry point's output bytes are
 compared with those of the choices made for this CPU: every kind, float32 and float64,
 dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes put each
@@ -32,12 +32,13 @@ VARIANTS = {
     "small_k_none": "small_k=0",
     "small_k_all": "small_k=1000000",
     "lane_blocking_2x8": "lane_blocking=2x8",
-    "prefetch_off": "prefetch=off",
+    "prefetch_none": "prefetch_groups=0",
+    "prefetch_far": "prefetch_groups=4",
     "tiny_blocks": "dist_block_bytes=1,softmax_block_bytes=1,softmax_group_bytes=1,"
     "lane_block_bytes=1",
     "large_blocks": "dist_block_bytes=4194304,softmax_block_bytes=16777216,"
     "softmax_group_bytes=1048576,lane_block_bytes=1048576",
-    "all_changed": "small_k=0,lane_blocking=2x8,prefetch=off,dist_block_bytes=4096,"
+    "all_changed": "small_k=0,lane_blocking=2x8,prefetch_groups=0,dist_block_bytes=4096,"
     "softmax_block_bytes=4096,softmax_group_bytes=64,lane_block_bytes=1024",
 }
 if _native.bf16_available():
@@ -182,7 +183,7 @@ def test_build_info_reports_every_choice_and_why():
         "lane_block_bytes",
         "small_k",
         "lane_blocking",
-        "prefetch",
+        "prefetch_groups",
         "bf16",
         "bf16_min_dim",
         "bf16_min_k",
@@ -190,17 +191,18 @@ def test_build_info_reports_every_choice_and_why():
     }
     assert set(choices) >= names
     for name in names:
-        assert choices[name]["source"].split(" ")[0] in ("table", "probe", "default", "override")
+        source = choices[name]["source"]
+        assert source.startswith(("table: ", "override (")) or source in ("probe", "default")
     cpu = info["cpu"]
     assert {"vendor", "family", "model", "avx512_bf16", "amx_bf16"} <= set(cpu)
 
 
 def test_set_reports_its_source_and_reset_undoes_it(restore_choices):
     before = _native.kernel_choices()
-    _native.set_kernel_choices("small_k=7,prefetch=off")
+    _native.set_kernel_choices("small_k=7,prefetch_groups=3")
     now = _native.kernel_choices()
     assert now["small_k"] == {"value": "7", "source": "set"}
-    assert now["prefetch"] == {"value": "off", "source": "set"}
+    assert now["prefetch_groups"] == {"value": "3", "source": "set"}
     _native.reset_kernel_choices()
     assert _native.kernel_choices() == before
 
@@ -217,7 +219,7 @@ def test_set_reports_its_source_and_reset_undoes_it(restore_choices):
 def test_bad_choice_is_a_value_error_naming_it(spec, message, restore_choices):
     before = _native.kernel_choices()
     with pytest.raises(ValueError, match=message):
-        _native.set_kernel_choices(f"prefetch=off,{spec}")
+        _native.set_kernel_choices(f"prefetch_groups=0,{spec}")
     assert _native.kernel_choices() == before  # nothing of a bad spec applied
 
 

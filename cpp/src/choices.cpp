@@ -127,7 +127,7 @@ const std::vector<Field>& fields() {
          return true;
        },
        [](const KernelChoices& c) { return std::string(c.lane_blocking ? "2x8" : "4x4"); }, true},
-      switch_field("prefetch", &KernelChoices::prefetch, false),
+      count_field("prefetch_groups", &KernelChoices::prefetch_groups, 0),
       switch_field("bf16", &KernelChoices::bf16, true),
       count_field("bf16_min_dim", &KernelChoices::bf16_min_dim, 0),
       count_field("bf16_min_k", &KernelChoices::bf16_min_k, 0),
@@ -189,7 +189,7 @@ struct State {
     const char* env = std::getenv("SOFTKMEANS_KERNEL_CHOICES");
     const std::string spec = env != nullptr ? env : "";
     if (const TableRow* row = table_row(cpu)) {
-      const std::string source = std::string("table (") + row->name + ")";
+      const std::string source = std::string("table: ") + row->name;
       if (row->defaults_measured) start.sources.assign(fields().size(), source);
       std::string unused;
       apply_spec(row->spec, source, &start, &unused);

@@ -219,7 +219,7 @@ def set_bf16_enabled(on):
 
 def kernel_choices():
     """The kernel choices made for speed in force: {name: {"value", "source"}}, the source
-    saying why ("table (<cpu>)", "probe", "default", "override (<variable>)", "set"). An
+    saying why ("table: <cpu>", "probe", "default", "override (<variable>)", "set"). An
     ignored SOFTKMEANS_KERNEL_CHOICES appears under its own name with the reason."""
     return {
         name: {"value": value, "source": source} for name, value, source in _core._kernel_choices()

@@ -1,6 +1,6 @@
 // The kernels' choices made for speed (SPEC.md, "Choices made for speed never
 // change a bit"): tile bytes, the direct path's lane threshold, the lane
-// reduction's register blocking, the prefetch, the bf16 candidate pass and its
+// reduction's register blocking, the prefetch distance, the bf16 candidate pass and its
 // thresholds. Each is made for the running CPU, once per process: from a table
 // of measured CPUs (vendor, family, model), else by a short probe (choices.cpp,
 // well under a second), then any override of SOFTKMEANS_KERNEL_CHOICES. Every
@@ -10,7 +10,7 @@
 // different bits: they are part of the contract).
 //
 // SOFTKMEANS_KERNEL_CHOICES: comma-separated name=value pairs, names as in
-// KernelChoices (bf16=off, small_k=32, lane_blocking=2x8, lane_block_bytes=65536,
+// KernelChoices (bf16=off, small_k=32, lane_blocking=2x8, prefetch_groups=2,
 // ...), booleans on/off, sizes in bytes; the single word "probe" (alone or
 // first) probes whatever the table says. SOFTKMEANS_BF16=0 is bf16=off.
 #pragma once
@@ -43,9 +43,9 @@ struct KernelChoices {
   // vectors of rows x broadcast centroids on AVX-512), 1 half the rows by
   // twice the centroids (2 x 8): fewer row loads, more broadcasts.
   int lane_blocking = 0;
-  // The lane reduction requests the next row group from memory while it
-  // reduces this one.
-  bool prefetch = true;
+  // The lane reduction requests the rows this many groups ahead from memory
+  // while it reduces one (0: none).
+  index_t prefetch_groups = 1;
   // The bf16 candidate pass (softkmeans/bf16.hpp) where the CPU has it, and
   // the d, k and k d it engages from. Below them a row's fixed costs
   // (packing, thresholds, the candidate scan and the recomputation of its 2-4
@@ -78,7 +78,7 @@ const CpuDescription& cpu_description();
 // The choices in force now (made at the first call of any kernel or of this).
 KernelChoices kernel_choices();
 
-// Each choice's name, value and why it has it: "table <cpu>", "probe",
+// Each choice's name, value and why it has it: "table: <cpu>", "probe",
 // "default", "override (SOFTKMEANS_KERNEL_CHOICES)", "set".
 struct ChoiceReport {
   std::string name, value, source;

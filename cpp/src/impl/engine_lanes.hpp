@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -309,15 +310,20 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     return;
   }
 #endif
-  const char* x_end = reinterpret_cast<const char*>(X + rows * d);
+  // The rows prefetch_groups groups ahead (a kernel choice), requested while
+  // this group is reduced: X streams from memory, and the packing's loads
+  // would otherwise wait for it. Past the block's end too (the next block's
+  // first groups; a prefetch never faults), in integers: no pointer is formed
+  // outside X.
+  const std::uintptr_t x0 = reinterpret_cast<std::uintptr_t>(X);
+  const std::uintptr_t group_bytes = static_cast<std::uintptr_t>(G * d) * sizeof(T);
+  const auto ahead = static_cast<std::uintptr_t>(ch.prefetch_groups);
   for (index_t g = 0; g < groups; ++g) {
-    // The next group's rows, requested while this one is reduced (a kernel
-    // choice): X streams from memory, and the packing's loads would
-    // otherwise wait for it.
-    const char* next = reinterpret_cast<const char*>(X + (g + 1) * G * d);
-    const char* next_end = std::min(x_end, next + G * d * static_cast<index_t>(sizeof(T)));
-    if (ch.prefetch)
-      for (const char* c = next; c < next_end; c += 64) __builtin_prefetch(c);
+    if (ahead > 0) {
+      const std::uintptr_t from = x0 + (static_cast<std::uintptr_t>(g) + ahead) * group_bytes;
+      for (std::uintptr_t c = from; c < from + group_bytes; c += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(c));
+    }
     T* xg = xt + g * d * G;
     V* sg = st + 3 * g * LR;
     pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);

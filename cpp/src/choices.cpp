@@ -104,7 +104,10 @@ bool parse_switch(const std::string& s, bool* out) {
 }
 
 Field count_field(const char* name, index_t KernelChoices::*m, index_t min) {
-  return {name, [m, min](KernelChoices& c, const std::string& s) { return parse_count(s, min, &(c.*m)); },
+  return {name,
+          [m, min](KernelChoices& c, const std::string& s) {
+            return parse_count(s, min, &(c.*m));
+          },
           [m](const KernelChoices& c) { return std::to_string(c.*m); }, false};
 }
 
@@ -152,7 +155,8 @@ bool apply_spec(const std::string& spec, const std::string& source, Made* made,
   while (std::getline(in, item, ',')) {
     if (item.empty() || item == "probe") continue;
     const auto eq = item.find('=');
-    const std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string name = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     bool known = false;
     for (std::size_t f = 0; f < fields().size(); ++f) {
       if (name != fields()[f].name) continue;
@@ -174,7 +178,9 @@ bool apply_spec(const std::string& spec, const std::string& source, Made* made,
   return true;
 }
 
-bool wants_probe(const std::string& spec) { return spec == "probe" || spec.rfind("probe,", 0) == 0; }
+bool wants_probe(const std::string& spec) {
+  return spec == "probe" || spec.rfind("probe,", 0) == 0;
+}
 
 // The state of this process: what the table and the environment say (made at
 // the first use), then the probe of what neither said (ensure_kernel_choices).
@@ -197,7 +203,8 @@ struct State {
     for (std::size_t f = 0; f < fields().size(); ++f)
       if (fields()[f].probed && (start.sources[f] == "default" || wants_probe(spec)))
         start.sources[f] = "probe";
-    if (const char* bf16 = std::getenv("SOFTKMEANS_BF16"); bf16 != nullptr && std::string(bf16) == "0")
+    const char* bf16 = std::getenv("SOFTKMEANS_BF16");
+    if (bf16 != nullptr && std::string(bf16) == "0")
       apply_spec("bf16=off", "override (SOFTKMEANS_BF16=0)", &start, &env_error);
     if (!apply_spec(spec, "override (SOFTKMEANS_KERNEL_CHOICES)", &start, &env_error))
       env_error = "SOFTKMEANS_KERNEL_CHOICES ignored: " + env_error;

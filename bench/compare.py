@@ -7,8 +7,15 @@ inertia within 2%) (``defaults``), the hard step vs the same-run sgemm rate (60%
 85% at d = 64, 90% at d = 256) (``kernel``), the softmax step vs the careful NumPy step
 (10x) (``numpy``) and vs our hard step (2.5x at d >= 16) (``soft``), sparse hard fits vs
 scikit-learn (2x; 2 threads never slower than 1) (``sparse``), the Dask fit vs the
-in-memory fit (1.5x) and dask-ml (8x) (``dask``). Earlier issues' rows run when named in
---only: small calls, per-step peers, entmax15 rows, the distance kernel, the torch term.
+in-memory fit (1.5x) and dask-ml (8x) (``dask``). Issue 33 adds the whole fit vs
+scikit-learn-intelex's KMeans (oneDAL; same init, 10 iterations, tol 0: 2x) (``intelex``,
+skipped with the reason where it cannot be imported) and entmax15 rows vs the entmax
+package (10x) (``entmax``), and a second machine line: the CPU as the kernel choices key
+it (vendor, family/model, 512-bit FMA ports where known, AVX512_BF16, AMX-BF16) and every
+kernel choice made for it, with why (``softkmeans.build_info()["kernel_choices"]``); its
+hard step and whole-fit targets are the ``kernel`` and ``fit`` rows (float32).
+``--only issue33`` runs exactly issue 33's rows. Earlier issues' rows run when named in
+--only: small calls, per-step peers, the distance kernel, the torch term.
 One function per comparison (``compare_kernels.py``, ``compare_fits.py``), each returning
 ``table.Row`` objects; ``main`` assembles the table.
 
@@ -42,6 +49,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bf16  # noqa: E402
+import compare_cpu as cpu  # noqa: E402
 import compare_fits as fits  # noqa: E402
 import compare_kernels as kernels  # noqa: E402
 import peers as P  # noqa: E402
@@ -61,7 +69,9 @@ FULL_SHAPES = [
 
 
 ISSUE_23_STAGES = "fit,defaults,kernel,bf16,soft,numpy,sparse,dask"
-ALL_STAGES = ISSUE_23_STAGES + ",small,sklearn,faiss,peers,entmax,gemm,torch"
+ISSUE_33_STAGES = "kernel,fit,intelex,entmax,numpy,dask"
+DEFAULT_STAGES = ISSUE_23_STAGES + ",intelex,entmax"
+ALL_STAGES = DEFAULT_STAGES + ",small,sklearn,faiss,peers,gemm,torch"
 
 
 def same_run_sgemm(threads, size=4096):
@@ -77,8 +87,8 @@ def main(argv=None):
     p.add_argument("--sk-iters", type=int, default=None, help="max_iter for peer fits")
     p.add_argument(
         "--only",
-        default=ISSUE_23_STAGES,
-        help=f"comma-separated subset of: {ALL_STAGES} (default: issue 23's rows)",
+        default=DEFAULT_STAGES,
+        help=f"comma-separated subset of: {ALL_STAGES}, or issue33 (default: issues 23 and 33)",
     )
     p.add_argument(
         "--out",
@@ -97,7 +107,7 @@ def main(argv=None):
     args.sk_iters = args.sk_iters or (3 if args.quick else 4)
     shapes = [(n // scale, d, k) for n, d, k in FULL_SHAPES]
     dtypes = (np.float32, np.float64)
-    only = set(args.only.split(","))
+    only = set(args.only.replace("issue33", ISSUE_33_STAGES).split(","))
     unknown = only - set(ALL_STAGES.split(","))
     if unknown:
         p.error(f"unknown --only stages {sorted(unknown)}; choose from {ALL_STAGES}")
@@ -109,6 +119,7 @@ def main(argv=None):
     print(f"# softkmeans {softkmeans.__version__} {info}  threads={args.threads}")
     sgemm = same_run_sgemm(args.threads, size=2048 if args.quick else 4096)
     print(table.machine_line(sgemm, args.threads))
+    print(cpu.cpu_line(sgemm, args.threads))
     ceilings = P.ceilings(n_threads=args.threads, quick=args.quick)
     ceilings["sgemm_4096_f32_gflops"] = sgemm
     args.ceilings = ceilings
@@ -140,6 +151,9 @@ def main(argv=None):
         "faiss": lambda: kernels.compare_faiss(shapes, args),
         "peers": lambda: kernels.compare_soft_peers([(1_000_000 // scale, 16, 64)], args),
         "entmax": lambda: kernels.compare_entmax((8, 64, 1024), 2_000_000 // scale, args),
+        "intelex": lambda: cpu.compare_intelex(
+            [(n // fit_scale, d, k) for n, d, k in cpu.INTELEX_SHAPES], args
+        ),
         "gemm": lambda: kernels.compare_gemm([s for s in shapes if s[1] >= 64], args),
         "torch": lambda: kernels.compare_torch_free_energy([(65536 // scale, 64, 512)], args),
     }

@@ -47,6 +47,7 @@ PEERS = {
     "torch": ("torch", "torch"),
     "entmax": ("entmax", "entmax"),
     "threadpoolctl": ("threadpoolctl", "threadpoolctl"),
+    "sklearnex": ("sklearnex", "scikit-learn-intelex"),
     "matplotlib": ("matplotlib", "matplotlib"),
 }
 

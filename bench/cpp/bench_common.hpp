@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "softkmeans/choices.hpp"
 #include "softkmeans/config.hpp"
 #include "softkmeans/simd.hpp"
 
@@ -215,6 +216,11 @@ int run_main(int argc, char** argv, Register register_all) {
   register_all();
   benchmark::AddCustomContext("softkmeans.simd_selected_at_start",
                               softkmeans::simd_level_name(softkmeans::selected_simd_level()));
+  // The kernel choices made for this CPU, and why (SOFTKMEANS_KERNEL_CHOICES
+  // runs a variant: softkmeans/choices.hpp).
+  for (const auto& c : softkmeans::kernel_choice_reports())
+    benchmark::AddCustomContext("softkmeans.kernel_choice." + c.name,
+                                c.value + " (" + c.source + ")");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

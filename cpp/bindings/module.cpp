@@ -19,6 +19,7 @@
 
 #include "arrays.hpp"
 #include "bf16.hpp"
+#include "choices.hpp"
 #include "interrupt.hpp"
 #include "softkmeans/csr_check.hpp"
 #include "softkmeans/kernels.hpp"
@@ -578,5 +579,6 @@ PYBIND11_MODULE(_core, m) {
   softkmeans_bindings::def_group_pruned(m);
   def_runtime(m);
   softkmeans_bindings::def_bf16(m);
+  softkmeans_bindings::def_choices(m);
   def_balanced(m);
 }

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "choices_probe.hpp"
 #include "isa_tables.hpp"
 #include "softkmeans/bf16.hpp"
+#include "softkmeans/choices.hpp"
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
 
@@ -72,27 +74,28 @@ std::atomic<int>& current_level() {
   return level;
 }
 
-// The bf16 pass wanted: on unless SOFTKMEANS_BF16=0 (read once).
-std::atomic<bool>& bf16_wanted() {
-  static std::atomic<bool> wanted{[] {
-    const char* env = std::getenv("SOFTKMEANS_BF16");
-    return !(env != nullptr && std::string(env) == "0");
-  }()};
-  return wanted;
-}
-
 }  // namespace
 
 bool bf16_available() { return tables().bf16; }
 
+// The pass wanted is a kernel choice (softkmeans/choices.hpp: the table, the
+// probe, SOFTKMEANS_BF16=0 or SOFTKMEANS_KERNEL_CHOICES).
 bool bf16_enabled() {
-  return tables().bf16 && bf16_wanted().load() && current_level().load() == 2;
+  if (!tables().bf16 || current_level().load() != 2) return false;
+  ensure_kernel_choices();
+  return kernel_choices().bf16;
 }
 
 bool set_bf16_enabled(bool on) {
   if (on && !tables().bf16) return false;
-  bf16_wanted().store(on);
-  return true;
+  std::string unused;
+  return set_kernel_choices(on ? "bf16=on" : "bf16=off", &unused);
+}
+
+const Kernels<float>* probe_float_kernels(bool bf16) {
+  const Tables& t = tables();
+  if (bf16) return t.bf16 ? &t.f_bf16 : nullptr;
+  return &t.f[best_level()];
 }
 
 bool bf16_distance_bounds(const float* X, index_t n, index_t d, const float* C, index_t k,
@@ -144,11 +147,13 @@ bool set_simd_level(SimdLevel level) {
 
 template <>
 const Kernels<float>& kernels<float>() {
+  ensure_kernel_choices();
   if (bf16_enabled()) return tables().f_bf16;
   return tables().f[current_level().load()];
 }
 template <>
 const Kernels<double>& kernels<double>() {
+  ensure_kernel_choices();
   return tables().d[current_level().load()];
 }
 

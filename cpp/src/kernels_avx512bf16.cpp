@@ -15,7 +15,7 @@ namespace avx512bf16 {
 // group, its a~ turned into D~ = xn + cn - 2 a~ and eps = e(x) + f(c).
 bool distance_bounds(const float* X, index_t n, index_t d, const float* C, index_t k,
                      double* approx, double* eps, std::uint8_t* cand) {
-  Engine<float> E(C, k, d, kDistBlockBytes, true);
+  Engine<float> E(C, k, d, 0, true);
   E.enable_bf16();
   if (!E.bf16) return false;
   constexpr index_t G = Engine<float>::LR * Engine<float>::W;

@@ -34,10 +34,13 @@ __all__ = [
     "default_threads",
     "entmax15",
     "hard_stats_bounded",
+    "kernel_choices",
     "kmeanspp_candidate_potentials",
     "kmeanspp_update_closest",
     "margins",
     "responsibilities",
+    "reset_kernel_choices",
+    "set_kernel_choices",
     "set_simd_level",
     "selected_simd_level",
     "second_moment_matvec",
@@ -231,8 +234,28 @@ def set_bf16_enabled(on):
     _core._set_bf16_enabled(bool(on))
 
 
+def kernel_choices():
+    """The kernel choices made for speed in force: {name: {"value", "source"}}, the source
+    saying why ("table: <cpu>", "probe", "default", "override (<variable>)", "set"). An
+    ignored SOFTKMEANS_KERNEL_CHOICES appears under its own name with the reason."""
+    return {
+        name: {"value": value, "source": source} for name, value, source in _core._kernel_choices()
+    }
+
+
+def set_kernel_choices(spec):
+    """Apply choices in SOFTKMEANS_KERNEL_CHOICES's syntax ("bf16=off,lane_blocking=2x8") in
+    this process; ValueError naming a bad name or value. Outputs keep their bits."""
+    _core._set_kernel_choices(str(spec))
+
+
+def reset_kernel_choices():
+    """The kernel choices of process start again (table or probe, then the environment)."""
+    _core._reset_kernel_choices()
+
+
 def build_info():
-    """How the core was built and what it runs on."""
+    """How the core was built, what it runs on and the kernel choices made for it."""
     return {
         "compiler": _core.compiler,
         "openmp": _core.openmp_version,
@@ -240,6 +263,8 @@ def build_info():
         "simd_selected": selected_simd_level(),
         "bf16_candidates": bf16_enabled(),
         "default_threads": _core.default_threads(),
+        "cpu": dict(_core._cpu()),
+        "kernel_choices": kernel_choices(),
     }
 
 

@@ -3,9 +3,10 @@
 // the micro-kernel path (hard statistics, assign, margins, entmax15's and the
 // bounded step's full rows) find candidate centroids with bf16 products and
 // compute only the candidates' distances in float: every output keeps the
-// float path's bits. It engages from kBf16MinDim and kBf16MinK on
-// (softkmeans/config.hpp). SOFTKMEANS_BF16=0 in the environment (read once)
-// or set_bf16_enabled(false) turns it off.
+// float path's bits. Whether it runs, and from which d, k and k d on, are
+// kernel choices (softkmeans/choices.hpp: bf16, bf16_min_dim, bf16_min_k,
+// bf16_min_work); SOFTKMEANS_BF16=0 in the environment (read once) or
+// set_bf16_enabled(false) turns it off.
 #pragma once
 
 #include <cstdint>

@@ -59,18 +59,19 @@
 #include <type_traits>
 #include <vector>
 
-#include "softkmeans/config.hpp"
+#include "softkmeans/choices.hpp"
 
 namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
-// Whether the engine takes the bf16 pass on its own: float only (float64 keeps
+// Whether the engine takes the bf16 pass on its own (the thresholds are kernel
+// choices, softkmeans/choices.hpp): float only (float64 keeps
 // its path: the bound would be in terms of a double D, and bf16 products are
 // 2^-45 of its precision, so nearly every centroid would stay a candidate).
 template <typename T>
-inline bool bf16_worthwhile(index_t k, index_t d) {
-  return std::is_same<T, float>::value && d >= kBf16MinDim && k >= kBf16MinK &&
-         k * d >= kBf16MinWork;
+inline bool bf16_worthwhile(index_t k, index_t d, const KernelChoices& ch) {
+  return std::is_same<T, float>::value && d >= ch.bf16_min_dim && k >= ch.bf16_min_k &&
+         k * d >= ch.bf16_min_work;
 }
 
 // Squared norms (xn, cn) at or above this take the float path: the shares and

@@ -511,7 +511,7 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
                         double* S, double* distortion, double* min_margin, std::int64_t* labels,
                         double* lower, bool exact, index_t* n_computed, std::int64_t* n_distances,
                         int n_threads) {
-  Engine<T> engine(C, k, d, kDistBlockBytes, true);
+  Engine<T> engine(C, k, d, 0, true);
   const BoundedStep<T> st(engine, X, n, d, C, k, C_prev, group, t, w, labels, lower, exact);
   const SparseAccumulator<T> acc(st.E);
   double objective;  // hard: J again

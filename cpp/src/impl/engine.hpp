@@ -25,6 +25,7 @@
 
 #include "impl/rows.hpp"
 #include "impl/vec.hpp"
+#include "softkmeans/choices.hpp"
 #ifdef SOFTKMEANS_BF16
 #include "impl/bf16_bound.hpp"
 #endif
@@ -80,12 +81,14 @@ struct Engine {
   // The micro-kernel path's row reduction (min2_rows): LR W rows in the lanes
   // against LC centroids at a time, LR * LC accumulators. AVX-512 (32
   // registers) takes 4 x 4: per coordinate 4 loads and 4 broadcasts feed 16
-  // multiply-adds (2 x 4 and 2 x 8 were 7-15% and 1-3% slower, one thread,
-  // d = 16 to 256).
+  // multiply-adds (on Zen 5, 2 x 4 and 2 x 8 were 7-15% and 1-3% slower, one
+  // thread, d = 16 to 256). 2 x 8 (LR / 2 x 2 LC) is the kernel choice
+  // lane_blocking = 2x8 (softkmeans/choices.hpp).
   static constexpr index_t LR = SOFTKMEANS_VEC_BYTES == 64 ? 4 : 2;
   static constexpr index_t LC = 4;
 
   index_t d = 0, k = 0, kp = 0, mb = 0;
+  KernelChoices ch;       // the choices made for speed (the call's, read once)
   index_t ld = 0;         // row stride of the distance block (kp, or padded: odd_stride)
   index_t dbuf_rows = 0;  // rows of the distance block (MR when rows are reduced in registers)
   bool small = false;     // the direct path
@@ -107,7 +110,8 @@ struct Engine {
   std::vector<float> crow;          // (kl, d) the shifted centroids of cl, row-major
 #endif
 
-  // block_bytes: size of the distance block (rows x kp) a row block fills.
+  // block_bytes: size of the distance block (rows x kp) a row block fills
+  // (0: the choice dist_block_bytes).
   // in_registers: the caller reduces rows by min2_rows (no distance block; a
   // one-row buffer for the rows it still needs whole, row blocks of a tile).
   // odd_stride: rows of 2 KiB or more are an odd number of cache lines apart
@@ -117,9 +121,9 @@ struct Engine {
   // k = 1024: 1.4x the time per multiply-add float64, 1.1-1.2x float32).
   // Shorter rows keep ld = kp: there the padding cost more than it saved (the
   // softmax step 3-5% slower at k = 64).
-  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes,
-         bool in_registers = false, bool odd_stride = false)
-      : d(d_), k(k_) {
+  Engine(const T* C, index_t k_, index_t d_, index_t block_bytes = 0, bool in_registers = false,
+         bool odd_stride = false)
+      : d(d_), k(k_), ch(kernel_choices()) {
     small = d <= kSmallDim;
     set_blocks(round_up(k, small ? W : NR), block_bytes);
     if (odd_stride && kp * static_cast<index_t>(sizeof(T)) >= 2048) {
@@ -136,7 +140,7 @@ struct Engine {
     prepare_blocks(C);
     if (dbuf_rows < mb_pad()) {
 #ifdef SOFTKMEANS_BF16
-      bf16 = bf16_worthwhile<T>(k, d);
+      bf16 = bf16_worthwhile<T>(k, d, ch);
 #endif
       std::vector<index_t> identity(round_up(k, LC), -1);
       for (index_t j = 0; j < k; ++j) identity[j] = j;
@@ -150,7 +154,8 @@ struct Engine {
   // its row blocks and the row reductions' strides. distances() and
   // min2_rows() must not be called on it.
   struct ShapeOnly {};
-  Engine(ShapeOnly, index_t k_, index_t d_, index_t block_bytes = kDistBlockBytes) : d(d_), k(k_) {
+  Engine(ShapeOnly, index_t k_, index_t d_, index_t block_bytes = 0)
+      : d(d_), k(k_), ch(kernel_choices()) {
     set_blocks(round_up(k, W), block_bytes);
     dbuf_rows = mb_pad();
   }
@@ -204,7 +209,7 @@ struct Engine {
       lane_rows_min2(X, rows, out, ws);
       return;
     }
-    if (k <= kSmallK) {
+    if (k <= ch.small_k) {
       with_small_dim(d, [&](auto D) { direct_min2_rows<D>(X, rows, out); });
       return;
     }
@@ -237,6 +242,11 @@ struct Engine {
   template <bool Clamp = true>
   void lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p, V* v2p,
                   VI* i1p) const;
+  template <bool Clamp, index_t QR, index_t CB>
+  void lanes_min2_part(const T* xg, const V* xnv, index_t q0, index_t j_begin, index_t j_end,
+                       V* v1p, V* v2p, VI* i1p) const;
+  template <bool Clamp, index_t QR, index_t CB>
+  void lanes_step(const T* xg, index_t q0, index_t j0, const V* xn, V* v1, V* v2, VI* i1) const;
   void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn,
                   const index_t* which = nullptr) const;
   index_t pack_lanes(const T* X, index_t rows, Workspace<T>& ws,

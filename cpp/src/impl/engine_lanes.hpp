@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -43,67 +44,98 @@ inline void Engine<T>::order_lanes(const std::vector<index_t>& centroid_of_slot)
 
 // Micro-kernel path, rows reduced in the lanes: the distances of the LR W
 // rows of xg (d, LR W) (shifted rows, transposed; xnv their norms) to
-// centroids [j_begin, j_end) (multiples of LC), LC centroids broadcast from
-// the panels cl at a time, each D the micro-kernel's bits (same products in
-// the same order, same clamp), folded per lane into the running two smallest
-// v1, v2 and first argmin i1 (strict <: ties keep the smallest j).
+// centroids [j_begin, j_end) (multiples of LC), broadcast from the panels cl,
+// each D the micro-kernel's bits (same products in the same order, same
+// clamp), folded per lane into the running two smallest v1, v2 and first
+// argmin i1 (strict <: ties keep the smallest j).
 // Clamp false: the distances unclamped, for the caller that checks (see
 // reduce_group) that they were all positive, when clamping changes nothing.
+// The register blocking is a kernel choice (softkmeans/choices.hpp): all LR
+// row vectors against LC centroids at a time, or half of them against 2 LC.
+// Either way each lane folds its centroids in increasing j: the same bits.
 template <typename T>
 template <bool Clamp>
 inline void Engine<T>::lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p,
                                   V* v2p, VI* i1p) const {
+  if constexpr (LR % 2 == 0) {
+    if (ch.lane_blocking == 1) {
+      for (index_t q0 = 0; q0 < LR; q0 += LR / 2)
+        lanes_min2_part<Clamp, LR / 2, 2 * LC>(xg, xnv, q0, j_begin, j_end, v1p, v2p, i1p);
+      return;
+    }
+  }
+  lanes_min2_part<Clamp, LR, LC>(xg, xnv, 0, j_begin, j_end, v1p, v2p, i1p);
+}
+
+// lanes_min2 for the row vectors q0 .. q0 + QR of the group, CB centroids at
+// a time (a multiple of LC; the last centroids LC at a time).
+template <typename T>
+template <bool Clamp, index_t QR, index_t CB>
+inline void Engine<T>::lanes_min2_part(const T* xg, const V* xnv, index_t q0, index_t j_begin,
+                                       index_t j_end, V* v1p, V* v2p, VI* i1p) const {
   // The running state in locals: through the pointers (which may alias the
   // float panels) it would be stored and reloaded at every centroid.
-  V v1[LR], v2[LR], xn[LR];
-  VI i1[LR];
+  V v1[QR], v2[QR], xn[QR];
+  VI i1[QR];
 #pragma GCC unroll 16
-  for (index_t q = 0; q < LR; ++q) {
-    v1[q] = v1p[q];
-    v2[q] = v2p[q];
-    xn[q] = xnv[q];
-    i1[q] = i1p[q];
+  for (index_t q = 0; q < QR; ++q) {
+    v1[q] = v1p[q0 + q];
+    v2[q] = v2p[q0 + q];
+    xn[q] = xnv[q0 + q];
+    i1[q] = i1p[q0 + q];
   }
-  for (index_t j0 = j_begin; j0 < j_end; j0 += LC) {
-    const T* cb = cl.data() + j0 * d;
-    V a[LR][LC];
+  index_t j0 = j_begin;
+  for (; j0 + CB <= j_end; j0 += CB) lanes_step<Clamp, QR, CB>(xg, q0, j0, xn, v1, v2, i1);
+  if constexpr (CB > LC)
+    for (; j0 < j_end; j0 += LC) lanes_step<Clamp, QR, LC>(xg, q0, j0, xn, v1, v2, i1);
 #pragma GCC unroll 16
-    for (index_t q = 0; q < LR; ++q)
+  for (index_t q = 0; q < QR; ++q) {
+    v1p[q0 + q] = v1[q];
+    v2p[q0 + q] = v2[q];
+    i1p[q0 + q] = i1[q];
+  }
+}
+
+// One step of lanes_min2_part: the row vectors q0 .. q0 + QR against the CB
+// centroids from slot j0 (CB / LC panels of cl), in QR x CB accumulators.
+template <typename T>
+template <bool Clamp, index_t QR, index_t CB>
+[[gnu::always_inline]] inline void Engine<T>::lanes_step(const T* xg, index_t q0, index_t j0,
+                                                         const V* xn, V* v1, V* v2,
+                                                         VI* i1) const {
+  const T* cb = cl.data() + j0 * d;
+  const index_t panel = d * LC;
+  V a[QR][CB];
 #pragma GCC unroll 16
-      for (index_t c = 0; c < LC; ++c) a[q][c] = V{};
-    for (index_t l = 0; l < d; ++l) {
-      V xv[LR];
+  for (index_t q = 0; q < QR; ++q)
 #pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q) xv[q] = vload(xg + (l * LR + q) * W);
+    for (index_t c = 0; c < CB; ++c) a[q][c] = V{};
+  for (index_t l = 0; l < d; ++l) {
+    V xv[QR];
 #pragma GCC unroll 16
-      for (index_t c = 0; c < LC; ++c) {
-        const V cv = vset<T>(cb[l * LC + c]);
+    for (index_t q = 0; q < QR; ++q) xv[q] = vload(xg + (l * LR + q0 + q) * W);
 #pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q) a[q][c] = vfma(xv[q], cv, a[q][c]);
-      }
-    }
-    VI jv = VI{} + static_cast<Int>(j0);
+    for (index_t c = 0; c < CB; ++c) {
+      const V cv = vset<T>(cb[(c / LC) * panel + l * LC + c % LC]);
 #pragma GCC unroll 16
-    for (index_t c = 0; c < LC; ++c, jv += 1) {
-      const V cnv = vset<T>(cnl[j0 + c]);
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q) {
-        // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
-        // micro-kernel's (xn + cn) - (a + a) bit for bit.
-        const V u = vfma(a[q][c], vset<T>(T(-2)), xn[q] + cnv);
-        const V dist = Clamp ? vmax(u, V{}) : u;
-        const VI lt = dist < v1[q];
-        v2[q] = vmin(v2[q], vmax(v1[q], dist));
-        i1[q] = lt ? jv : i1[q];
-        v1[q] = vmin(v1[q], dist);
-      }
+      for (index_t q = 0; q < QR; ++q) a[q][c] = vfma(xv[q], cv, a[q][c]);
     }
   }
+  VI jv = VI{} + static_cast<Int>(j0);
 #pragma GCC unroll 16
-  for (index_t q = 0; q < LR; ++q) {
-    v1p[q] = v1[q];
-    v2p[q] = v2[q];
-    i1p[q] = i1[q];
+  for (index_t c = 0; c < CB; ++c, jv += 1) {
+    const V cnv = vset<T>(cnl[j0 + c]);
+#pragma GCC unroll 16
+    for (index_t q = 0; q < QR; ++q) {
+      // (xn + cn) - 2 a: 2 a is exact, so one fused multiply-add gives the
+      // micro-kernel's (xn + cn) - (a + a) bit for bit.
+      const V u = vfma(a[q][c], vset<T>(T(-2)), xn[q] + cnv);
+      const V dist = Clamp ? vmax(u, V{}) : u;
+      const VI lt = dist < v1[q];
+      v2[q] = vmin(v2[q], vmax(v1[q], dist));
+      i1[q] = lt ? jv : i1[q];
+      v1[q] = vmin(v1[q], dist);
+    }
   }
 }
 
@@ -219,17 +251,18 @@ inline void Engine<T>::reset_lanes(index_t g, Workspace<T>& ws) const {
   }
 }
 
-// Centroids per block of lanes_min2 calls (about kLaneBlockBytes, kept in L1/L2).
+// Centroids per block of lanes_min2 calls (about lane_block_bytes, kept in L1/L2).
 template <typename T>
 inline index_t Engine<T>::lane_block() const {
-  return std::max<index_t>(LC, kLaneBlockBytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
+  return std::max<index_t>(LC,
+                           ch.lane_block_bytes / (d * static_cast<index_t>(sizeof(T))) / LC * LC);
 }
 
 // min2_rows on the micro-kernel path. The rows are packed in groups of LR W
 // (each (d, LR W), contiguous: a group's loads stay in L1) with their norms;
-// then centroid blocks of about kLaneBlockBytes (kept in L1/L2) are taken
+// then centroid blocks of about lane_block_bytes (kept in L1/L2) are taken
 // against every group, the running minima of a group kept in ws between
-// blocks. With one block (k d of at most kLaneBlockBytes) each group is
+// blocks. With one block (k d of at most lane_block_bytes) each group is
 // reduced and written out as soon as it is packed.
 template <typename T>
 inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
@@ -277,13 +310,20 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     return;
   }
 #endif
-  const char* x_end = reinterpret_cast<const char*>(X + rows * d);
+  // The rows prefetch_groups groups ahead (a kernel choice), requested while
+  // this group is reduced: X streams from memory, and the packing's loads
+  // would otherwise wait for it. Past the block's end too (the next block's
+  // first groups; a prefetch never faults), in integers: no pointer is formed
+  // outside X.
+  const std::uintptr_t x0 = reinterpret_cast<std::uintptr_t>(X);
+  const std::uintptr_t group_bytes = static_cast<std::uintptr_t>(G * d) * sizeof(T);
+  const auto ahead = static_cast<std::uintptr_t>(ch.prefetch_groups);
   for (index_t g = 0; g < groups; ++g) {
-    // The next group's rows, requested while this one is reduced: X streams
-    // from memory, and the packing's loads would otherwise wait for it.
-    const char* next = reinterpret_cast<const char*>(X + (g + 1) * G * d);
-    const char* next_end = std::min(x_end, next + G * d * static_cast<index_t>(sizeof(T)));
-    for (const char* c = next; c < next_end; c += 64) __builtin_prefetch(c);
+    if (ahead > 0) {
+      const std::uintptr_t from = x0 + (static_cast<std::uintptr_t>(g) + ahead) * group_bytes;
+      for (std::uintptr_t c = from; c < from + group_bytes; c += 64)
+        __builtin_prefetch(reinterpret_cast<const void*>(c));
+    }
     T* xg = xt + g * d * G;
     V* sg = st + 3 * g * LR;
     pack_group(X, g * G, std::min<index_t>(G, rows - g * G), xg, sg + 2 * LR);

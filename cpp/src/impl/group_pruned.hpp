@@ -245,7 +245,7 @@ template <typename T>
 void assign_grouped(const T* X, index_t n, index_t d, const T* C, index_t k,
                     const std::int64_t* group, index_t t, std::int64_t* labels, T* min_sq_dist,
                     T* second, double* beyond, std::int64_t* n_distances, int n_threads) {
-  Engine<T> E(C, k, d, kDistBlockBytes, true);  // assign's engine: its shift, its bits
+  Engine<T> E(C, k, d, 0, true);  // assign's engine: its shift, its bits
   if (E.small) {  // no lane panels to order: the plain pass
     for_each_row_min(X, n, d, C, k, n_threads, [&](index_t i, const RowMin<T>& m) {
       labels[i] = m.a;

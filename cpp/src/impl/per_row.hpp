@@ -35,7 +35,7 @@ void sq_distances(const T* X, index_t n, index_t d, const T* C, index_t k, T* D,
 // path, from the distance block otherwise.
 template <typename T, typename F>
 void for_each_row_min(const T* X, index_t n, index_t d, const T* C, index_t k, int n_threads, F f) {
-  const Engine<T> E(C, k, d, kDistBlockBytes, true);
+  const Engine<T> E(C, k, d, 0, true);
   auto wss = per_thread(E, n, n_threads);
   drive_rows(
       E, X, n, wss,

@@ -226,7 +226,7 @@ struct CsrDistances {
 // so that they feed the dense row reductions (rows.hpp, StatsPass) blocks of
 // the shape they expect.
 template <typename T>
-Engine<T> csr_shape(index_t k, index_t d, index_t block_bytes = kDistBlockBytes) {
+Engine<T> csr_shape(index_t k, index_t d, index_t block_bytes = 0) {
   return Engine<T>(typename Engine<T>::ShapeOnly{}, k, d, block_bytes);
 }
 

@@ -183,7 +183,7 @@ void csr_block_stats(const CsrMatrix<T>& X, const T* C, index_t k, Kind kind, do
                      int n_threads) {
   const index_t n = X.n, d = X.d;
   const Engine<T> E =
-      csr_shape<T>(k, d, kind == Kind::softmax ? kSoftmaxBlockBytes : kDistBlockBytes);
+      csr_shape<T>(k, d, kind == Kind::softmax ? kernel_choices().softmax_block_bytes : 0);
   const CsrDistances<T> dist(C, k, d);
   const bool sums = N != nullptr || S != nullptr;
   // The chunks' sums are allocated here (nothing may throw in the parallel

@@ -109,7 +109,7 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
   // d = 256, k = 1024 float64 the padded block made the step 1.12-1.17x slower
   // (1 thread, twice; cause not found), and at d = 64, k = 256 it was noise.
   const bool softmax = kind == Kind::softmax;
-  const Engine<T> E(C, k, d, softmax ? kSoftmaxBlockBytes : kDistBlockBytes, !softmax,
+  const Engine<T> E(C, k, d, softmax ? kernel_choices().softmax_block_bytes : 0, !softmax,
                     softmax && d <= 16);
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};

@@ -189,12 +189,12 @@ void stats_rows_softmax(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk
   RowMin<T>* mins = ws.mins.data();
   double* sums = ws.row_sums.data();
   double* logs = sums + ws.row_sums.size() / 2;
-  // Rows in groups of about kSoftmaxGroupBytes: the minima of a group, then
+  // Rows in groups of about softmax_group_bytes (a kernel choice): the minima of a group, then
   // its exps (the rows still in L1). Row by row, a row's minimum (a chain of
   // min/max and shuffles) and its exps (which wait for it) are more work than
   // the reorder window holds, and the next row could not start early.
   const index_t group =
-      std::max<index_t>(1, kSoftmaxGroupBytes / (ld * static_cast<index_t>(sizeof(T))));
+      std::max<index_t>(1, p.E.ch.softmax_group_bytes / (ld * static_cast<index_t>(sizeof(T))));
   for (index_t g0 = 0; g0 < rows; g0 += group) {
     const index_t g1 = std::min(rows, g0 + group);
     // Softmax needs the argmin only for labels.

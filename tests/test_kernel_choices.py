@@ -1,0 +1,256 @@
+"""Choices made for speed never change a bit (SPEC.md; issue 33, item 1).
+
+Each kernel choice this machine has (tile bytes, the direct path's lane threshold, the
+lane reduction's register blocking, the prefetch distance, the bf16 candidate pass and its
+thresholds) is forced through the override and every entry point's output bytes are
+compared with those of the choices made for this CPU: every kind, float32 and float64,
+dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes put each
+choice on both of its sides: the direct path below and above small_k, the lane reduction
+with one and many centroid blocks, the bf16 pass engaged by its thresholds and forced on
+everywhere. SOFTKMEANS_TEST_ALL_VARIANTS=1 (CI) runs every variant at every thread count;
+by default each variant runs at one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import softkmeans
+from conftest import KINDS, THREAD_COUNTS, make_blobs
+from softkmeans import _native
+
+ALL = os.environ.get("SOFTKMEANS_TEST_ALL_VARIANTS", "") == "1"
+
+VARIANTS = {
+    "bf16_off": "bf16=off",
+    "small_k_none": "small_k=0",
+    "small_k_all": "small_k=1000000",
+    "lane_blocking_2x8": "lane_blocking=2x8",
+    "prefetch_none": "prefetch_groups=0",
+    "prefetch_far": "prefetch_groups=4",
+    "tiny_blocks": "dist_block_bytes=1,softmax_block_bytes=1,softmax_group_bytes=1,"
+    "lane_block_bytes=1",
+    "large_blocks": "dist_block_bytes=4194304,softmax_block_bytes=16777216,"
+    "softmax_group_bytes=1048576,lane_block_bytes=1048576",
+    "all_changed": "small_k=0,lane_blocking=2x8,prefetch_groups=0,dist_block_bytes=4096,"
+    "softmax_block_bytes=4096,softmax_group_bytes=64,lane_block_bytes=1024",
+}
+if _native.bf16_available():
+    everywhere = "bf16=on,bf16_min_dim=0,bf16_min_k=0,bf16_min_work=0"
+    VARIANTS["bf16_everywhere"] = everywhere
+    VARIANTS["all_changed_bf16"] = VARIANTS["all_changed"] + "," + everywhere
+
+# (n, d, k): the direct path at k below and above small_k (and the lane accumulator's
+# k <= 16), the lane reduction (d = 37: one and many 32 KiB centroid blocks), the bf16
+# pass engaged by the default thresholds (d = 64, k = 1024) and below them (k = 600).
+# n k d >= 2^20 where threads matter (kSerialWork).
+SHAPES = [(60_001, 2, 9), (9_001, 3, 100), (2_003, 37, 71), (1_201, 64, 600), (517, 64, 1024)]
+SHAPE_IDS = [f"n{n}-d{d}-k{k}" for n, d, k in SHAPES]
+DTYPES = (np.float32, np.float64)
+
+
+def _problem(shape, dtype):
+    n, d, k = shape
+    X, C = make_blobs(n, d, k, dtype=dtype, seed=n + 7 * d + k)
+    w = np.random.default_rng(1).uniform(0.0, 2.0, size=n)
+    D = softkmeans.sq_distances(X, C)
+    sigma = 0.5 * float(np.sqrt(np.median(D.min(axis=1)) + 1e-3))
+    C_prev = (C + np.random.default_rng(2).normal(scale=0.05, size=C.shape)).astype(dtype)
+    return X, C, C_prev, w, sigma
+
+
+def _bits(out):
+    """Every array and number of a result, as (bytes, dtype, shape), in a flat list."""
+    if hasattr(out, "_fields"):
+        return [b for f in out._fields for b in _bits(getattr(out, f))]
+    if isinstance(out, (tuple, list)):
+        return [b for o in out for b in _bits(o)]
+    if sp.issparse(out):
+        out = out.toarray()
+    a = np.asarray(out)
+    return [(a.tobytes(), a.dtype.str, a.shape)]
+
+
+def _bounded(X, C, C_prev, w, t):
+    """Two bounded hard steps (bounds from nothing, then carried), by groups of 1-3."""
+    k = C.shape[0]
+    group = np.ascontiguousarray((np.arange(k) * 7 + 3) % min(64, max(1, (k + 1) // 2)))
+    labels = np.zeros(X.shape[0], np.int64)
+    lower = np.zeros((X.shape[0], int(group.max()) + 1))
+    first = _native.hard_stats_bounded(X, C_prev, C_prev, w, labels, lower, group, t)
+    second = _native.hard_stats_bounded(X, C, C_prev, w, labels, lower, group, t)
+    return first, second, labels, lower
+
+
+def _outputs(problem, t):
+    """Every entry point on the problem at t threads: a name -> bits dict."""
+    X, C, C_prev, w, sigma = problem
+    group = np.ascontiguousarray(np.arange(C.shape[0]) % 5, dtype=np.int64)
+    Xs = sp.csr_matrix(np.where(np.arange(X.shape[1]) % 3 == 0, 0, X).astype(X.dtype))
+    out = {
+        "sq_distances": softkmeans.sq_distances(X, C, n_threads=t),
+        "assign": softkmeans.assign(X, C, n_threads=t),
+        "margins": softkmeans.margins(X, C, n_threads=t),
+        "bounded": _bounded(X, C, C_prev, w, t),
+        "grouped": _native.assign_grouped(X, C, group, t),
+        "nearest_two_grouped": _native.nearest_two_grouped(X, C, group, t),
+        "csr_assign": softkmeans.assign(Xs, C, n_threads=t),
+    }
+    for kind in KINDS:
+        args = (X, C, sigma)
+        out[f"responsibilities-{kind}"] = softkmeans.responsibilities(*args, kind=kind, n_threads=t)
+        out[f"objective-{kind}"] = softkmeans.objective(
+            *args, kind=kind, sample_weight=w, n_threads=t
+        )
+        out[f"centroid_step-{kind}"] = softkmeans.centroid_step(
+            *args, kind=kind, sample_weight=w, n_threads=t
+        )
+        out[f"gradients-{kind}"] = softkmeans.gradients(
+            *args, kind=kind, sample_weight=w, n_threads=t
+        )
+        out[f"csr_centroid_step-{kind}"] = softkmeans.centroid_step(
+            Xs, C, sigma, kind=kind, sample_weight=w, n_threads=t
+        )
+    return {name: _bits(o) for name, o in out.items()}
+
+
+_BASELINE = {}
+
+
+def _baseline(shape, dtype):
+    """The outputs under this CPU's own choices, one thread (computed once)."""
+    key = (shape, np.dtype(dtype).name)
+    if key not in _BASELINE:
+        _native.reset_kernel_choices()
+        problem = _problem(shape, dtype)
+        _BASELINE[key] = problem, _outputs(problem, 1)
+    return _BASELINE[key]
+
+
+@pytest.fixture
+def restore_choices():
+    yield
+    _native.reset_kernel_choices()
+
+
+def _assert_same(ref, got, what):
+    for name, ref_bits in ref.items():
+        for i, (a, b) in enumerate(zip(ref_bits, got[name], strict=True)):
+            assert a[1:] == b[1:], (what, name, i)
+            if a[0] != b[0]:
+                x = np.frombuffer(a[0], dtype=a[1]).astype(np.float64)
+                y = np.frombuffer(b[0], dtype=b[1]).astype(np.float64)
+                diff = np.flatnonzero(x != y)
+                pytest.fail(
+                    f"{what}: {name} output {i} differs in {diff.size} of {x.size} entries "
+                    f"(max |diff| {np.max(np.abs(x[diff] - y[diff])):.3g})"
+                )
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_variant_gives_the_same_bytes(variant, shape, dtype, restore_choices):
+    problem, ref = _baseline(shape, dtype)
+    index = list(VARIANTS).index(variant) + SHAPES.index(shape)
+    threads = THREAD_COUNTS if ALL else (THREAD_COUNTS[index % len(THREAD_COUNTS)],)
+    _native.set_kernel_choices(VARIANTS[variant])
+    for t in threads:
+        _assert_same(ref, _outputs(problem, t), f"{variant} at {t} threads")
+
+
+def test_entmax15_of_scores_under_every_variant(restore_choices):
+    Z = np.random.default_rng(5).normal(scale=2.0, size=(777, 301)).astype(np.float32)
+    ref = _bits(softkmeans.entmax15(Z))
+    for spec in VARIANTS.values():
+        _native.set_kernel_choices(spec)
+        assert _bits(softkmeans.entmax15(Z, n_threads=2)) == ref, spec
+
+
+def test_build_info_reports_every_choice_and_why():
+    info = softkmeans.build_info()
+    choices = info["kernel_choices"]
+    names = {
+        "dist_block_bytes",
+        "softmax_block_bytes",
+        "softmax_group_bytes",
+        "lane_block_bytes",
+        "small_k",
+        "lane_blocking",
+        "prefetch_groups",
+        "bf16",
+        "bf16_min_dim",
+        "bf16_min_k",
+        "bf16_min_work",
+    }
+    assert set(choices) >= names
+    for name in names:
+        source = choices[name]["source"]
+        assert source.startswith(("table: ", "override (")) or source in ("probe", "default")
+    cpu = info["cpu"]
+    assert {"vendor", "family", "model", "avx512_bf16", "amx_bf16"} <= set(cpu)
+
+
+def test_set_reports_its_source_and_reset_undoes_it(restore_choices):
+    before = _native.kernel_choices()
+    _native.set_kernel_choices("small_k=7,prefetch_groups=3")
+    now = _native.kernel_choices()
+    assert now["small_k"] == {"value": "7", "source": "set"}
+    assert now["prefetch_groups"] == {"value": "3", "source": "set"}
+    _native.reset_kernel_choices()
+    assert _native.kernel_choices() == before
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("small_k=-1", "bad value '-1' for kernel choice 'small_k'"),
+        ("lane_blocking=3x3", "bad value '3x3' for kernel choice 'lane_blocking'"),
+        ("bf16", "bad value '' for kernel choice 'bf16'"),
+        ("tile=4", "unknown kernel choice 'tile'"),
+    ],
+)
+def test_bad_choice_is_a_value_error_naming_it(spec, message, restore_choices):
+    before = _native.kernel_choices()
+    with pytest.raises(ValueError, match=message):
+        _native.set_kernel_choices(f"prefetch_groups=0,{spec}")
+    assert _native.kernel_choices() == before  # nothing of a bad spec applied
+
+
+def _in_subprocess(env, code):
+    full = {**os.environ, **env}
+    run = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+REPORT = "import softkmeans; c = softkmeans.build_info()['kernel_choices']; print(repr(c))"
+
+
+def test_environment_override_is_reported_as_such():
+    spec = "lane_blocking=2x8,small_k=3"
+    choices = eval(_in_subprocess({"SOFTKMEANS_KERNEL_CHOICES": spec}, REPORT))
+    source = "override (SOFTKMEANS_KERNEL_CHOICES)"
+    assert choices["lane_blocking"] == {"value": "2x8", "source": source}
+    assert choices["small_k"] == {"value": "3", "source": source}
+
+
+def test_bad_environment_override_is_ignored_and_reported():
+    choices = eval(_in_subprocess({"SOFTKMEANS_KERNEL_CHOICES": "small_k=x"}, REPORT))
+    assert "ignored" in choices["SOFTKMEANS_KERNEL_CHOICES"]["source"]
+    assert not choices["small_k"]["source"].startswith("override")
+
+
+def test_probe_makes_the_probed_choices():
+    # "probe" probes whatever the table says; an override still wins over the probe.
+    env = {"SOFTKMEANS_KERNEL_CHOICES": "probe,lane_blocking=2x8"}
+    choices = eval(_in_subprocess(env, REPORT))
+    assert choices["bf16"]["source"] == "probe"
+    assert choices["bf16"]["value"] in ("on", "off")
+    assert choices["lane_blocking"]["source"].startswith("override")

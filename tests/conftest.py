@@ -179,3 +179,16 @@ def only_reader(monkeypatch, reader):
         monkeypatch.setitem(sys.modules, "pandas", None)
     if reader == "numpy.loadtxt":
         monkeypatch.setitem(sys.modules, "pyarrow", None)
+
+
+def bits_of(out):
+    """Every array and number of a result, as (bytes, dtype, shape), in a flat list (a
+    NamedTuple's fields, tuples and lists walked; sparse matrices made dense)."""
+    if hasattr(out, "_fields"):
+        return [b for f in out._fields for b in bits_of(getattr(out, f))]
+    if isinstance(out, (tuple, list)):
+        return [b for o in out for b in bits_of(o)]
+    if hasattr(out, "toarray"):
+        out = out.toarray()
+    a = np.asarray(out)
+    return [(a.tobytes(), a.dtype.str, a.shape)]

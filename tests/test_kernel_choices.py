@@ -22,7 +22,7 @@ import pytest
 import scipy.sparse as sp
 
 import softkmeans
-from conftest import KINDS, THREAD_COUNTS, make_blobs
+from conftest import KINDS, THREAD_COUNTS, bits_of, make_blobs
 from softkmeans import _native
 
 ALL = os.environ.get("SOFTKMEANS_TEST_ALL_VARIANTS", "") == "1"
@@ -65,18 +65,6 @@ def _problem(shape, dtype):
     return X, C, C_prev, w, sigma
 
 
-def _bits(out):
-    """Every array and number of a result, as (bytes, dtype, shape), in a flat list."""
-    if hasattr(out, "_fields"):
-        return [b for f in out._fields for b in _bits(getattr(out, f))]
-    if isinstance(out, (tuple, list)):
-        return [b for o in out for b in _bits(o)]
-    if sp.issparse(out):
-        out = out.toarray()
-    a = np.asarray(out)
-    return [(a.tobytes(), a.dtype.str, a.shape)]
-
-
 def _bounded(X, C, C_prev, w, t):
     """Two bounded hard steps (bounds from nothing, then carried), by groups of 1-3."""
     k = C.shape[0]
@@ -117,7 +105,7 @@ def _outputs(problem, t):
         out[f"csr_centroid_step-{kind}"] = softkmeans.centroid_step(
             Xs, C, sigma, kind=kind, sample_weight=w, n_threads=t
         )
-    return {name: _bits(o) for name, o in out.items()}
+    return {name: bits_of(o) for name, o in out.items()}
 
 
 _BASELINE = {}
@@ -167,10 +155,10 @@ def test_variant_gives_the_same_bytes(variant, shape, dtype, restore_choices):
 
 def test_entmax15_of_scores_under_every_variant(restore_choices):
     Z = np.random.default_rng(5).normal(scale=2.0, size=(777, 301)).astype(np.float32)
-    ref = _bits(softkmeans.entmax15(Z))
+    ref = bits_of(softkmeans.entmax15(Z))
     for spec in VARIANTS.values():
         _native.set_kernel_choices(spec)
-        assert _bits(softkmeans.entmax15(Z, n_threads=2)) == ref, spec
+        assert bits_of(softkmeans.entmax15(Z, n_threads=2)) == ref, spec
 
 
 def test_build_info_reports_every_choice_and_why():

@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import softkmeans
-from conftest import DTYPES, KINDS, SIMD_LEVELS, make_blobs
+from conftest import DTYPES, KINDS, SIMD_LEVELS, bits_of, make_blobs
 from softkmeans import _native
 
 pytestmark = pytest.mark.skipif(len(SIMD_LEVELS) < 2, reason="one SIMD level on this machine")
@@ -49,18 +49,6 @@ def _problem(shape, dtype, sparse):
     return X, C, w, sigma
 
 
-def _bits(out):
-    """Every array and number of a result, as (bytes, dtype, shape), in a flat list."""
-    if hasattr(out, "_fields"):
-        return [b for f in out._fields for b in _bits(getattr(out, f))]
-    if isinstance(out, (tuple, list)):
-        return [b for o in out for b in _bits(o)]
-    if sp.issparse(out):
-        out = out.toarray()
-    a = np.asarray(out)
-    return [(a.tobytes(), a.dtype.str, a.shape)]
-
-
 def _at_each_level(call):
     """call() at every SIMD level; the selected level restored afterwards."""
     before = _native.selected_simd_level()
@@ -68,7 +56,7 @@ def _at_each_level(call):
         out = {}
         for level in SIMD_LEVELS:
             _native.set_simd_level(level)
-            out[level] = _bits(call())
+            out[level] = bits_of(call())
         return out
     finally:
         _native.set_simd_level(before)

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from conftest import DTYPES, THREAD_COUNTS, TOLERANCE, make_blobs
 from softkmeans import SoftKMeans, reference, sources
 from softkmeans._balance import check_targets, integer_targets
-from softkmeans.fit import balanced, balanced_pass
+from softkmeans.fit import balanced, balanced_repair
 from softkmeans.fit.balanced import BalancedProblem
 
 
@@ -239,13 +239,13 @@ def test_balanced_refuses_auto_sigma():
 def test_warm_solves_along_moving_centroids_match_the_linear_program(
     monkeypatch, rows_per_move, band, targets
 ):
-    # Integer counts take `CountsRepair` (softkmeans.fit.balanced_pass): from the last
+    # Integer counts take `CountsRepair` (softkmeans.fit.balanced_repair): from the last
     # offsets, only the rows near a tie move, then complementary slackness is checked on
     # all rows (a retry with more rows when it fails; band 0: too few rows at first, so
     # the retries run). Every solve along a path of centroids must be the optimum of the
     # linear program at those centroids.
-    monkeypatch.setattr(balanced_pass, "ROWS_PER_MOVE", rows_per_move)
-    monkeypatch.setattr(balanced_pass, "BAND_FACTOR", band)
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", rows_per_move)
+    monkeypatch.setattr(balanced_repair, "BAND_FACTOR", band)
     used = []
     counts = balanced._native.balanced_counts
 

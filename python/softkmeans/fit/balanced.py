@@ -36,8 +36,8 @@ import numpy as np
 
 from .. import _balance, _native, _stats
 from ..sources import reads
-from .balanced_pass import CountsRepair, min_outside
 from .balanced_passes import candidates, label_sums
+from .balanced_repair import CountsRepair, min_outside
 from .steps import History, run_steps
 
 __all__ = [

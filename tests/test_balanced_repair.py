@@ -1,5 +1,5 @@
 """The balanced hard assignment as one pass and a repair (SPEC.md, "Balanced assignments
-as one pass"; softkmeans.fit.balanced_pass).
+as one pass"; softkmeans.fit.balanced_repair).
 
 Oracles: the fused native pass against its definition on the kernel's own distances
 (`_balance.biased_argmin` on `_native.sq_distances`, NumPy) and against the plain hard
@@ -16,7 +16,7 @@ from scipy.optimize import linear_sum_assignment
 from conftest import DTYPES, THREAD_COUNTS
 from softkmeans import _balance, _native, sources
 from softkmeans._balance import check_targets, integer_targets
-from softkmeans.fit import balanced_pass
+from softkmeans.fit import balanced_repair
 from softkmeans.fit.balanced import BalancedProblem
 from softkmeans.sources import dense
 
@@ -136,19 +136,19 @@ def test_repaired_assignment_is_the_lp_optimum(
 def test_warm_start_is_the_cold_solve(dtype, monkeypatch):
     # Along a path of centroids, the solve from the last offsets (a thin boundary) gives
     # the labels of a solve from zero offsets (every row repaired at first).
-    monkeypatch.setattr(balanced_pass, "ROWS_PER_MOVE", 1)
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)
     n, k = 3000, 6
     X, C = _unequal_blobs(n, 4, k, seed=4, dtype=dtype)
     source = sources.source_of(X)
     counts = integer_targets(np.full(k, n / k), n)
-    warm = balanced_pass.CountsRepair(source, counts)
+    warm = balanced_repair.CountsRepair(source, counts)
     drift = np.random.default_rng(5).normal(scale=0.02, size=C.shape)
     boundaries = []
     for t in range(5):
         Ct = (C + t * drift).astype(dtype)
         labels, _, stats, own = warm.solve(Ct)
         boundaries.append(warm.last[0].size)
-        cold_labels, _, cold_stats, cold_own = balanced_pass.CountsRepair(source, counts).solve(Ct)
+        cold_labels, _, cold_stats, cold_own = balanced_repair.CountsRepair(source, counts).solve(Ct)
         assert np.array_equal(labels, cold_labels), t
         assert np.array_equal(own, cold_own), t
         assert stats.distortion == pytest.approx(cold_stats.distortion, rel=1e-12)
@@ -159,21 +159,21 @@ def test_the_repair_widens_a_boundary_that_was_too_thin(monkeypatch):
     # A warm solve with no band and one row per move: the first repair that reaches the
     # counts leaves out rows that the offsets' change reaches; the check must see it and
     # repair again, ending at the optimum.
-    monkeypatch.setattr(balanced_pass, "ROWS_PER_MOVE", 1)
-    monkeypatch.setattr(balanced_pass, "BAND_FACTOR", 0.0)
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)
+    monkeypatch.setattr(balanced_repair, "BAND_FACTOR", 0.0)
     calls = []
-    repair = balanced_pass.CountsRepair._repair
+    repair = balanced_repair.CountsRepair._repair
 
     def counted(self, *args):
         out = repair(self, *args)
         calls.append((args[-1].size, out is not None))
         return out
 
-    monkeypatch.setattr(balanced_pass.CountsRepair, "_repair", counted)
+    monkeypatch.setattr(balanced_repair.CountsRepair, "_repair", counted)
     n, k = 500, 6
     X, C = _unequal_blobs(n, 4, k, seed=1)
     counts = integer_targets(np.full(k, n / k), n)
-    solver = balanced_pass.CountsRepair(sources.source_of(X), counts)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
     solver.solve(C)
     calls.clear()
     C = C + np.random.default_rng(5).normal(scale=0.05, size=C.shape)
@@ -244,12 +244,12 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
     # A cold start far from the counts takes the offsets of a sample of rows first (at
     # most 40 here, 1 % of the rows' count error): the solve must still be the optimum.
     # One row per move: the repair after it is thin (not every row).
-    monkeypatch.setattr(balanced_pass, "PRESOLVE_ROWS", 40)
-    monkeypatch.setattr(balanced_pass, "ROWS_PER_MOVE", 1)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)
     calls = []
-    presolve = balanced_pass.CountsRepair._presolve
+    presolve = balanced_repair.CountsRepair._presolve
     monkeypatch.setattr(
-        balanced_pass.CountsRepair, "_presolve",
+        balanced_repair.CountsRepair, "_presolve",
         lambda self, *args: calls.append(1) or presolve(self, *args),
     )  # fmt: skip
     n, k = 600, 4
@@ -257,7 +257,7 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
     masses = targets["balance"]
     masses = np.full(k, n / k) if isinstance(masses, str) else np.array(masses) * n / 63
     counts = integer_targets(masses, n)
-    labels, _, _, _ = balanced_pass.CountsRepair(sources.source_of(X), counts).solve(C)
+    labels, _, _, _ = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)
     D = _native.sq_distances(X, C, 1)
     assert calls, "the presolve did not run"
     assert np.array_equal(np.bincount(labels, minlength=k), counts)

@@ -148,7 +148,8 @@ def test_warm_start_is_the_cold_solve(dtype, monkeypatch):
         Ct = (C + t * drift).astype(dtype)
         labels, _, stats, own = warm.solve(Ct)
         boundaries.append(warm.last[0].size)
-        cold_labels, _, cold_stats, cold_own = balanced_repair.CountsRepair(source, counts).solve(Ct)
+        cold = balanced_repair.CountsRepair(source, counts)
+        cold_labels, _, cold_stats, cold_own = cold.solve(Ct)
         assert np.array_equal(labels, cold_labels), t
         assert np.array_equal(own, cold_own), t
         assert stats.distortion == pytest.approx(cold_stats.distortion, rel=1e-12)

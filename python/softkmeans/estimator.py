@@ -47,7 +47,6 @@ an empty cluster keeps its centroid.
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 from sklearn.base import (
@@ -62,6 +61,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import sources
+from ._critical_sigma import CriticalSigma, Fingerprint, weak_ref
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
 from .fit.driver import Fitter, StreamState, threads_for
@@ -353,7 +353,7 @@ default="k-means++"
         Callbacks set by ``set_callbacks`` (scikit-learn >= 1.9) see each run, width and
         iteration and may stop the fit (`softkmeans.callbacks`).
         """
-        training_data = _weak(X)
+        training_data = weak_ref(X)
         X = self._validate(X, reset=True)
         source = sources.source_of(X, sample_weight, fit=True)
         try:
@@ -371,7 +371,7 @@ default="k-means++"
         self._fitted_weights = fitted_weights(  # partial_fit continues from them
             self.labels_, weights, self.n_clusters_
         )
-        self._critical = _CriticalSigma(
+        self._critical = CriticalSigma(
             fitter.critical_sigma_known, training_data, source, fitter.metric, self._fingerprint()
         )
         self._n_features_out = self.cluster_centers_.shape[0]
@@ -397,7 +397,7 @@ default="k-means++"
                 value = state["_critical"].value()
             except AttributeError:
                 value = None
-            state["_critical"] = _CriticalSigma(value, None, None, state["_critical"]._metric)
+            state["_critical"] = CriticalSigma(value, None, None, state["_critical"]._metric)
         if "_grouping" in state:  # made again by the first predict
             state["_grouping"] = CentroidGrouping()
         return state
@@ -408,7 +408,7 @@ default="k-means++"
         fitted centroids by the same kernels (a balanced fit's is at its biased labels)."""
         if self.balance_offsets_ is not None:
             return None
-        return _Fingerprint(
+        return Fingerprint(
             self.cluster_centers_, self.assignment, self.sigma_, self.objective_, self.n_threads
         )
 
@@ -467,7 +467,7 @@ default="k-means++"
         self.min_margin_ = float(stats.min_margin)
         self.sigma_ = float(stream.sigma)
         if first:
-            self._critical = _CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
+            self._critical = CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
         self._n_features_out = self.cluster_centers_.shape[0]
         self._grouping = CentroidGrouping()
         return self
@@ -536,71 +536,3 @@ default="k-means++"
         source, C = self._source(X, sample_weight)
         stats, _ = reads.stats(source, C, self.assignment, self.sigma_, sums=False)
         return -float(stats.objective)
-
-
-def _weak(X):
-    """A weak reference to X, or None where X takes none (a list, say)."""
-    try:
-        return weakref.ref(X)
-    except TypeError:
-        return None
-
-
-class _CriticalSigma:
-    """critical_sigma_, computed on first read from the training data when the fit did
-    not need it: the data held by a weak reference (the fitted model does not keep the
-    training data alive; None: computed now from the source), the weights as validated."""
-
-    def __init__(self, value, training_data, source, metric, fingerprint=None):
-        self._value = value
-        self._X = training_data
-        self._weights = None
-        self._metric = metric
-        self._fingerprint = fingerprint
-        if value is None:
-            if training_data is None or fingerprint is None:
-                self._value = metric.critical_sigma(metric.source(source))
-                self._X = None
-            elif not source.unit_weights:
-                self._weights = source.weights
-
-    def value(self):
-        if self._value is None:
-            X = self._X() if self._X is not None else None
-            if X is None:
-                raise AttributeError(
-                    "critical_sigma_ is computed on first read from the training data, which "
-                    "is no longer referenced; use softkmeans.critical_sigma(X, sample_weight=...)"
-                )
-            source = self._metric.source(sources.source_of(X, self._weights))
-            if not self._fingerprint.matches(source):
-                raise AttributeError(
-                    "critical_sigma_ is computed on first read from the training data, which "
-                    "has changed since fit (its objective at the fitted centroids differs); "
-                    "use softkmeans.critical_sigma(X, sample_weight=...) on the data you mean"
-                )
-            self._value = self._metric.critical_sigma(source)
-            self._X = self._weights = self._fingerprint = None
-        return self._value
-
-
-class _Fingerprint:
-    """The fitted objective and how to recompute it: the same source kind of pass as the
-    fit's final one, at the fitted centroids. The sums over rows may run in another order
-    (the bounded pass's), so equality is up to float64 rounding of a sum (1e-9 relative);
-    a change of the data that keeps the objective there to that precision is not seen."""
-
-    RTOL = 1e-9
-
-    def __init__(self, C, kind, sigma, objective, n_threads):
-        self.C, self.kind, self.sigma = C, kind, sigma
-        self.objective, self.n_threads = objective, n_threads
-
-    def matches(self, source):
-        k, d = self.C.shape
-        if source.shape[1] != d:
-            return False
-        source.n_threads = threads_for(self.n_threads, source.rows_per_pass, k, d)
-        C = self.C.astype(source.dtype, copy=False)
-        got = float(reads.stats(source, C, self.kind, self.sigma, sums=False)[0].objective)
-        return abs(got - self.objective) <= self.RTOL * max(abs(got), abs(self.objective))

@@ -51,15 +51,8 @@ from . import _validation as v
 from ._covariance import Covariance
 from .fit.metric import EUCLIDEAN, metric_of
 
-__all__ = [
-    "SoftKMeansLoss",
-    "VQOutput",
-    "VectorQuantizer",
-    "closed_form_update",
-    "critical_sigma",
-    "free_energy",
-    "responsibilities",
-]
+__all__ = ["SoftKMeansLoss", "VQOutput", "VectorQuantizer", "closed_form_update",
+           "critical_sigma", "free_energy", "responsibilities"]  # fmt: skip
 
 _NATIVE_DTYPES = (torch.float32, torch.float64)
 REDUCTIONS = ("sum", "mean")

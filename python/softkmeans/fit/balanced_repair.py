@@ -87,7 +87,7 @@ def biased_pass(source, C, g):
 def _kernel_rows(source, idx):
     """The rows idx of the source as its kernels read them (CSR stays CSR: the CSR
     kernel's distances are not the dense one's bits)."""
-    if sp.issparse(getattr(source, "data", None)):
+    if source.kind == "csr":
         return source.data[idx]
     return np.ascontiguousarray(source.rows(idx))
 

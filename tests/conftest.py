@@ -192,3 +192,19 @@ def bits_of(out):
         out = out.toarray()
     a = np.asarray(out)
     return [(a.tobytes(), a.dtype.str, a.shape)]
+
+
+def assert_same_bits(ref, got, what):
+    """ref, got: `bits_of` lists of two runs; fails at the first output whose dtype, shape
+    or bytes differ, saying in how many entries and by how much."""
+    assert len(got) == len(ref), (what, len(ref), len(got))
+    for i, (a, b) in enumerate(zip(ref, got)):
+        assert a[1:] == b[1:], (what, i, a[1:], b[1:])
+        if a[0] != b[0]:
+            x = np.frombuffer(a[0], dtype=a[1]).astype(np.float64)
+            y = np.frombuffer(b[0], dtype=b[1]).astype(np.float64)
+            diff = np.flatnonzero(x != y)
+            pytest.fail(
+                f"{what}: output {i} differs in {diff.size} of {x.size} entries "
+                f"(max |diff| {np.max(np.abs(x[diff] - y[diff])):.3g})"
+            )

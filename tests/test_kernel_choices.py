@@ -22,7 +22,7 @@ import pytest
 import scipy.sparse as sp
 
 import softkmeans
-from conftest import KINDS, THREAD_COUNTS, bits_of, make_blobs
+from conftest import KINDS, THREAD_COUNTS, assert_same_bits, bits_of, make_blobs
 from softkmeans import _native
 
 ALL = os.environ.get("SOFTKMEANS_TEST_ALL_VARIANTS", "") == "1"
@@ -129,16 +129,7 @@ def restore_choices():
 
 def _assert_same(ref, got, what):
     for name, ref_bits in ref.items():
-        for i, (a, b) in enumerate(zip(ref_bits, got[name], strict=True)):
-            assert a[1:] == b[1:], (what, name, i)
-            if a[0] != b[0]:
-                x = np.frombuffer(a[0], dtype=a[1]).astype(np.float64)
-                y = np.frombuffer(b[0], dtype=b[1]).astype(np.float64)
-                diff = np.flatnonzero(x != y)
-                pytest.fail(
-                    f"{what}: {name} output {i} differs in {diff.size} of {x.size} entries "
-                    f"(max |diff| {np.max(np.abs(x[diff] - y[diff])):.3g})"
-                )
+        assert_same_bits(ref_bits, got[name], f"{what}: {name}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)

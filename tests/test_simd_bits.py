@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import softkmeans
-from conftest import DTYPES, KINDS, SIMD_LEVELS, bits_of, make_blobs
+from conftest import DTYPES, KINDS, SIMD_LEVELS, assert_same_bits, bits_of, make_blobs
 from softkmeans import _native
 
 pytestmark = pytest.mark.skipif(len(SIMD_LEVELS) < 2, reason="one SIMD level on this machine")
@@ -66,19 +66,7 @@ def _assert_same(results):
     levels = list(results)
     ref = results[levels[0]]
     for level in levels[1:]:
-        got = results[level]
-        assert len(got) == len(ref)
-        for i, (a, b) in enumerate(zip(ref, got)):
-            assert a[1:] == b[1:], (i, a[1:], b[1:])
-            if a[0] != b[0]:
-                x = np.frombuffer(a[0], dtype=a[1]).astype(np.float64)
-                y = np.frombuffer(b[0], dtype=b[1]).astype(np.float64)
-                diff = np.flatnonzero(x != y)
-                pytest.fail(
-                    f"output {i} differs between {levels[0]} and {level}: "
-                    f"{diff.size} of {x.size} entries, max |diff| "
-                    f"{np.max(np.abs(x[diff] - y[diff])):.3g}"
-                )
+        assert_same_bits(ref, results[level], f"{levels[0]} vs {level}")
 
 
 KIND_FREE_CALLS = {

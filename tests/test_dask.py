@@ -333,6 +333,20 @@ def test_kmeans_parallel_is_the_default_and_equals_the_in_memory_seeding(client,
     np.testing.assert_array_equal(got.labels_, expected.labels_)
 
 
+def test_kmeans_parallel_draws_the_in_memory_rows_on_the_cluster(client, problem):
+    # The seeding itself, byte for byte (the test above compares the fit after a step).
+    from softkmeans import sources
+    from softkmeans.fit.kmeans_parallel import kmeans_parallel
+
+    X, _, w = problem
+    expected = kmeans_parallel(sources.source_of(X, w), 24, np.random.RandomState(6))
+    Xd = da.from_array(X, chunks=(CHUNKS, -1))
+    got = kmeans_parallel(
+        sources.source_of(Xd, da.from_array(w, chunks=(CHUNKS,))), 24, np.random.RandomState(6)
+    )
+    assert got[0].tobytes() == expected[0].tobytes() and got[1] == expected[1]
+
+
 def test_dask_estimator_takes_every_parameter_of_the_estimator():
     # The Dask estimator once listed its parameters by hand and lost the ones added later
     # (metric, balance, ...): get_params and clone then dropped them.

@@ -75,6 +75,47 @@ def test_dask_equals_the_in_memory_seeding(blobs, weighted):
         np.testing.assert_array_equal(got, expected, err_msg=str(chunks))
 
 
+def _in_blocks(source, n_blocks):
+    """`source` read as n_blocks row blocks of uneven sizes (the last the largest)."""
+    n = source.shape[0]
+    bounds = np.unique(np.linspace(0, n, n_blocks + 1).astype(int) ** 2 // n)
+    blocks = source.blocks
+
+    def uneven():
+        for _, _, rows in blocks():  # one in-memory block: sliced
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                yield int(a), int(b), rows[a:b]
+
+    source.blocks = uneven
+    return source
+
+
+def _draws(source, k, random_state):
+    """The seeding's centres (bytes) and its number of passes over X."""
+    centers, n_passes = kmeans_parallel(source, k, np.random.RandomState(random_state))
+    return centers.tobytes(), n_passes
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_draws_do_not_depend_on_the_blocks_or_the_threads(blobs, weighted):
+    X, w = blobs
+    w = w if weighted else None
+    expected = _draws(sources.source_of(X, w), 24, 5)
+    for n_blocks in (5, 20):
+        got = _draws(_in_blocks(sources.source_of(X, w), n_blocks), 24, 5)
+        assert got == expected, n_blocks
+    for n_threads in (1, 2, 3):
+        source = sources.source_of(X, w)
+        source.n_threads = n_threads
+        assert _draws(source, 24, 5) == expected, n_threads
+    for n_blocks in (1, 5, 20):
+        chunks = np.diff(np.linspace(0, X.shape[0], n_blocks + 1).astype(int))
+        Xd = da.from_array(X, chunks=(tuple(chunks), -1))
+        wd = None if w is None else da.from_array(w, chunks=(tuple(chunks),))
+        with dask.config.set(scheduler="sync"):
+            assert _draws(sources.source_of(Xd, wd), 24, 5) == expected, n_blocks
+
+
 def test_sparse_input_seeds_rows_of_x(blobs):
     X, w = blobs
     X = np.where(np.abs(X) > 1.5, X, 0.0)

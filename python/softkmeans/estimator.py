@@ -134,7 +134,7 @@ class SoftKMeans(
         is refused (the schedule sets the widths).
     init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
 default="k-means++"
-        "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 5 passes
+        "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 3 passes
         over X, each drawing about n_clusters candidates, then the weighted greedy
         k-means++ on the candidates; the draws are hashed from the row index, so every
         reader of X (memmap, row blocks, Dask chunks) seeds the same rows.

@@ -13,7 +13,7 @@ weighted by the weight of the rows nearest to it.
    the weighted greedy k-means++ (scikit-learn's draws, ``2 + log k`` local trials) runs
    in memory on them.
 
-Passes over X: 1 + ROUNDS (6), whatever k; rounds stop early when phi is 0 (every row at
+Passes over X: 1 + ROUNDS (4), whatever k; rounds stop early when phi is 0 (every row at
 a candidate). The random draws (the first candidate and each row's draw) are uniforms
 hashed from (seed, round, row index), the seed drawn once from ``random_state``
 (`softkmeans.sources.kmeans_parallel_blocks`): the same rows for any chunking, thread count or
@@ -33,12 +33,19 @@ from .seeding import greedy_kmeans_plusplus
 
 __all__ = ["OVERSAMPLING", "ROUNDS", "kmeans_parallel"]
 
-# l = OVERSAMPLING x k candidates a round, ROUNDS rounds. Bahmani et al. mostly run l = 2k,
-# r = 5, and report l from 0.1k to 10k; here l = k costs half of l = 2k's passes for the
-# same fit (1e6 x 128 float32, k = 1024, bench/seeding.py: passes 5.4 s against 11.0 s,
-# k-means++ 33 s; the fit from either seeding 0.9951x k-means++'s inertia).
+# l = OVERSAMPLING x k candidates a round, ROUNDS rounds: about 3 k candidates, each round a
+# pass of n x l distances (the whole cost at large k: k = 512, 1e6 x 32, rounds 0.25 s each,
+# the candidates' k-means++ 0.1 s). Bahmani et al. mostly run l = 2k, r = 5, and find a
+# constant number of rounds enough in practice (the bound, r = O(log psi), is for the
+# worst case); Spark's default since 2.1 is l = 2k, r = 2 (SPARK-17389). Measured here
+# (bench/seeding.py's blobs and well-separated sklearn blobs, 1e6 x 32, k = 512; 3e5 x 64,
+# k = 256; 2e5 x 16, k = 8 and 32; 3 to 6 random states each; the fit 30 Lloyd steps from
+# each seeding): l = k, r = 3 ends within 0.3% of r = 5 on the overlapping blobs and below
+# it on the separated ones (3.24e7 against 3.45e7; k-means++ 3.51e7; the optimum 3.20e7),
+# with 3 k candidates instead of 5 k; l = k, r = 2 misses clusters of the separated blobs
+# (4.34e7); l = 2k, r = 2 fits as r = 3 with a third more distances.
 OVERSAMPLING = 1.0
-ROUNDS = 5
+ROUNDS = 3
 # Below this many multiply-adds per centre (candidates x d x trials, ~10 ms of one core),
 # the candidates' k-means++ runs on one thread: a thread team woken once per centre costs
 # more than it saves on such passes, and far more on a busy machine (5,120 x 128

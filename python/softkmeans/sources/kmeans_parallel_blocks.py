@@ -10,9 +10,10 @@ Random draws do not depend on the blocks: row i's uniform in round r is a hash o
 (seed, r, i) (`row_uniforms`, SplitMix64's finaliser), so any chunking of X, any thread
 count and any scheduler draw the same rows. Per-row distances come from
 `softkmeans._native.assign`, whose value for a row does not depend on the other rows of
-its block. The only quantity that depends on the blocks is the potential
-phi = sum_i w_i closest_i, summed block by block in block order: its rounding (~1e-16
-relative) can flip a draw only where a row's uniform falls that close to its threshold.
+its block. The only quantities that depend on the blocks are sums in block order: the
+potential phi = sum_i w_i closest_i, and (for weights other than 1) the candidates'
+weights. Their rounding (~1e-16 relative) can flip a draw only where a row's uniform (or
+the candidates' k-means++ draw) falls that close to its threshold.
 """
 
 from __future__ import annotations
@@ -75,10 +76,12 @@ def block_update(rows, w, closest, nearest, C, first, n_threads):
     the index in C of the new nearest where strictly closer. Returns the block's
     potential sum_i w_i closest_i (float64)."""
     labels, dist = _native.assign(rows, C, n_threads)
-    dist = dist.astype(np.float64)
-    closer = dist < closest
-    closest[closer] = dist[closer]
-    nearest[closer] = labels[closer] + first
+    # Masked copies, not boolean indexing (which gathers, then scatters): a third of
+    # the NumPy time of a pass over 1e6 rows; the same values (dist widened exactly).
+    closer = np.less(dist, closest)
+    np.copyto(closest, dist, where=closer)
+    labels += first
+    np.copyto(nearest, labels, where=closer)
     return float(closest.sum() if w is None else w @ closest)
 
 

@@ -34,7 +34,7 @@ def walk(fit):
             if getattr(arg, "__module__", "") == "softkmeans._core":
                 state["kernel"] = arg.__name__
                 state["stack"] = _stack_modules(frame)
-                state["path"] = _stack_ids(frame)
+                state["path"] = _stack_frames(frame)
             return
         name = frame.f_globals.get("__name__", "")
         mine = name.startswith("softkmeans")
@@ -44,7 +44,9 @@ def walk(fit):
                 seen.append(name)
         elif event == "return" and mine:
             state["returns"] += 1
-            detours.append((id(frame.f_back), name))
+            # The caller itself, not its id: a frame that has ended may leave its id to
+            # a later one (a return into a finished helper would count as a detour).
+            detours.append((frame.f_back, name))
 
     sys.setprofile(profile)
     try:
@@ -54,15 +56,16 @@ def walk(fit):
     path = state["path"]
     # A detour: a softkmeans function called from the final path that returned before
     # the kernel call (a feature answering "not me", a check, a lookup).
-    off_path = [name for caller, name in detours if caller in path]
+    off_path = [name for caller, name in detours if any(caller is f for f in path)]
     return modules, others, state["returns"], state["kernel"], state["stack"], off_path
 
 
-def _stack_ids(frame):
-    out = set()
+def _stack_frames(frame):
+    """The softkmeans frames on the stack (the frames themselves)."""
+    out = []
     while frame is not None:
         if frame.f_globals.get("__name__", "").startswith("softkmeans"):
-            out.add(id(frame))
+            out.append(frame)
         frame = frame.f_back
     return out
 

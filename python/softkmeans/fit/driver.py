@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -33,13 +34,14 @@ from .. import _validation as v
 from ..sources import queries, reads
 from . import phase_diagram as phase
 from .annealing import run_annealing
-from .auto_sigma import is_auto, nll_score, run_em
+from .auto_sigma import nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .kmeans_parallel import kmeans_parallel
 from .metric import EUCLIDEAN
-from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
+from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers, is_auto
 from .progress import (
+    QUIET,
     OncePerFit,
     Progress,
     converged_line,
@@ -95,6 +97,29 @@ class StreamState:
     sigma: float  # fixed at the first batch (0.0 for "hard")
     critical_sigma: float  # of the first batch
     n_steps: int  # batches seen
+
+
+class _Plan(NamedTuple):
+    """What a fit's runs read, decided once (`Fitter._plan`): the source of the final
+    pass and the training source of the runs (its sample, or itself), the checked
+    parameters, and ``run(task, rng, notes, progress) -> Run``, the run kind."""
+
+    source: object
+    training: object
+    rng: object
+    k: int
+    kind: str
+    schedule: object
+    auto: bool  # sigma="auto": the runs compare by likelihood
+    n_init: int
+    progress: Progress
+    notes: OncePerFit
+    run: Callable
+
+    def close(self):
+        self.progress.close()
+        if self.training is not self.source:
+            self.training.close()
 
 
 class Fitter:
@@ -165,13 +190,14 @@ class Fitter:
         self.source = source
         return resolved
 
-    def _init_centroids(self, k, init, rng, progress=None):
+    def _init_centroids(self, k, init, rng, progress=QUIET):
         source = self.source
         if isinstance(init, str):
             if init == "k-means||":
                 centers, _ = kmeans_parallel(source, k, rng)
             elif init == "k-means++":
-                report = seeding_reporter(progress, k)  # verbose: lines while it runs
+                # verbose: lines while it runs
+                report = seeding_reporter(progress, k) if progress.verbose else None
                 centers, _ = greedy_kmeans_plusplus(
                     queries.seeding_sample(source, k, rng), k, rng, report=report
                 )
@@ -267,29 +293,54 @@ class Fitter:
         its own); sample_weight (n,) >= 0 optional. A source made here is closed here."""
         source = sources.source_of(X, sample_weight, fit=True)
         try:
-            data = self.metric.source(source)
-            self._fit(data, *self._open(data))
+            self.fit_source(source)
         finally:
             if source is not X:
                 source.close()
         return self
 
-    def _fit(self, source, k, kind, schedule, init, n_init):
-        rng = check_random_state(self.params.random_state)
-        # The runs read the training sample (max_points_per_centroid), the final pass
-        # every row.
-        training = training_source(source, k, self.params.max_points_per_centroid, rng)
+    def fit_source(self, source):
+        """Fit the centroids to the rows of a `softkmeans.sources.Source` (the caller's
+        to close): what the runs need, decided once (`_plan`), then the runs."""
+        plan = self._plan(source)
         try:
-            self._fit_runs(source, training, rng, k, kind, schedule, init, n_init)
+            best = self._best_run(plan)
+            if plan.training is not plan.source:  # the final pass reads every row
+                final, labels = label_all(
+                    plan.source, best.centroids, plan.kind, best.sigma, plan.progress
+                )
+                best = best._replace(final=final, labels=labels)
         finally:
-            if training is not source:
-                training.close()
+            plan.close()
+        self._set_results(plan.kind, plan.schedule, plan.k, best)
+        warn_about_empty_clusters(plan.source, self.labels_, plan.k, plan.notes)
+        plan.notes.flush()
+        return self
 
-    def _fit_runs(self, source, training, rng, k, kind, schedule, init, n_init):
+    def _plan(self, source):
+        """The fit's `_Plan`: the parameters checked, the metric's source, the training
+        sample (max_points_per_centroid), the tolerance, the width and the run kind. A
+        feature that is off is not consulted."""
+        data = source if self.metric is EUCLIDEAN else self.metric.source(source)
+        k, kind, schedule, init, n_init = self._open(data)
+        rng = check_random_state(self.params.random_state)
+        # The runs read the training sample, the final pass every row.
+        sample = self.params.max_points_per_centroid
+        training = data if sample is None else training_source(data, k, sample, rng)
+        try:
+            return self._plan_runs(data, training, rng, k, kind, schedule, init, n_init)
+        except BaseException:
+            if training is not data:
+                training.close()
+            raise
+
+    def _plan_runs(self, source, training, rng, k, kind, schedule, init, n_init):
         params = self.params
         self.source = training
         notes = OncePerFit(self.warning_category)
-        variances = queries.feature_variances(training)
+        variances = training.variances
+        if variances is None:  # not computed by the source's validation
+            variances = queries.feature_variances(training)
         v.check_spread(variances, training.dtype)  # squared distances would underflow
         tol = _tolerance(variances, params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
@@ -301,24 +352,15 @@ class Fitter:
         )
         n_init = _runs_of(init, n_init)
         targets = self._targets(training, k, kind, auto)
-        progress = Progress(
-            params.verbose, total=None if schedule is not None else params.max_iter * n_init
-        )
-        try:
-            run_kind = self._run_kind(k, kind, sigma, tol, init, schedule, targets, auto)
-            best = self._best_run(run_kind, n_init, k, auto, schedule is not None,
-                                  dict(rng=rng, notes=notes, progress=progress))  # fmt: skip
-            if training is not source:
-                final, labels = label_all(source, best.centroids, kind, best.sigma, progress)
-                best = best._replace(final=final, labels=labels)
-        finally:
-            progress.close()
-        self._set_results(kind, schedule, k, best)
-        warn_about_empty_clusters(source, self.labels_, k, notes)
-        notes.flush()
+        total = None if schedule is not None else params.max_iter * n_init
+        progress = Progress(params.verbose, total=total) if params.verbose else QUIET
+        run = self._run_kind(k, kind, sigma, tol, init, schedule, targets, auto)
+        return _Plan(source, training, rng, k, kind, schedule, auto, n_init, progress, notes, run)
 
     def _targets(self, training, k, kind, auto):
         """The balanced fit's `Targets`, or None; what does not combine with it refused."""
+        if self.params.balance is None and self.params.max_cluster_size is None:
+            return None  # a plain fit
         targets = targets_of(self.params, training, k, kind)
         if targets is not None and self.params.max_points_per_centroid is not None:
             raise ValueError(
@@ -377,23 +419,26 @@ class Fitter:
 
         return run
 
-    def _best_run(self, run_kind, n_init, k, auto, annealing, context):
-        """The best of n_init runs (lowest objective; sigma="auto": likelihood), a run's
-        task ending the runs when it asks to."""
+    def _best_run(self, plan):
+        """The best of the plan's runs (lowest objective; sigma="auto": likelihood), a
+        run's task ending the runs when it asks to (tasks are made only where observed)."""
         best, best_score = None, None
-        for r in range(n_init):
-            max_subtasks = None if annealing else self.params.max_iter
-            task = self.task.subtask(f"run {r}", max_subtasks=max_subtasks)
-            task.begin()
-            run = run_kind(task, **context)
+        observed = self.task is not NO_TASKS
+        max_subtasks = None if plan.schedule is not None else self.params.max_iter
+        for r in range(plan.n_init):
+            task = self.task
+            if observed:
+                task = task.subtask(f"run {r}", max_subtasks=max_subtasks)
+                task.begin()
+            run = plan.run(task, plan.rng, plan.notes, plan.progress)
             # sigma='auto': runs end at their own widths, so they compare by likelihood.
             score = (
                 nll_score(run.final, run.sigma, self.source.shape[1])
-                if auto
+                if plan.auto
                 else run.final.objective
             )
             if best is None or (
-                score < best_score and not _same_clustering(run.labels, best.labels, k)
+                score < best_score and not _same_clustering(run.labels, best.labels, plan.k)
             ):
                 best, best_score = run, score
             state = {

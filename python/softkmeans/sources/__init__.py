@@ -37,9 +37,9 @@ import numpy as np
 
 from .. import _sparse
 from .. import _validation as v
-from .base import LocalSource, Source
+from .base import Source
 from .csr import CSRSource
-from .dense import ArraySource, RowBlockSource, spool
+from .dense import ArraySource, LocalSource, RowBlockSource, spool
 
 __all__ = [
     "ArraySource",
@@ -70,6 +70,10 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
             raise TypeError("sample_weight goes with X, not with a Source (it holds its own)")
         return X
     kw = dict(n_threads=n_threads, name=name)
+    if isinstance(X, np.ndarray):  # the common case first: in place, or in row blocks
+        if row_blocks and _needs_row_blocks(X):
+            return RowBlockSource(X, sample_weight, fit=fit, **kw)
+        return ArraySource(X, sample_weight, fit=fit, **kw)
     if _sparse.is_sparse(X):
         return CSRSource(X, sample_weight, **kw)
     if _is_dask(X) and row_blocks:

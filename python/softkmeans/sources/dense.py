@@ -1,5 +1,6 @@
-"""Dense sources: a C-contiguous array read in place (`ArraySource`), and anything else
-read by row slices (`RowBlockSource`: Fortran-ordered or strided arrays, DataFrame
+"""In-process sources: what every one shares (`LocalSource`: its shape, validated
+weights and threads), a C-contiguous array read in place (`ArraySource`), and anything
+else read by row slices (`RowBlockSource`: Fortran-ordered or strided arrays, DataFrame
 values, h5py / zarr datasets).
 
 Validation is one pass in row blocks: finiteness and magnitude (one min and one max
@@ -24,16 +25,18 @@ import weakref
 import numpy as np
 
 from .. import _validation as v
-from .base import LocalSource
+from .base import Source
 from .readahead import file_blocks
 from .runner import transformed
 
 __all__ = [
+    "LocalSource",
     "ROW_BLOCK_BYTES",
     "file_backed",
     "SCAN_BYTES",
     "ArraySource",
     "FeatureMoments",
+    "check_weights",
     "check_values",
     "RowBlockSource",
     "spool",
@@ -49,6 +52,40 @@ SCAN_BYTES = 1 << 20
 # Bytes of a memory-mapped X read at a time where each block is transformed (cosine's
 # normalized rows): the transformed copy is anonymous memory, the file's pages are not.
 TRANSFORMED_BLOCK_BYTES = 1 << 22
+
+
+def check_weights(sample_weight, n, fit=False):
+    """Validated (n,) float64 weights (None: all ones); for a fit, all zeros get their
+    own message (the functional API's is `softkmeans._validation`'s)."""
+    try:
+        return v.check_sample_weight(sample_weight, n)
+    except ValueError:
+        if fit and sample_weight is not None:
+            arr = np.asarray(sample_weight)
+            if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "biuf" and not arr.any():
+                raise ValueError(
+                    "sample_weight is all zero: at least one weight must be positive"
+                ) from None
+        raise
+
+
+class LocalSource(Source):
+    """A source in this process: X is read as row blocks (`blocks`), each a C-contiguous
+    array or a CSR matrix the native kernels take. With one block every result is the
+    kernels' own, bit for bit."""
+
+    def __init__(self, shape, n_threads=0):
+        """Subclasses set ``data`` and ``dtype``, then call `_set_weights`."""
+        self.shape = tuple(int(s) for s in shape)
+        self.rows_per_pass = self.shape[0]
+        self.n_threads = n_threads
+
+    def _set_weights(self, sample_weight, fit=False):
+        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
+        self.weights = check_weights(sample_weight, self.shape[0], fit)
+        self.unit_weights = sample_weight is None
+
+    kind = "dense"
 
 
 class FeatureMoments:
@@ -171,7 +208,7 @@ class ArraySource(_DenseSource):
         w = self.weights
         self._release = None if release is None else weakref.finalize(self, release)
         self._transformed = None
-        self._file_blocks = file_blocks(X)
+        self._file_blocks = file_blocks(X) if file_backed(X) else None
         if checked:  # by `spool`, as it wrote X
             return
         n = X.shape[0]

@@ -37,9 +37,8 @@ import numpy as np
 
 from .. import _native
 from .._covariance import Covariance
-from .base import LocalSource
 from .csr import CSRSource
-from .dense import SCAN_BYTES, ArraySource, file_backed
+from .dense import SCAN_BYTES, ArraySource, LocalSource, file_backed
 from .runner import RowMap, run
 
 __all__ = [

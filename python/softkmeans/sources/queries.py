@@ -1,6 +1,6 @@
 """What the fit asks of a source that is not a pass over every row: the features'
 variances (the tolerance), which weights are positive, the number of distinct rows (a
-warning's cause), the rows seeding draws from, and the seeding algorithms' passes.
+warning's cause), the rows seeding draws from, and k-means||'s passes.
 
 Each is one function of a source, here where the kinds of source are known; the
 Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask_source`.
@@ -13,8 +13,6 @@ import numpy as np
 from .. import _sparse
 from .dense import FeatureMoments, file_backed
 from .kmeans_parallel_blocks import LocalParallelPasses
-from .kmeanspp_passes import BlockSeedingPasses, KeptDistancePasses
-from .normalized import UnitCSRSeedingPasses, UnitCSRSource
 from .reads import moments
 from .runner import transformed_blocks
 
@@ -23,7 +21,6 @@ __all__ = [
     "kmeans_parallel_passes",
     "n_distinct_rows",
     "positive",
-    "seeding_passes",
     "seeding_sample",
 ]
 
@@ -81,22 +78,6 @@ def seeding_sample(source, n_clusters, rng):
 
         return dask_sample(source, n_clusters, rng)
     return source
-
-
-def seeding_passes(source, n_candidates):
-    """k-means++'s passes over an in-process source (`softkmeans.sources.kmeanspp_passes`), for
-    at most n_candidates candidates a centre: over one in-memory array (its candidates'
-    distances kept where it is in memory), else over the transformed blocks."""
-    X = source.dense_array()
-    if X is not None:
-        keep = not file_backed(X)
-        return KeptDistancePasses(X, source.weights, source.n_threads, keep_distances=keep)
-    if isinstance(source, UnitCSRSource):
-        return UnitCSRSeedingPasses(source)
-    if source.kind == "csr":
-        return KeptDistancePasses(source.data, source.weights, source.n_threads,
-                                  keep_distances=False)  # fmt: skip
-    return BlockSeedingPasses(source, n_candidates)
 
 
 def kmeans_parallel_passes(source):

@@ -64,9 +64,9 @@ from . import sources
 from ._critical_sigma import CriticalSigma, Fingerprint, weak_ref
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
-from .fit.driver import Fitter, StreamState, threads_for
+from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
-from .fit.streaming import fitted_weights
+from .fit.streaming import StreamState, fitted_weights
 from .fit.tasks import NO_TASKS
 from .sources import reads
 from .sources.nearest import CentroidGrouping
@@ -356,20 +356,20 @@ default="k-means++"
         """
         fitter, source = self._fitter(X, y, sample_weight)
         try:
-            fitter.fit_source(source)
+            fitter.run()
         finally:
             source.close()
         self._set_fitted(fitter, source, weak_ref(X))
         return self
 
     def _fitter(self, X, y, sample_weight):
-        """(the `Fitter` of a fit, the source of X): X validated and its source made once,
-        the callbacks' root task begun only where callbacks are set."""
+        """(the `Fitter` of a fit, planned, the source of X): X validated and its source
+        made once, the callbacks' root task begun only where callbacks are set."""
         X = self._validate(X, reset=True)
         source = sources.source_of(X, sample_weight, fit=True)
         try:
             task = fit_task(self, X, y, sample_weight) if self._has_callbacks() else NO_TASKS
-            return Fitter(self._fit_params(), ConvergenceWarning, task), source
+            return Fitter(self._fit_params(), ConvergenceWarning, task).plan(source), source
         except BaseException:
             source.close()
             raise

@@ -40,12 +40,13 @@ import numpy as np
 
 from .. import _native, sources
 from .. import _validation as v
-from ..sources import runner
+from ..sources import queries, runner
 from ..sources.dense import file_backed
 from ..sources.runner import Pass, concat
 
 __all__ = [
     "CLOSEST",
+    "KMeansPlusPlus",
     "POTENTIALS",
     "SeedingPasses",
     "check_random_state",
@@ -162,16 +163,20 @@ def kmeans_plusplus(
     return greedy_kmeans_plusplus(source, n_clusters, rng, n_local_trials=n_local_trials)
 
 
-def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, report=None):
-    """`kmeans_plusplus` over a `softkmeans.sources.Source` (1 <= n_clusters <= n), rng a
-    RandomState; returns (centers, indices). Unit weights skip the product w * closest.
-    report(c): called after each of the c = 1 .. n_clusters centres (verbose progress)."""
+def greedy_kmeans_plusplus(
+    source, n_clusters, rng, *, n_local_trials=None, report=None, passes=None
+):
+    """`kmeans_plusplus` over an in-process `softkmeans.sources.Source` (1 <= n_clusters
+    <= n), rng a RandomState; returns (centers, indices). Unit weights skip the product
+    w * closest. report(c): called after each of the c = 1 .. n_clusters centres (verbose
+    progress). passes: the source's `SeedingPasses` where made already."""
     n, d = source.shape
     w = source.weights
     unit_weights = source.unit_weights
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    passes = SeedingPasses(source)
+    if passes is None:
+        passes = SeedingPasses(source)
     centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
@@ -179,11 +184,11 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, repo
     # draw, searched in the cumulative weights. The same draw, searched without the three
     # n-sized temporaries of choice (p, its cumulative sum, a sign check).
     first = int(_draw(w, np.array([rng.random_sample() * float(w.sum())]))[0])
-    centers[0] = source.rows([first])[0]
-    indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
     passes.update_closest(closest, first)
+    centers[0] = source.rows([first])[0]
+    indices[0] = first
     current_pot = float(closest @ w)
     weighted_buf = None if unit_weights else np.empty(n)
     if report is not None:
@@ -294,6 +299,26 @@ def whole_array(source):
     if X is None and source.kind == "csr" and not source.directions:
         X = source.data
     return X
+
+
+class KMeansPlusPlus:
+    """The k-means++ seeding of a fit's runs: its passes over an in-process source made
+    once (kept candidates' distances stay valid from run to run: X does not change); a
+    Dask source is sampled into this process for each seeding
+    (`softkmeans.sources.queries.seeding_sample`)."""
+
+    def __init__(self, source, n_clusters):
+        self.source, self.n_clusters = source, n_clusters
+        self.passes = None if source.kind == "dask" else SeedingPasses(source)
+
+    def centres(self, rng, report=None):
+        """(centers, indices) of one seeding, rng a RandomState."""
+        if self.passes is None:
+            sample = queries.seeding_sample(self.source, self.n_clusters, rng)
+            return greedy_kmeans_plusplus(sample, self.n_clusters, rng, report=report)
+        return greedy_kmeans_plusplus(
+            self.source, self.n_clusters, rng, report=report, passes=self.passes
+        )
 
 
 class SeedingPasses:

@@ -60,6 +60,10 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
+        # A fit's validation: 7 rows checked at a time, the features' moments folded in.
+        "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
+        "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
+        "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (

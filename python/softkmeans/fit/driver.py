@@ -317,7 +317,9 @@ class Fitter:
     def run(self):
         """The planned fit: its runs, the best kept, and its final pass over every row
         where the runs read a sample."""
-        plan = self._planned
+        # The plan's run kind refers to this Fitter: dropped, it leaves no cycle that would
+        # keep the source (and X) alive after the fit.
+        plan, self._planned = self._planned, None
         try:
             best = self._best_run(plan)
             if plan.training is not plan.source:

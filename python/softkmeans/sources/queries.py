@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _sparse
-from .dense import FeatureMoments, file_backed
+from .dense import FEATURE_MOMENTS, FeatureMoments
 from .kmeans_parallel_blocks import LocalParallelPasses
 from .reads import moments
-from .runner import transformed_blocks
+from .runner import Pass, run
 
 __all__ = [
+    "DISTINCT_ROWS",
     "feature_variances",
     "kmeans_parallel_passes",
     "n_distinct_rows",
@@ -34,10 +35,8 @@ def feature_variances(source):
         elif source.kind == "dask":
             source.variances = np.diagonal(moments(source)[1]).copy()
         else:
-            acc = FeatureMoments(source.shape[1])
-            for start, stop, rows in transformed_blocks(source):
-                acc.add(rows, source.weights[start:stop])
-            source.variances = acc.variances()
+            parts = run(source, FEATURE_MOMENTS)
+            source.variances = FeatureMoments(source.shape[1]).add_all(parts).variances()
     return source.variances
 
 
@@ -64,10 +63,20 @@ def n_distinct_rows(source):
         return distinct_rows(source, keep)
     if source.kind == "csr":
         return _sparse.n_distinct_rows(source.data if keep is None else source.data[keep])
-    X = source.dense_array()
-    if X is None or file_backed(X):
-        X = np.concatenate([rows.copy() for _, _, rows in transformed_blocks(source)])
-    return np.unique(X if keep is None else X[keep], axis=0).shape[0]
+    return run(source, DISTINCT_ROWS).shape[0]
+
+
+def _distinct_block(rows, w, start):
+    """The distinct rows of positive weight of a dense block, sorted."""
+    return np.unique(rows[w > 0], axis=0)
+
+
+def _distinct_merge(parts):
+    return np.unique(np.concatenate(parts), axis=0)
+
+
+# The distinct rows of positive weight of a dense X (its number: `n_distinct_rows`).
+DISTINCT_ROWS = Pass("distinct_rows", _distinct_block, _distinct_merge)
 
 
 def seeding_sample(source, n_clusters, rng):

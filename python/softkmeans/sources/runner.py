@@ -39,6 +39,7 @@ __all__ = [
     "reduce_tree",
     "run",
     "run_array",
+    "run_blocks",
     "transformed",
     "transformed_blocks",
 ]
@@ -107,16 +108,19 @@ def run(source, read, *args):
     """The pass or row map `read` over `source`, with args: its merged result."""
     if source.kind == "dask":
         return source.block_passes.run(read, source.transforms, *args)
-    return _run_blocks(source.blocks(), source.weights, source.transforms, read, args)
+    return run_blocks(source.blocks(), source.weights, read, *args, transforms=source.transforms)
 
 
 def run_array(X, weights, read, *args):
     """The pass or row map `read` over the in-memory array X (n, d) as one block (a
     source's `dense_array`: the kernels read X in place, its rows' indices those of X)."""
-    return _run_blocks(((0, X.shape[0], X),), weights, (), read, args)
+    return run_blocks(((0, X.shape[0], X),), weights, read, *args)
 
 
-def _run_blocks(blocks, weights, transforms, read, args):
+def run_blocks(blocks, weights, read, *args, transforms=()):
+    """The pass or row map `read` over (start, stop, rows) blocks of X in row order (a
+    source's, one array's, or those a copy of X writes as it reads them), `transforms`
+    applied to each: its merged result."""
     # A loop, not a comprehension over `transformed_blocks`: the transformed block is
     # dropped before the next one is made (one block's copy alive at a time).
     parts = []

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
 from .annealing_schedule import AnnealingSchedule, check_conflicts, check_schedule
-from .metric import METRICS, POLICIES
+from .metric import POLICIES, metric_of
 
 __all__ = [
     "AUTO",
@@ -250,8 +250,11 @@ class FitParams:
         """The fit's metric (`softkmeans.fit.metric`); InvalidParameterError naming
         ``metric`` for an unknown one."""
         if isinstance(self.metric, str) and self.metric in POLICIES:
-            return POLICIES[self.metric]
-        raise InvalidParameterError(f"metric must be one of {METRICS}; got {self.metric!r}")
+            return POLICIES[self.metric]  # a table: a known metric calls nothing
+        try:
+            return metric_of(self.metric)  # raises, naming ``metric``
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
 
     def _resolve_n_init(self, k, schedule):
         """n_init as an int: "auto" is 1 for k-means++, k-means|| or an array, 10 for "random" or a

@@ -205,6 +205,6 @@ def test_seeds_over_blocks_equal_those_over_the_whole_array(monkeypatch):
 
     whole = seeds(sources.source_of(X, w))
     blocks = sources.source_of(np.asfortranarray(X), w)
-    assert seeding.whole_array(blocks) is None and len(list(blocks.blocks())) == 9
+    assert sources.kernel_array(blocks) is None and len(list(blocks.blocks())) == 9
     np.testing.assert_array_equal(seeds(blocks), whole)
     np.testing.assert_array_equal(seeds(sources.source_of(sparse.csr_matrix(X), w)), whole)

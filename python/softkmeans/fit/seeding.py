@@ -290,17 +290,6 @@ CLOSEST = Pass("kmeanspp_closest", _closest_block, concat)
 POTENTIALS = Pass("kmeanspp_potentials", _potentials_block, concat)
 
 
-def whole_array(source):
-    """X as the one array k-means++'s kernels read in place, or None (they read the
-    source's blocks stacked on the centres): a dense X in memory or memory-mapped (after
-    the source's transforms: cosine's normalized copy), or a CSR X read as it is (not
-    cosine's, whose rows are scaled block by block)."""
-    X = source.dense_array()
-    if X is None and source.kind == "csr" and not source.directions:
-        X = source.data
-    return X
-
-
 class KMeansPlusPlus:
     """The k-means++ seeding of a fit's runs: its passes over an in-process source made
     once (kept candidates' distances stay valid from run to run: X does not change); a
@@ -309,7 +298,8 @@ class KMeansPlusPlus:
 
     def __init__(self, source, n_clusters):
         self.source, self.n_clusters = source, n_clusters
-        self.passes = None if source.kind == "dask" else SeedingPasses(source)
+        in_process = isinstance(source, sources.LocalSource)
+        self.passes = SeedingPasses(source) if in_process else None
 
     def centres(self, rng, report=None):
         """(centers, indices) of one seeding, rng a RandomState."""
@@ -322,17 +312,17 @@ class KMeansPlusPlus:
 
 
 class SeedingPasses:
-    """k-means++'s passes over a source (`CLOSEST`, `POTENTIALS`): over the array its
-    kernels read in place where the source has one (`whole_array`), else over its blocks.
-    The candidates' distances are kept where allowed (a dense X in the process's memory,
-    not a memory-mapped one, whose pages they would double) and where they take at most
-    half of X's memory (an (L, n) array of X's dtype: scikit-learn keeps them too); an
-    update with one of the last candidates then takes its row of them: one pass over X
-    per centre instead of two."""
+    """k-means++'s passes over an in-process source (`CLOSEST`, `POTENTIALS`): over the
+    array its kernels read in place where it has one (`sources.kernel_array`), else over
+    its blocks. The candidates' distances are kept where allowed (a dense X in the
+    process's memory, not a memory-mapped one, whose pages they would double) and where
+    they take at most half of X's memory (an (L, n) array of X's dtype: scikit-learn keeps
+    them too); an update with one of the last candidates then takes its row of them: one
+    pass over X per centre instead of two."""
 
     def __init__(self, source):
         self.source, self.n_threads = source, source.n_threads
-        self.X = whole_array(source)
+        self.X = sources.kernel_array(source)
         self.keep = isinstance(self.X, np.ndarray) and not file_backed(self.X)
         self._cand = None  # the last candidates whose distances are in self._dist
         self._dist = None

@@ -7,7 +7,11 @@ Counted with sys.setprofile from `SoftKMeans(k, assignment="hard").fit(X)` (the
 estimator warmed up first, so imports and one-time caches are not counted): every
 "call" event of a softkmeans Python function adds its module, every "return" event of
 one adds a return, until the first "c_call" of a `softkmeans._core` function. Modules
-outside softkmeans (scikit-learn's validation, NumPy) are listed apart.
+outside softkmeans (scikit-learn's validation, NumPy) are listed apart. A detour is a
+return into a frame that is still on the stack at the kernel call (the final path): a
+softkmeans function that path called and that came back before the kernel (a check, a
+lookup, a feature answering "not me"); calls made inside a detour are not counted again.
+Each line prints measured / needed where issue 34 sets a target.
 
     PYTHONPATH=python python bench/walk.py
 """
@@ -20,6 +24,11 @@ import numpy as np
 
 import softkmeans
 from softkmeans import SoftKMeans
+
+# Issue 34: "at most 8 Python modules with at most 3 returns" before the first kernel
+# call, counted as every softkmeans module entered and every return to the final path.
+NEEDED_MODULES = 8
+NEEDED_DETOURS = 3
 
 
 def walk(fit):
@@ -34,7 +43,7 @@ def walk(fit):
             if getattr(arg, "__module__", "") == "softkmeans._core":
                 state["kernel"] = arg.__name__
                 state["stack"] = _stack_modules(frame)
-                state["path"] = _stack_ids(frame)
+                state["path"] = _stack_frames(frame)
             return
         name = frame.f_globals.get("__name__", "")
         mine = name.startswith("softkmeans")
@@ -44,7 +53,9 @@ def walk(fit):
                 seen.append(name)
         elif event == "return" and mine:
             state["returns"] += 1
-            detours.append((id(frame.f_back), name))
+            # The caller itself, not its id: a frame that has ended may leave its id to
+            # a later one (a return into a finished helper would count as a detour).
+            detours.append((frame.f_back, name))
 
     sys.setprofile(profile)
     try:
@@ -54,15 +65,16 @@ def walk(fit):
     path = state["path"]
     # A detour: a softkmeans function called from the final path that returned before
     # the kernel call (a feature answering "not me", a check, a lookup).
-    off_path = [name for caller, name in detours if caller in path]
+    off_path = [name for caller, name in detours if any(caller is f for f in path)]
     return modules, others, state["returns"], state["kernel"], state["stack"], off_path
 
 
-def _stack_ids(frame):
-    out = set()
+def _stack_frames(frame):
+    """The softkmeans frames on the stack (the frames themselves)."""
+    out = []
     while frame is not None:
         if frame.f_globals.get("__name__", "").startswith("softkmeans"):
-            out.add(id(frame))
+            out.append(frame)
         frame = frame.f_back
     return out
 
@@ -87,12 +99,13 @@ def main():
     )
     print(f"softkmeans {softkmeans.__file__}")
     print(f"first kernel call: _core.{kernel}")
-    print(f"softkmeans modules ({len(modules)}): {' -> '.join(modules)}")
+    print(f"softkmeans modules entered: {len(modules)} / {NEEDED_MODULES} needed: "
+          + " -> ".join(modules))
     print(f"softkmeans returns before it: {returns}")
     print(f"the stack at it ({len(stack)} modules, {len(set(stack))} distinct): "
           + " -> ".join(stack))
-    print(f"returns to the path (detours) before it: {len(off_path)}, into "
-          f"{len(set(off_path))} modules: {', '.join(sorted(set(off_path)))}")
+    print(f"returns to the path (detours) before it: {len(off_path)} / {NEEDED_DETOURS} "
+          f"needed, into {len(set(off_path))} modules: {', '.join(sorted(set(off_path)))}")
     print(f"other modules ({len(others)}): {', '.join(others)}")
 
 

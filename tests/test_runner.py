@@ -49,6 +49,8 @@ def _arguments(C, n_threads=1):
     Ca = np.hstack([C, np.abs(C[:, :1])]).astype(C.dtype)
     labels = np.arange(N) % K
     groups = np.arange(K) % 2  # two groups of centroids: the group-pruned passes
+    closest = np.where(labels == 0, np.inf, np.arange(N) / N)  # some rows infinitely far
+    cand = np.array([3, 400, 999], dtype=np.int64)  # rows of X (the kernels' indices)
     return {
         "softkmeans.sources.reads.STATS": ((), (C, "softmax", 0.7, n_threads, True, True)),
         "softkmeans.sources.reads.NEAREST_STATS": ((), (C, groups, n_threads)),
@@ -58,6 +60,10 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
+        # A fit's validation: 7 rows checked at a time, the features' moments folded in.
+        "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
+        "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
+        "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
@@ -67,6 +73,9 @@ def _arguments(C, n_threads=1):
         "softkmeans.fit.balanced_passes.CANDIDATES": ((), (C, 2, n_threads)),
         "softkmeans.fit.balanced_passes.SQ_DISTANCES": ((), (C, n_threads)),
         "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
+        # k-means++: the distances to the nearest centre so far, read by each block.
+        "softkmeans.fit.seeding.CLOSEST": ((), (closest, C[:1], 3, n_threads)),
+        "softkmeans.fit.seeding.POTENTIALS": ((), (closest, C[1:4], cand, n_threads)),
         # With the runner's transforms: annealing's zero column, cosine's normalization.
         "augmented STATS": ((reads.augment,), (Ca, "entmax15", 0.6, n_threads, True, True)),
         "normalized STATS": (
@@ -74,6 +83,7 @@ def _arguments(C, n_threads=1):
                               n_threads, True, True)
         ),
         "normalized LABEL_DISTANCES": ((_normalize(),), (C, labels, True, n_threads)),
+        "normalized POTENTIALS": ((_normalize(),), (closest, C[1:4], cand, n_threads)),
     }
 
 

@@ -161,7 +161,8 @@ def test_two_level_draw_equals_a_search_in_the_full_cumulative_sum():
 def test_kept_distances_only_for_an_array_in_memory(tmp_path):
     """The candidates' distances are kept for an in-memory X, not for a memory-mapped one
     (they would be anonymous memory of half the file's size); both seed alike."""
-    from softkmeans.sources import ArraySource, dense, queries
+    from softkmeans.fit.seeding import SeedingPasses
+    from softkmeans.sources import ArraySource, dense
 
     X, _ = make_blobs(2000, n_features=8, centers=10, random_state=4)
     X = X.astype(np.float32)
@@ -171,7 +172,7 @@ def test_kept_distances_only_for_an_array_in_memory(tmp_path):
     assert not dense.file_backed(X) and not dense.file_backed(X[10:])
     kept = {}
     for name, data in (("memory", X), ("file", mm)):
-        passes = queries.seeding_passes(ArraySource(data), 3)
+        passes = SeedingPasses(ArraySource(data))
         closest = np.full(len(X), np.inf)
         passes.update_closest(closest, 0)
         passes.candidate_potentials(closest, np.array([3, 5, 7], dtype=np.int64))
@@ -180,3 +181,30 @@ def test_kept_distances_only_for_an_array_in_memory(tmp_path):
     np.testing.assert_array_equal(
         kmeans_plusplus(mm, 10, random_state=0)[1], kmeans_plusplus(X, 10, random_state=0)[1]
     )
+
+
+def test_seeds_over_blocks_equal_those_over_the_whole_array(monkeypatch):
+    """k-means++ read in row blocks stacked on the centres (a Fortran-ordered X, in chunks
+    inside its blocks) or from a CSR matrix picks the rows it picks over the in-memory
+    array: small integers make every distance and potential exact, whatever the order of
+    the sums, so only a block that reads the wrong rows' state can differ."""
+    from scipy import sparse
+
+    from softkmeans import sources
+    from softkmeans.fit import seeding
+    from softkmeans.sources import dense
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(-8, 9, size=(3000, 6)).astype(np.float64)
+    w = rng.integers(1, 4, size=3000).astype(np.float64)
+    monkeypatch.setattr(dense, "ROW_BLOCK_BYTES", 1 << 14)  # 341 rows a block
+    monkeypatch.setattr(seeding, "CHUNK_BYTES", 1 << 11)  # 42-row chunks inside them
+
+    def seeds(source):
+        return seeding.greedy_kmeans_plusplus(source, 12, np.random.RandomState(0))[1]
+
+    whole = seeds(sources.source_of(X, w))
+    blocks = sources.source_of(np.asfortranarray(X), w)
+    assert sources.kernel_array(blocks) is None and len(list(blocks.blocks())) == 9
+    np.testing.assert_array_equal(seeds(blocks), whole)
+    np.testing.assert_array_equal(seeds(sources.source_of(sparse.csr_matrix(X), w)), whole)

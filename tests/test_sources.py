@@ -168,3 +168,20 @@ def test_feature_moments_fold_in_steps_as_numpy_computes_them(monkeypatch, dtype
     expected = np.average((X64 - mean) ** 2, axis=0, weights=w)
     got = dense.FeatureMoments(3).add(X, w).variances()
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_distinct_rows_over_blocks_count_each_row_once(monkeypatch):
+    """The distinct rows of positive weight, read in many row blocks (each block's own,
+    merged): a row repeated across blocks counts once, a row of weight 0 not at all."""
+    from softkmeans import sources
+    from softkmeans.sources import queries
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 3, size=(2000, 3)).astype(np.float64)  # 27 possible rows
+    X[:5] = 7.0  # a row only at weight 0
+    w = np.ones(2000)
+    w[:5] = 0.0
+    monkeypatch.setattr(dense, "ROW_BLOCK_BYTES", 1 << 10)  # 42 rows a block
+    source = sources.source_of(np.asfortranarray(X), w)
+    assert len(list(source.blocks())) > 40
+    assert queries.n_distinct_rows(source) == np.unique(X[5:], axis=0).shape[0] == 27

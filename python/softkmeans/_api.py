@@ -21,7 +21,7 @@ from __future__ import annotations
 from . import _native, _stats, sources
 from . import _validation as v
 from .sources import reads
-from .sources.base import check_weights
+from .sources.dense import check_weights
 
 _NATIVE = (
     "sq_distances",

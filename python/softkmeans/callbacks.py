@@ -19,7 +19,7 @@ module nor scikit-learn.
 
 from __future__ import annotations
 
-from .fit.tasks import NO_TASKS, Task
+from .fit.tasks import Task
 
 try:
     from sklearn.callback import CallbackSupportMixin, with_callbacks
@@ -68,11 +68,8 @@ class ContextTask(Task):
 
 
 def fit_task(estimator, X, y, sample_weight):
-    """The root task of a fit (begun), or `NO_TASKS` when no callback is set."""
-    if not (
-        getattr(estimator, "_skl_callbacks", None) or hasattr(estimator, "_parent_callback_ctx")
-    ):
-        return NO_TASKS
+    """The root task of a fit (begun), for an estimator whose callbacks are set (a fit
+    without them runs with `NO_TASKS` and does not call this)."""
     # The mixin's documented entry point for an estimator's fit (SLEP 023); the number
     # of runs is known only once the parameters are checked.
     context = estimator._init_callback_context(max_subtasks=None)

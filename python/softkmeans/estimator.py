@@ -64,9 +64,10 @@ from . import sources
 from ._critical_sigma import CriticalSigma, Fingerprint, weak_ref
 from .callbacks import CallbackSupportMixin, fit_task, with_callbacks
 from .fit.balanced import biased_labels, biased_responsibilities
-from .fit.driver import Fitter, StreamState, threads_for
+from .fit.driver import Fitter, threads_for
 from .fit.params import DEFAULTS, FitParams, InvalidParameterError
-from .fit.streaming import fitted_weights
+from .fit.streaming import StreamState, fitted_weights
+from .fit.tasks import NO_TASKS
 from .sources import reads
 from .sources.nearest import CentroidGrouping
 
@@ -353,15 +354,36 @@ default="k-means++"
         Callbacks set by ``set_callbacks`` (scikit-learn >= 1.9) see each run, width and
         iteration and may stop the fit (`softkmeans.callbacks`).
         """
-        training_data = weak_ref(X)
+        fitter, source = self._fitter(X, y, sample_weight)
+        try:
+            fitter.run()
+        finally:
+            source.close()
+        self._set_fitted(fitter, source, weak_ref(X))
+        return self
+
+    def _fitter(self, X, y, sample_weight):
+        """(the `Fitter` of a fit, planned, the source of X): X validated and its source
+        made once, the callbacks' root task begun only where callbacks are set."""
         X = self._validate(X, reset=True)
         source = sources.source_of(X, sample_weight, fit=True)
         try:
-            task = fit_task(self, X, y, sample_weight)
-            fitter = Fitter(self._fit_params(), ConvergenceWarning, task).fit(source)
-            weights = None if source.unit_weights else source.weights
-        finally:
+            task = fit_task(self, X, y, sample_weight) if self._has_callbacks() else NO_TASKS
+            return Fitter(self._fit_params(), ConvergenceWarning, task).plan(source), source
+        except BaseException:
             source.close()
+            raise
+
+    def _has_callbacks(self):
+        """Callbacks are set (scikit-learn >= 1.9's ``set_callbacks``, or a parent's)."""
+        return bool(getattr(self, "_skl_callbacks", None)) or hasattr(
+            self, "_parent_callback_ctx"
+        )
+
+    def _set_fitted(self, fitter, source, training_data):
+        """The fitted attributes of `fitter`'s fit of `source` (closed) and what
+        partial_fit and critical_sigma_ continue from; the callbacks' root task ended."""
+        weights = None if source.unit_weights else source.weights
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
         self.__dict__.pop("n_steps_", None)
         self.__dict__.pop("cluster_weights_", None)
@@ -376,8 +398,7 @@ default="k-means++"
         )
         self._n_features_out = self.cluster_centers_.shape[0]
         self._grouping = CentroidGrouping()  # predict's centroid groups, made once
-        task.end(dict)  # the fitted estimator itself
-        return self
+        fitter.task.end(dict)  # the fitted estimator itself
 
     @property
     def critical_sigma_(self):

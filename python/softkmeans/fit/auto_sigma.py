@@ -28,16 +28,11 @@ import numpy as np
 
 from .. import _stats
 from ..sources import queries, reads
+from .params import AUTO, is_auto
 from .steps import History, run_steps
 from .tasks import NO_TASKS
 
 __all__ = ["AUTO", "is_auto", "ml_sigma", "nll_score", "run_em"]
-
-AUTO = "auto"
-
-
-def is_auto(sigma):
-    return isinstance(sigma, str) and sigma == AUTO
 
 
 def ml_sigma(stats, total_scatter, d):

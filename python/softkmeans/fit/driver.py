@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -33,13 +34,14 @@ from .. import _validation as v
 from ..sources import queries, reads
 from . import phase_diagram as phase
 from .annealing import run_annealing
-from .auto_sigma import is_auto, nll_score, run_em
+from .auto_sigma import nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .kmeans_parallel import kmeans_parallel
 from .metric import EUCLIDEAN
-from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers
+from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers, is_auto
 from .progress import (
+    QUIET,
     OncePerFit,
     Progress,
     converged_line,
@@ -49,9 +51,9 @@ from .progress import (
 )
 from .relocation import relocator, warn_about_empty_clusters
 from .sampled import label_all, training_source
-from .seeding import check_random_state, greedy_kmeans_plusplus
+from .seeding import KMeansPlusPlus, check_random_state
 from .steps import History, Run, run_steps
-from .streaming import revival_rng, revive_dead
+from .streaming import StreamState, revival_rng, revive_dead
 from .tasks import NO_TASKS
 
 __all__ = ["DEFAULT_SIGMA_FRACTION", "Fitter", "StreamState", "threads_for"]
@@ -85,16 +87,26 @@ def threads_for(n_threads, n, k, d):
     return v.check_n_threads(n_threads)
 
 
-@dataclasses.dataclass
-class StreamState:
-    """What a streaming fit carries from one batch to the next (SPEC.md, "Streaming")."""
+class _Plan(NamedTuple):
+    """What a fit's runs read and do, decided once (`Fitter.plan`): the source of the
+    final pass and the training source of the runs (its sample, or itself), the checked
+    parameters, and ``run(task, rng, progress) -> Run``, the run kind."""
 
-    centroids: np.ndarray  # (k, d), the dtype of the first batch
-    totals: np.ndarray  # (k,) float64, T_j(t): the weight seen (forgotten by decay)
-    memory: np.ndarray  # (k,) float64, M_j(t): the weight the centroid remembers
-    sigma: float  # fixed at the first batch (0.0 for "hard")
-    critical_sigma: float  # of the first batch
-    n_steps: int  # batches seen
+    source: object
+    training: object
+    rng: object
+    k: int
+    kind: str
+    schedule: object
+    auto: bool  # sigma="auto": the runs compare by likelihood
+    n_init: int
+    progress: Progress
+    run: Callable
+
+    def close(self):
+        self.progress.close()
+        if self.training is not self.source:
+            self.training.close()
 
 
 class Fitter:
@@ -112,6 +124,9 @@ class Fitter:
         self.task = task
         self.source = None
         self._critical_sigma = None
+        self._notes = None  # made by the first warning of the fit (`notes`)
+        self._planned = None
+        self._plusplus = None  # the k-means++ seeding's passes, prepared once (`plan`)
         self.metric = params.metric_policy()
         # annealing fits and n_clusters="auto" (softkmeans.fit.phase_diagram)
         self.phase_diagram_ = None
@@ -132,6 +147,13 @@ class Fitter:
         if self._critical_sigma is None:
             self._critical_sigma = self.metric.critical_sigma(self.source)
         return self._critical_sigma
+
+    @property
+    def notes(self):
+        """The fit's warnings, each issued once at its end (`OncePerFit`)."""
+        if self._notes is None:
+            self._notes = OncePerFit(self.warning_category)
+        return self._notes
 
     @property
     def critical_sigma_known(self):
@@ -165,16 +187,16 @@ class Fitter:
         self.source = source
         return resolved
 
-    def _init_centroids(self, k, init, rng, progress=None):
+    def _init_centroids(self, k, init, rng, progress=QUIET):
         source = self.source
         if isinstance(init, str):
             if init == "k-means||":
                 centers, _ = kmeans_parallel(source, k, rng)
             elif init == "k-means++":
-                report = seeding_reporter(progress, k)  # verbose: lines while it runs
-                centers, _ = greedy_kmeans_plusplus(
-                    queries.seeding_sample(source, k, rng), k, rng, report=report
-                )
+                # verbose: lines while it runs
+                report = seeding_reporter(progress, k) if progress.verbose else None
+                plusplus = self._plusplus or KMeansPlusPlus(source, k)
+                centers, _ = plusplus.centres(rng, report=report)
             else:  # "random"
                 seeds = queries.seeding_sample(source, k, rng)
                 w = seeds.weights
@@ -191,7 +213,7 @@ class Fitter:
             centers = self.metric.project(centers, centers)
         return centers
 
-    def _run_iterative(self, C, kind, sigma, tol, notes, progress, task):
+    def _run_iterative(self, C, kind, sigma, tol, progress, task):
         source = self.source
         bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
@@ -212,7 +234,7 @@ class Fitter:
             max_steps=self.params.max_iter,
             tol=tol,
             history=history,
-            relocate=self._relocator(kind, notes, labels_at),
+            relocate=self._relocator(kind, labels_at),
             on_step=line,
             task=task,
         )
@@ -253,11 +275,11 @@ class Fitter:
         final = reads.stats(self.source, C, self.params.assignment, sig, sums=False, labels=True)
         return Run(C, sig, history, *final)
 
-    def _relocator(self, kind, notes, labels_at=lambda C: None):
+    def _relocator(self, kind, labels_at=lambda C: None):
         """The empty-cluster policy, its centroids where the metric keeps them (a
         relocated cluster's old one may leave the sphere; an empty one without a
         direction keeps its place)."""
-        relocate = relocator(self.source, kind, notes, labels_at)
+        relocate = relocator(self.source, kind, self.notes, labels_at)
         if self.metric is EUCLIDEAN:
             return relocate
         return lambda C_old, step: self.metric.project(relocate(C_old, step), C_old)
@@ -267,29 +289,57 @@ class Fitter:
         its own); sample_weight (n,) >= 0 optional. A source made here is closed here."""
         source = sources.source_of(X, sample_weight, fit=True)
         try:
-            data = self.metric.source(source)
-            self._fit(data, *self._open(data))
+            self.plan(source).run()
         finally:
             if source is not X:
                 source.close()
         return self
 
-    def _fit(self, source, k, kind, schedule, init, n_init):
+    def plan(self, source):
+        """Decide once what the fit's runs read and do (`_Plan`), for the rows of a
+        `softkmeans.sources.Source` (the caller's to close): the parameters checked, the
+        metric's source, the training sample (max_points_per_centroid), the tolerance,
+        the width and the run kind. A feature that is off is not consulted."""
+        data = source if self.metric is EUCLIDEAN else self.metric.source(source)
+        k, kind, schedule, init, n_init = self._open(data)
         rng = check_random_state(self.params.random_state)
-        # The runs read the training sample (max_points_per_centroid), the final pass
-        # every row.
-        training = training_source(source, k, self.params.max_points_per_centroid, rng)
+        # The runs read the training sample, the final pass every row.
+        sample = self.params.max_points_per_centroid
+        training = data if sample is None else training_source(data, k, sample, rng)
         try:
-            self._fit_runs(source, training, rng, k, kind, schedule, init, n_init)
-        finally:
-            if training is not source:
+            self._planned = self._plan_runs(data, training, rng, k, kind, schedule, init, n_init)
+        except BaseException:
+            if training is not data:
                 training.close()
+            raise
+        return self
 
-    def _fit_runs(self, source, training, rng, k, kind, schedule, init, n_init):
+    def run(self):
+        """The planned fit: its runs, the best kept, and its final pass over every row
+        where the runs read a sample."""
+        # The plan's run kind refers to this Fitter: dropped, it leaves no cycle that would
+        # keep the source (and X) alive after the fit.
+        plan, self._planned = self._planned, None
+        try:
+            best = self._best_run(plan)
+            if plan.training is not plan.source:
+                final, labels = label_all(
+                    plan.source, best.centroids, plan.kind, best.sigma, plan.progress
+                )
+                best = best._replace(final=final, labels=labels)
+        finally:
+            plan.close()
+        self._set_results(plan.kind, plan.schedule, plan.k, best)
+        warn_about_empty_clusters(plan.source, self.labels_, plan.k, self.notes)
+        self.notes.flush()
+        return self
+
+    def _plan_runs(self, source, training, rng, k, kind, schedule, init, n_init):
         params = self.params
         self.source = training
-        notes = OncePerFit(self.warning_category)
-        variances = queries.feature_variances(training)
+        variances = training.variances
+        if variances is None:  # not computed by the source's validation
+            variances = queries.feature_variances(training)
         v.check_spread(variances, training.dtype)  # squared distances would underflow
         tol = _tolerance(variances, params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
@@ -301,24 +351,17 @@ class Fitter:
         )
         n_init = _runs_of(init, n_init)
         targets = self._targets(training, k, kind, auto)
-        progress = Progress(
-            params.verbose, total=None if schedule is not None else params.max_iter * n_init
-        )
-        try:
-            run_kind = self._run_kind(k, kind, sigma, tol, init, schedule, targets, auto)
-            best = self._best_run(run_kind, n_init, k, auto, schedule is not None,
-                                  dict(rng=rng, notes=notes, progress=progress))  # fmt: skip
-            if training is not source:
-                final, labels = label_all(source, best.centroids, kind, best.sigma, progress)
-                best = best._replace(final=final, labels=labels)
-        finally:
-            progress.close()
-        self._set_results(kind, schedule, k, best)
-        warn_about_empty_clusters(source, self.labels_, k, notes)
-        notes.flush()
+        total = None if schedule is not None else params.max_iter * n_init
+        progress = Progress(params.verbose, total=total) if params.verbose else QUIET
+        if isinstance(init, str) and init == "k-means++":  # its passes, for every run
+            self._plusplus = KMeansPlusPlus(training, k)
+        run = self._run_kind(k, kind, sigma, tol, init, schedule, targets, auto)
+        return _Plan(source, training, rng, k, kind, schedule, auto, n_init, progress, run)
 
     def _targets(self, training, k, kind, auto):
         """The balanced fit's `Targets`, or None; what does not combine with it refused."""
+        if self.params.balance is None and self.params.max_cluster_size is None:
+            return None  # a plain fit
         targets = targets_of(self.params, training, k, kind)
         if targets is not None and self.params.max_points_per_centroid is not None:
             raise ValueError(
@@ -333,36 +376,36 @@ class Fitter:
         return targets
 
     def _run_kind(self, k, kind, sigma, tol, init, schedule, targets, auto):
-        """The fit's run kind, chosen once: run(task, rng, notes, progress) -> `Run`."""
+        """The fit's run kind, chosen once: run(task, rng, progress) -> `Run`."""
         params, training = self.params, self.source
         if schedule is not None:
 
-            def run(task, rng, notes, progress):
-                relocate = self._relocator(kind, notes)
+            def run(task, rng, progress):
+                relocate = self._relocator(kind)
                 return self._run_annealing(k, schedule, tol, rng, relocate, progress, task)
 
             return run
 
-        def seeded(task, rng, notes, progress):
+        def seeded(task, rng, progress):
             C0 = self._init_centroids(k, init, rng, progress)
             progress.line("Initialization complete", tick=False)
             return C0
 
         if targets is not None:
 
-            def run(task, rng, notes, progress):
+            def run(task, rng, progress):
                 C, sig, history, final, g = run_balanced(
-                    training, seeded(task, rng, notes, progress), kind, sigma, targets,
+                    training, seeded(task, rng, progress), kind, sigma, targets,
                     tol=tol, max_iter=params.max_iter, task=task, step=self.metric.step,
                 )  # fmt: skip
                 return Run(C, sig, history, *final, offsets=g)
 
         elif auto:
 
-            def run(task, rng, notes, progress):
+            def run(task, rng, progress):
                 C, sig, history, final = run_em(
-                    training, seeded(task, rng, notes, progress), tol=tol,
-                    max_iter=params.max_iter, relocate=relocator(training, kind, notes),
+                    training, seeded(task, rng, progress), tol=tol,
+                    max_iter=params.max_iter, relocate=relocator(training, kind, self.notes),
                     task=task, on_step=lambda i, s, step, _: progress.line(
                         iteration_line(i, kind, s, step)
                     ),
@@ -371,29 +414,32 @@ class Fitter:
 
         else:
 
-            def run(task, rng, notes, progress):
-                C0 = seeded(task, rng, notes, progress)
-                return self._run_iterative(C0, kind, sigma, tol, notes, progress, task)
+            def run(task, rng, progress):
+                C0 = seeded(task, rng, progress)
+                return self._run_iterative(C0, kind, sigma, tol, progress, task)
 
         return run
 
-    def _best_run(self, run_kind, n_init, k, auto, annealing, context):
-        """The best of n_init runs (lowest objective; sigma="auto": likelihood), a run's
-        task ending the runs when it asks to."""
+    def _best_run(self, plan):
+        """The best of the plan's runs (lowest objective; sigma="auto": likelihood), a
+        run's task ending the runs when it asks to (tasks are made only where observed)."""
         best, best_score = None, None
-        for r in range(n_init):
-            max_subtasks = None if annealing else self.params.max_iter
-            task = self.task.subtask(f"run {r}", max_subtasks=max_subtasks)
-            task.begin()
-            run = run_kind(task, **context)
+        observed = self.task is not NO_TASKS
+        max_subtasks = None if plan.schedule is not None else self.params.max_iter
+        for r in range(plan.n_init):
+            task = self.task
+            if observed:
+                task = task.subtask(f"run {r}", max_subtasks=max_subtasks)
+                task.begin()
+            run = plan.run(task, plan.rng, plan.progress)
             # sigma='auto': runs end at their own widths, so they compare by likelihood.
             score = (
                 nll_score(run.final, run.sigma, self.source.shape[1])
-                if auto
+                if plan.auto
                 else run.final.objective
             )
             if best is None or (
-                score < best_score and not _same_clustering(run.labels, best.labels, k)
+                score < best_score and not _same_clustering(run.labels, best.labels, plan.k)
             ):
                 best, best_score = run, score
             state = {

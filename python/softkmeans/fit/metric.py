@@ -24,7 +24,15 @@ from .._covariance import DENSE_D, largest_eigenpair
 from .._types import StepResult
 from ..sources import reads
 
-__all__ = ["COSINE", "EUCLIDEAN", "METRICS", "metric_of", "spherical_lambda", "unit_rows"]
+__all__ = [
+    "COSINE",
+    "EUCLIDEAN",
+    "METRICS",
+    "POLICIES",
+    "metric_of",
+    "spherical_lambda",
+    "unit_rows",
+]
 
 METRICS = ("euclidean", "cosine")
 
@@ -96,12 +104,14 @@ class Cosine(Euclidean):
 
 
 EUCLIDEAN, COSINE = Euclidean(), Cosine()
+# The metric of each name (a table: choosing one calls nothing).
+POLICIES = {"euclidean": EUCLIDEAN, "cosine": COSINE}
 
 
 def metric_of(name):
     """The metric named `name`; ValueError naming ``metric`` otherwise."""
-    if isinstance(name, str) and name in METRICS:
-        return COSINE if name == "cosine" else EUCLIDEAN
+    if isinstance(name, str) and name in POLICIES:
+        return POLICIES[name]
     raise ValueError(f"metric must be one of {METRICS}; got {name!r}")
 
 

@@ -15,14 +15,16 @@ import numpy as np
 from .. import _validation as v
 from .._stats import STREAM_MEMORIES
 from .annealing_schedule import AnnealingSchedule, check_conflicts, check_schedule
-from .metric import metric_of
+from .metric import POLICIES, metric_of
 
 __all__ = [
+    "AUTO",
     "DEFAULTS",
     "DEFAULT_SIGMA",
     "DEFAULT_SIGMA_FRACTION",
     "FitParams",
     "InvalidParameterError",
+    "is_auto",
 ]
 
 # sigma=None: sigma = DEFAULT_SIGMA_FRACTION x critical_sigma(X).
@@ -52,6 +54,15 @@ class InvalidParameterError(ValueError, TypeError):
 def _sklearn_phrase(name, allowed, value):
     """scikit-learn's wording for a bad parameter (its `validate_params` message)."""
     return f"The {name!r} parameter of SoftKMeans must be {allowed}. Got {value!r} instead."
+
+
+# n_clusters="auto" (the phase diagram's k) and sigma="auto" (the mixture's width).
+AUTO = "auto"
+
+
+def is_auto(value):
+    """The parameter (n_clusters or sigma) is "auto"."""
+    return isinstance(value, str) and value == AUTO
 
 
 def _is_default(sigma):
@@ -199,8 +210,10 @@ class FitParams:
                 )
         elif sigma is not None:
             v.check_sigma(sigma, "softmax")
-        schedule = check_schedule(self.anneal)
-        check_conflicts(schedule, sigma=sigma, assignment=self.assignment)
+        schedule = None
+        if self.anneal is not None:  # annealing is consulted only when asked for
+            schedule = check_schedule(self.anneal)
+            check_conflicts(schedule, sigma=sigma, assignment=self.assignment)
         if not (isinstance(self.n_init, str) and self.n_init == "auto"):
             if isinstance(self.n_init, str) or not _is_int(self.n_init) or self.n_init < 1:
                 allowed = "a str among {'auto'} or an int in the range [1, inf)"
@@ -236,8 +249,10 @@ class FitParams:
     def metric_policy(self):
         """The fit's metric (`softkmeans.fit.metric`); InvalidParameterError naming
         ``metric`` for an unknown one."""
+        if isinstance(self.metric, str) and self.metric in POLICIES:
+            return POLICIES[self.metric]  # a table: a known metric calls nothing
         try:
-            return metric_of(self.metric)
+            return metric_of(self.metric)  # raises, naming ``metric``
         except ValueError as exc:
             raise InvalidParameterError(str(exc)) from None
 

@@ -10,6 +10,7 @@ import warnings
 __all__ = [
     "OncePerFit",
     "Progress",
+    "QUIET",
     "converged_line",
     "iteration_line",
     "seeding_reporter",
@@ -66,6 +67,9 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
 
+
+# The progress of a fit that is not verbose: it prints nothing (made once, not per fit).
+QUIET = Progress(0, total=None)
 
 # Seconds between two progress lines of the k-means++ seeding (verbose).
 SEEDING_LINE_EVERY = 1.0

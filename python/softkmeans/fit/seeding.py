@@ -20,9 +20,12 @@ size, get scikit-learn's seeds (tests/test_sklearn_dropin.py).
 
 The distance work runs in the native core's fused kernels
 (``_native.kmeanspp_candidate_potentials`` once per centre for its candidates,
-``_native.kmeanspp_update_closest`` for the first centre): one pass over X per centre
-where the source keeps the candidates' distances (`softkmeans.sources.kmeanspp_passes`), two
-otherwise; every distance has the same bits either way.
+``_native.kmeanspp_update_closest`` for the first centre), as two passes run by the one
+runner (`softkmeans.sources.runner`): `CLOSEST` and `POTENTIALS`, whose per-row state
+(the distances to the nearest centre so far) is an argument that each block reads its
+rows of, and a result merged by concatenation. One pass over X per centre where the
+candidates' distances are kept (`SeedingPasses`), two otherwise; every distance has the
+same bits either way.
 
 Weights: a point of weight 0 is never chosen (the first draw is proportional to w_i, later
 draws search the cumulative sum of w_i D_i^2 for the first *strictly* larger value, so a
@@ -35,11 +38,21 @@ import numbers
 
 import numpy as np
 
+from .. import _native, sources
 from .. import _validation as v
-from .. import sources
-from ..sources import queries
+from ..sources import queries, runner
+from ..sources.dense import file_backed
+from ..sources.runner import Pass, concat
 
-__all__ = ["check_random_state", "greedy_kmeans_plusplus", "kmeans_plusplus"]
+__all__ = [
+    "CLOSEST",
+    "KMeansPlusPlus",
+    "POTENTIALS",
+    "SeedingPasses",
+    "check_random_state",
+    "greedy_kmeans_plusplus",
+    "kmeans_plusplus",
+]
 
 
 def check_random_state(seed):
@@ -150,16 +163,20 @@ def kmeans_plusplus(
     return greedy_kmeans_plusplus(source, n_clusters, rng, n_local_trials=n_local_trials)
 
 
-def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, report=None):
-    """`kmeans_plusplus` over a `softkmeans.sources.Source` (1 <= n_clusters <= n), rng a
-    RandomState; returns (centers, indices). Unit weights skip the product w * closest.
-    report(c): called after each of the c = 1 .. n_clusters centres (verbose progress)."""
+def greedy_kmeans_plusplus(
+    source, n_clusters, rng, *, n_local_trials=None, report=None, passes=None
+):
+    """`kmeans_plusplus` over an in-process `softkmeans.sources.Source` (1 <= n_clusters
+    <= n), rng a RandomState; returns (centers, indices). Unit weights skip the product
+    w * closest. report(c): called after each of the c = 1 .. n_clusters centres (verbose
+    progress). passes: the source's `SeedingPasses` where made already."""
     n, d = source.shape
     w = source.weights
     unit_weights = source.unit_weights
     if n_local_trials is None:
         n_local_trials = 2 + int(np.log(n_clusters))
-    passes = queries.seeding_passes(source, n_local_trials)
+    if passes is None:
+        passes = SeedingPasses(source)
     centers = np.empty((n_clusters, d), dtype=source.dtype)
     indices = np.full(n_clusters, -1, dtype=np.int64)
 
@@ -167,11 +184,11 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, repo
     # draw, searched in the cumulative weights. The same draw, searched without the three
     # n-sized temporaries of choice (p, its cumulative sum, a sign check).
     first = int(_draw(w, np.array([rng.random_sample() * float(w.sum())]))[0])
-    centers[0] = source.rows([first])[0]
-    indices[0] = first
     # closest_dist_sq in float64: the cumulative sum over n points needs the headroom.
     closest = np.full(n, np.inf)
     passes.update_closest(closest, first)
+    centers[0] = source.rows([first])[0]
+    indices[0] = first
     current_pot = float(closest @ w)
     weighted_buf = None if unit_weights else np.empty(n)
     if report is not None:
@@ -199,3 +216,143 @@ def greedy_kmeans_plusplus(source, n_clusters, rng, *, n_local_trials=None, repo
         if report is not None:
             report(c + 1)
     return centers, indices
+
+
+# ---------------------------------------------------------------- the passes over X
+
+# Bytes of rows a block copies at a time where it reads them stacked on the centres.
+CHUNK_BYTES = 1 << 20
+
+
+def _stacked(rows, w, closest, centres):
+    """(s, stop, X, w, closest): rows s..stop-1 of the block followed by the L centre rows
+    (weight 0 and closest 0: they add exactly 0 to a potential), the kernels taking their
+    centres as row indices of the X they read (stop - s, ...); dense rows CHUNK_BYTES at
+    a time in one reused buffer, a CSR block whole."""
+    b, L = rows.shape[0], centres.shape[0]
+    if not isinstance(rows, np.ndarray):  # CSR
+        from scipy import sparse
+
+        X = sparse.vstack([rows, sparse.csr_matrix(centres)], format="csr")
+        zeros = np.zeros(L)
+        yield 0, b, X, np.concatenate([w, zeros]), np.concatenate([closest, zeros])
+        return
+    step = max(1, CHUNK_BYTES // (rows.shape[1] * rows.dtype.itemsize))
+    buf = np.empty((min(step, b) + L, rows.shape[1]), dtype=rows.dtype)
+    w_buf, closest_buf = np.zeros(buf.shape[0]), np.zeros(buf.shape[0])
+    for s in range(0, b, step):
+        m = min(step, b - s)
+        buf[:m], buf[m : m + L] = rows[s : s + m], centres
+        w_buf[:m], w_buf[m : m + L] = w[s : s + m], 0.0
+        closest_buf[:m], closest_buf[m : m + L] = closest[s : s + m], 0.0
+        yield s, s + m, buf[: m + L], w_buf[: m + L], closest_buf[: m + L]
+
+
+def _closest_block(rows, w, start, closest, centre, index, n_threads):
+    """(b,) float64: the block's min(closest_i, ||x_i - X[index]||^2). centre None: the
+    block is all of X (`runner.run_array`), read in place; else the centre's row (1, d),
+    read stacked after the block's rows."""
+    b = rows.shape[0]
+    if centre is None:
+        out = closest[start : start + b].copy()
+        _native.kmeanspp_update_closest(rows, out, index - start, n_threads)
+        return out
+    out = np.empty(b)
+    for s, stop, X, _, cl in _stacked(rows, w, closest[start : start + b], centre):
+        _native.kmeanspp_update_closest(X, cl, stop - s, n_threads)
+        out[s:stop] = cl[: stop - s]
+    return out
+
+
+def _potentials_block(rows, w, start, closest, centres, cand, n_threads, dist=None):
+    """(m, L) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2) over the block, one
+    row per kernel call in row order (k-means++ adds them in that order). centres None:
+    the block is all of X, read in place in one call (dist: None, or an (L, n) array
+    that receives the distances); else the centres' rows (L, d), read stacked after
+    chunks of the block's rows."""
+    b = rows.shape[0]
+    closest = closest[start : start + b]
+    if centres is None:
+        return _native.kmeanspp_candidate_potentials(rows, w, closest, cand, n_threads, dist)[
+            None
+        ]
+    parts = []
+    for s, stop, X, wb, cl in _stacked(rows, w, closest, centres):
+        idx = np.arange(stop - s, stop - s + centres.shape[0], dtype=np.int64)
+        parts.append(_native.kmeanspp_candidate_potentials(X, wb, cl, idx, n_threads))
+    return np.array(parts)
+
+
+# args: closest (n,), the centre's row (1, d) or None, its index in X, n_threads.
+CLOSEST = Pass("kmeanspp_closest", _closest_block, concat)
+# args: closest (n,), the candidates' rows (L, d) or None, their indices (L,) int64 in X,
+# n_threads, and where the block is all of X, an (L, n) array for their distances or None.
+POTENTIALS = Pass("kmeanspp_potentials", _potentials_block, concat)
+
+
+class KMeansPlusPlus:
+    """The k-means++ seeding of a fit's runs: its passes over an in-process source made
+    once (kept candidates' distances stay valid from run to run: X does not change); a
+    Dask source is sampled into this process for each seeding
+    (`softkmeans.sources.queries.seeding_sample`)."""
+
+    def __init__(self, source, n_clusters):
+        self.source, self.n_clusters = source, n_clusters
+        in_process = isinstance(source, sources.LocalSource)
+        self.passes = SeedingPasses(source) if in_process else None
+
+    def centres(self, rng, report=None):
+        """(centers, indices) of one seeding, rng a RandomState."""
+        if self.passes is None:
+            sample = queries.seeding_sample(self.source, self.n_clusters, rng)
+            return greedy_kmeans_plusplus(sample, self.n_clusters, rng, report=report)
+        return greedy_kmeans_plusplus(
+            self.source, self.n_clusters, rng, report=report, passes=self.passes
+        )
+
+
+class SeedingPasses:
+    """k-means++'s passes over an in-process source (`CLOSEST`, `POTENTIALS`): over the
+    array its kernels read in place where it has one (`sources.kernel_array`), else over
+    its blocks. The candidates' distances are kept where allowed (a dense X in the
+    process's memory, not a memory-mapped one, whose pages they would double) and where
+    they take at most half of X's memory (an (L, n) array of X's dtype: scikit-learn keeps
+    them too); an update with one of the last candidates then takes its row of them: one
+    pass over X per centre instead of two."""
+
+    def __init__(self, source):
+        self.source, self.n_threads = source, source.n_threads
+        self.X = sources.kernel_array(source)
+        self.keep = isinstance(self.X, np.ndarray) and not file_backed(self.X)
+        self._cand = None  # the last candidates whose distances are in self._dist
+        self._dist = None
+
+    def _run(self, read, *args):
+        if self.X is None:
+            return runner.run(self.source, read, *args)
+        return runner.run_array(self.X, self.source.weights, read, *args)
+
+    def update_closest(self, closest, index):
+        """In place: closest_i = min(closest_i, ||x_i - X[index]||^2)."""
+        if self._cand is not None and index in self._cand:
+            np.minimum(closest, self._dist[self._cand.index(index)], out=closest)
+            return
+        centre = None if self.X is not None else self.source.rows([index])
+        closest[:] = self._run(CLOSEST, closest, centre, index, self.n_threads)
+
+    def candidate_potentials(self, closest, cand):
+        """(L,) float64: sum_i w_i min(closest_i, ||x_i - X[cand_l]||^2)."""
+        L, d = len(cand), self.source.shape[1]
+        self._cand, dist = None, None
+        if self.keep and 2 * L <= d:
+            if self._dist is None or self._dist.shape[0] != L:
+                self._dist = np.empty((L, self.source.shape[0]), dtype=self.X.dtype)
+            dist = self._dist
+        centres = None if self.X is not None else self.source.rows(cand)
+        parts = self._run(POTENTIALS, closest, centres, cand, self.n_threads, dist)
+        if dist is not None:
+            self._cand = [int(c) for c in cand]
+        total = np.zeros(L)
+        for part in parts:  # in row order
+            total += part
+        return total

@@ -21,13 +21,34 @@ random_state and the batch's number: the same seed gives the same stream.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import numpy as np
 
 from ..sources import reads
 
-__all__ = ["REVIVE_AFTER", "REVIVE_RATIO", "fitted_weights", "revive_dead", "revival_rng"]
+__all__ = [
+    "REVIVE_AFTER",
+    "REVIVE_RATIO",
+    "StreamState",
+    "fitted_weights",
+    "revive_dead",
+    "revival_rng",
+]
+
+
+@dataclasses.dataclass
+class StreamState:
+    """What a streaming fit carries from one batch to the next (SPEC.md, "Streaming")."""
+
+    centroids: np.ndarray  # (k, d), the dtype of the first batch
+    totals: np.ndarray  # (k,) float64, T_j(t): the weight seen (forgotten by decay)
+    memory: np.ndarray  # (k,) float64, M_j(t): the weight the centroid remembers
+    sigma: float  # fixed at the first batch (0.0 for "hard")
+    critical_sigma: float  # of the first batch
+    n_steps: int  # batches seen
+
 
 # MiniBatchKMeans's default reassignment_ratio.
 REVIVE_RATIO = 0.01

@@ -37,9 +37,9 @@ import numpy as np
 
 from .. import _sparse
 from .. import _validation as v
-from .base import LocalSource, Source
+from .base import Source
 from .csr import CSRSource
-from .dense import ArraySource, RowBlockSource, spool
+from .dense import ArraySource, LocalSource, RowBlockSource, spool
 
 __all__ = [
     "ArraySource",
@@ -50,6 +50,7 @@ __all__ = [
     "is_row_sliceable",
     "check_deferred",
     "is_deferred",
+    "kernel_array",
     "source_of",
 ]
 
@@ -70,6 +71,10 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
             raise TypeError("sample_weight goes with X, not with a Source (it holds its own)")
         return X
     kw = dict(n_threads=n_threads, name=name)
+    if isinstance(X, np.ndarray):  # the common case first: in place, or in row blocks
+        if row_blocks and _needs_row_blocks(X):
+            return RowBlockSource(X, sample_weight, fit=fit, **kw)
+        return ArraySource(X, sample_weight, fit=fit, **kw)
     if _sparse.is_sparse(X):
         return CSRSource(X, sample_weight, **kw)
     if _is_dask(X) and row_blocks:
@@ -81,6 +86,17 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
     if row_blocks and (is_row_sliceable(X) or _needs_row_blocks(X)):
         return RowBlockSource(X, sample_weight, fit=fit, **kw)
     return ArraySource(X, sample_weight, fit=fit, **kw)
+
+
+def kernel_array(source):
+    """X as one array the native kernels read in place, rows at X's indices, or None:
+    a dense X in memory or memory-mapped (after the source's transforms: cosine's
+    normalized copy, `Source.dense_array`), or a CSR X read as it is (not a subclass's:
+    cosine's `UnitCSRSource` scales its rows block by block)."""
+    X = source.dense_array()
+    if X is None and type(source) is CSRSource:
+        X = source.data
+    return X
 
 
 def is_row_sliceable(X) -> bool:

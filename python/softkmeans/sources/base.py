@@ -1,4 +1,5 @@
-"""The data-source protocol (`Source`) and what every in-process source shares (`LocalSource`).
+"""The data-source protocol (`Source`); what every in-process source shares is
+`softkmeans.sources.dense.LocalSource`.
 
 A source binds X (n, d) and its weights w (n,) after validation, and only reads: its
 ``kind`` ("dense", "csr" or "dask"), ``shape``, ``dtype``, ``weights``, its row
@@ -19,23 +20,6 @@ from __future__ import annotations
 import abc
 
 import numpy as np
-
-from .. import _validation as v
-
-
-def check_weights(sample_weight, n, fit=False):
-    """Validated (n,) float64 weights (None: all ones); for a fit, all zeros get their
-    own message (the functional API's is `softkmeans._validation`'s)."""
-    try:
-        return v.check_sample_weight(sample_weight, n)
-    except ValueError:
-        if fit and sample_weight is not None:
-            arr = np.asarray(sample_weight)
-            if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "biuf" and not arr.any():
-                raise ValueError(
-                    "sample_weight is all zero: at least one weight must be positive"
-                ) from None
-        raise
 
 
 class Source(abc.ABC):
@@ -85,22 +69,3 @@ class Source(abc.ABC):
         """X (transformed) as one C-contiguous in-memory array, or None (the bounded step
         needs one)."""
         return None
-
-
-class LocalSource(Source):
-    """A source in this process: X is read as row blocks (`blocks`), each a C-contiguous
-    array or a CSR matrix the native kernels take. With one block every result is the
-    kernels' own, bit for bit."""
-
-    def __init__(self, shape, n_threads=0):
-        """Subclasses set ``data`` and ``dtype``, then call `_set_weights`."""
-        self.shape = tuple(int(s) for s in shape)
-        self.rows_per_pass = self.shape[0]
-        self.n_threads = n_threads
-
-    def _set_weights(self, sample_weight, fit=False):
-        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
-        self.weights = check_weights(sample_weight, self.shape[0], fit)
-        self.unit_weights = sample_weight is None
-
-    kind = "dense"

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _sparse
 from .._covariance import Covariance
-from .base import LocalSource
+from .dense import LocalSource
 
 __all__ = ["CSRSource"]
 

@@ -1,5 +1,6 @@
-"""Dense sources: a C-contiguous array read in place (`ArraySource`), and anything else
-read by row slices (`RowBlockSource`: Fortran-ordered or strided arrays, DataFrame
+"""In-process sources: what every one shares (`LocalSource`: its shape, validated
+weights and threads), a C-contiguous array read in place (`ArraySource`), and anything
+else read by row slices (`RowBlockSource`: Fortran-ordered or strided arrays, DataFrame
 values, h5py / zarr datasets).
 
 Validation is one pass in row blocks: finiteness and magnitude (one min and one max
@@ -24,16 +25,21 @@ import weakref
 import numpy as np
 
 from .. import _validation as v
-from .base import LocalSource
+from .base import Source
 from .readahead import file_blocks
-from .runner import transformed
+from .runner import Pass, run_blocks, transformed
 
 __all__ = [
+    "LocalSource",
     "ROW_BLOCK_BYTES",
     "file_backed",
     "SCAN_BYTES",
     "ArraySource",
+    "CHECK_VALUES",
+    "FEATURE_MOMENTS",
     "FeatureMoments",
+    "check_weights",
+    "chunk_moments",
     "check_values",
     "RowBlockSource",
     "spool",
@@ -51,6 +57,78 @@ SCAN_BYTES = 1 << 20
 TRANSFORMED_BLOCK_BYTES = 1 << 22
 
 
+def check_weights(sample_weight, n, fit=False):
+    """Validated (n,) float64 weights (None: all ones); for a fit, all zeros get their
+    own message (the functional API's is `softkmeans._validation`'s)."""
+    try:
+        return v.check_sample_weight(sample_weight, n)
+    except ValueError:
+        if fit and sample_weight is not None:
+            arr = np.asarray(sample_weight)
+            if arr.ndim == 1 and arr.size == n and arr.dtype.kind in "biuf" and not arr.any():
+                raise ValueError(
+                    "sample_weight is all zero: at least one weight must be positive"
+                ) from None
+        raise
+
+
+class LocalSource(Source):
+    """A source in this process: X is read as row blocks (`blocks`), each a C-contiguous
+    array or a CSR matrix the native kernels take. With one block every result is the
+    kernels' own, bit for bit."""
+
+    def __init__(self, shape, n_threads=0):
+        """Subclasses set ``data`` and ``dtype``, then call `_set_weights`."""
+        self.shape = tuple(int(s) for s in shape)
+        self.rows_per_pass = self.shape[0]
+        self.n_threads = n_threads
+
+    def _set_weights(self, sample_weight, fit=False):
+        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
+        self.weights = check_weights(sample_weight, self.shape[0], fit)
+        self.unit_weights = sample_weight is None
+
+    kind = "dense"
+
+
+def chunk_moments(rows, w):
+    """(W, mean, M2) of the features under the weights w (n_b,) of rows (n_b, d), SCAN_BYTES
+    of float64 at a time, in row order (chunks of weight 0 left out): the float64 copy
+    stays in cache, and small beside a row block.
+
+    The copy reuses one buffer: a fresh one per step costs a page fault per page where
+    malloc hands large blocks back to the system at once (Dask's workers set
+    MALLOC_TRIM_THRESHOLD_, which makes this scan about 3x slower there).
+    """
+    step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
+    buffer = np.empty((min(step, rows.shape[0]), rows.shape[1]))
+    for s in range(0, rows.shape[0], step):
+        wb = w[s : s + step]
+        Wb = float(wb.sum())
+        if Wb > 0:
+            r = buffer[: wb.shape[0]]
+            np.copyto(r, rows[s : s + step])
+            mean_b = (wb @ r) / Wb
+            r -= mean_b
+            np.square(r, out=r)
+            yield Wb, mean_b, wb @ r
+
+
+def _joined(parts):
+    """Lists of consecutive blocks' items, joined in order."""
+    return [item for part in parts for item in part]
+
+
+def _moments_block(rows, w, start):
+    return list(chunk_moments(rows, w))
+
+
+# The features' weighted moments: [(W, mean, M2)] of the chunks in row order, folded in
+# that order by `FeatureMoments.add_all` (the same bits however X is cut into blocks
+# whose lengths are multiples of the chunks').
+FEATURE_MOMENTS = Pass("feature_moments", _moments_block, _joined)
+
+
 class FeatureMoments:
     """Running (W, mean, M2) of the features under the weights, merged block by block."""
 
@@ -58,25 +136,15 @@ class FeatureMoments:
         self.W, self.mean, self.M2 = 0.0, np.zeros(d), np.zeros(d)
 
     def add(self, rows, w):
-        """Fold in rows (n_b, d) with weights w (n_b,), SCAN_BYTES of float64 at a time
-        (the float64 copy stays in cache, and small beside a row block).
+        """Fold in rows (n_b, d) with weights w (n_b,) (`chunk_moments`)."""
+        for moments in chunk_moments(rows, w):
+            self.merge(*moments)
+        return self
 
-        The copy reuses one buffer: a fresh one per step costs a page fault per page
-        where malloc hands large blocks back to the system at once (Dask's workers set
-        MALLOC_TRIM_THRESHOLD_, which makes this scan about 3x slower there).
-        """
-        step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
-        buffer = np.empty((min(step, rows.shape[0]), rows.shape[1]))
-        for s in range(0, rows.shape[0], step):
-            wb = w[s : s + step]
-            Wb = float(wb.sum())
-            if Wb > 0:
-                r = buffer[: wb.shape[0]]
-                np.copyto(r, rows[s : s + step])
-                mean_b = (wb @ r) / Wb
-                r -= mean_b
-                np.square(r, out=r)
-                self.merge(Wb, mean_b, wb @ r)
+    def add_all(self, parts):
+        """Fold in (W, mean, M2) of consecutive chunks, in order."""
+        for moments in parts:
+            self.merge(*moments)
         return self
 
     def merge(self, Wb, mean_b, M2_b):
@@ -94,21 +162,35 @@ class FeatureMoments:
         return self.M2 / self.W
 
 
-def check_values(blocks, name, weights=None):
-    """The validation pass over (start, stop, rows) blocks: finiteness and magnitude
-    (the errors of `softkmeans._validation`); with weights, also the features' weighted
-    variances, returned (else None)."""
-    moments = None
-    for start, stop, rows in blocks:
-        lo, hi = float(rows.min()), float(rows.max())
+def _checked_block(rows, w, start, name, scan_rows, moments):
+    """A block's validation, `scan_rows` rows at a time (None: the block at once), in row
+    order: finiteness and magnitude (the errors of `softkmeans._validation`); moments:
+    also the features' weighted moments of those rows, [(W, mean, M2)] (else [])."""
+    step = rows.shape[0] if scan_rows is None else scan_rows
+    out = []
+    for s in range(0, rows.shape[0], step):
+        part = rows[s : s + step]
+        lo, hi = float(part.min()), float(part.max())
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise ValueError(f"{name} contains NaN or infinity")
-        v.check_magnitude(rows, name, max(hi, -lo))
-        if weights is not None:
-            if moments is None:
-                moments = FeatureMoments(rows.shape[1])
-            moments.add(rows, weights[start:stop])
-    return None if moments is None else moments.variances()
+        v.check_magnitude(part, name, max(hi, -lo))
+        if moments:
+            out.extend(chunk_moments(part, w[s : s + step]))
+    return out
+
+
+# The validation pass: args name (in the errors), scan_rows, moments (a fit's).
+CHECK_VALUES = Pass("check_values", _checked_block, _joined)
+
+
+def check_values(blocks, weights, name, fit=False, scan_rows=None):
+    """The validation pass (`CHECK_VALUES`) over (start, stop, rows) blocks, run by the
+    runner; fit: also the features' weighted variances, returned (else None)."""
+    parts = run_blocks(blocks, weights, CHECK_VALUES, name, scan_rows, fit)
+    if not fit:
+        return None
+    # A fit's weights have a positive sum (`check_weights`): some chunk has moments.
+    return FeatureMoments(parts[0][1].size).add_all(parts).variances()
 
 
 class _DenseSource(LocalSource):
@@ -171,14 +253,12 @@ class ArraySource(_DenseSource):
         w = self.weights
         self._release = None if release is None else weakref.finalize(self, release)
         self._transformed = None
-        self._file_blocks = file_blocks(X)
+        self._file_blocks = file_blocks(X) if file_backed(X) else None
         if checked:  # by `spool`, as it wrote X
             return
-        n = X.shape[0]
-        # Blocks of SCAN_BYTES, in cache for their few reductions (one without moments).
-        step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else n
-        blocks = ((s, min(s + step, n), X[s : s + step]) for s in range(0, n, step))
-        self.variances = check_values(blocks, name, w if fit else None)
+        # SCAN_BYTES at a time, in cache for their few reductions (one without moments).
+        step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else None
+        self.variances = check_values(((0, X.shape[0], X),), w, name, fit, step)
 
     def blocks(self):
         if self._file_blocks is not None:
@@ -285,7 +365,7 @@ class RowBlockSource(_DenseSource):
         w = self.weights
         if checked:  # by `spool`, as it copies X
             return
-        self.variances = check_values(self.blocks(), name, w if fit else None)
+        self.variances = check_values(self.blocks(), w, name, fit)
 
     def block_rows(self):
         n, d = self.data.shape
@@ -333,7 +413,7 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
                 out[start:stop] = rows
                 yield start, stop, rows
 
-        variances = check_values(written(), name, blocks.weights)
+        variances = check_values(written(), blocks.weights, name, fit=True)
         out.flush()
         source = ArraySource(
             out, sample_weight, n_threads=n_threads, name=name, release=release, checked=True

@@ -35,17 +35,14 @@ import copy
 
 import numpy as np
 
-from .. import _native
 from .._covariance import Covariance
-from .base import LocalSource
 from .csr import CSRSource
-from .dense import SCAN_BYTES, ArraySource, file_backed
+from .dense import SCAN_BYTES, ArraySource, LocalSource, file_backed
 from .runner import RowMap, run
 
 __all__ = [
     "BLOCK_ENTRIES",
     "NO_DIRECTION",
-    "UnitCSRSeedingPasses",
     "UnitCSRSource",
     "normalize_rows",
     "normalized",
@@ -214,50 +211,6 @@ class UnitCSRSource(CSRSource):
     def covariance(self):
         cov = self._weighted_covariance()
         return cov.mean, cov
-
-
-class UnitCSRSeedingPasses:
-    """k-means++'s passes (`softkmeans.sources.kmeanspp_passes`) over a `UnitCSRSource`'s blocks:
-    the kernels take their centres as row indices of the X they read, so each block is
-    read stacked on the centre rows (weight 0, closest 0: they add exactly 0)."""
-
-    def __init__(self, source):
-        self.source = source
-
-    def _stacked(self, start, stop, centres):
-        from scipy import sparse
-
-        block = self.source.scaled_block(start, stop, self.source.shape[1])
-        return sparse.vstack([block, centres], format="csr")
-
-    def _centres(self, idx):
-        from scipy import sparse
-
-        return sparse.csr_matrix(self.source.rows(idx))
-
-    def update_closest(self, closest, index):
-        centre = self._centres([index])
-        threads = self.source.n_threads
-        for start, stop in self.source.spans():
-            b = stop - start
-            cl = np.append(closest[start:stop], 0.0)
-            _native.kmeanspp_update_closest(self._stacked(start, stop, centre), cl, b, threads)
-            closest[start:stop] = cl[:b]
-
-    def candidate_potentials(self, closest, cand):
-        L = len(cand)
-        centres = self._centres(cand)
-        w = self.source.weights
-        total = np.zeros(L)
-        for start, stop in self.source.spans():
-            b = stop - start
-            wb = np.concatenate([w[start:stop], np.zeros(L)])
-            cl = np.concatenate([closest[start:stop], np.zeros(L)])
-            idx = np.arange(b, b + L, dtype=np.int64)
-            total += _native.kmeanspp_candidate_potentials(
-                self._stacked(start, stop, centres), wb, cl, idx, self.source.n_threads
-            )
-        return total
 
 
 def _has_direction(X):

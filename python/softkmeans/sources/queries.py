@@ -1,6 +1,6 @@
 """What the fit asks of a source that is not a pass over every row: the features'
 variances (the tolerance), which weights are positive, the number of distinct rows (a
-warning's cause), the rows seeding draws from, and the seeding algorithms' passes.
+warning's cause), the rows seeding draws from, and k-means||'s passes.
 
 Each is one function of a source, here where the kinds of source are known; the
 Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask_source`.
@@ -11,19 +11,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _sparse
-from .dense import FeatureMoments, file_backed
+from .dense import FEATURE_MOMENTS, FeatureMoments
 from .kmeans_parallel_blocks import LocalParallelPasses
-from .kmeanspp_passes import BlockSeedingPasses, KeptDistancePasses
-from .normalized import UnitCSRSeedingPasses, UnitCSRSource
 from .reads import moments
-from .runner import transformed_blocks
+from .runner import Pass, run
 
 __all__ = [
+    "DISTINCT_ROWS",
     "feature_variances",
     "kmeans_parallel_passes",
     "n_distinct_rows",
     "positive",
-    "seeding_passes",
     "seeding_sample",
 ]
 
@@ -37,10 +35,8 @@ def feature_variances(source):
         elif source.kind == "dask":
             source.variances = np.diagonal(moments(source)[1]).copy()
         else:
-            acc = FeatureMoments(source.shape[1])
-            for start, stop, rows in transformed_blocks(source):
-                acc.add(rows, source.weights[start:stop])
-            source.variances = acc.variances()
+            parts = run(source, FEATURE_MOMENTS)
+            source.variances = FeatureMoments(source.shape[1]).add_all(parts).variances()
     return source.variances
 
 
@@ -67,10 +63,20 @@ def n_distinct_rows(source):
         return distinct_rows(source, keep)
     if source.kind == "csr":
         return _sparse.n_distinct_rows(source.data if keep is None else source.data[keep])
-    X = source.dense_array()
-    if X is None or file_backed(X):
-        X = np.concatenate([rows.copy() for _, _, rows in transformed_blocks(source)])
-    return np.unique(X if keep is None else X[keep], axis=0).shape[0]
+    return run(source, DISTINCT_ROWS).shape[0]
+
+
+def _distinct_block(rows, w, start):
+    """The distinct rows of positive weight of a dense block, sorted."""
+    return np.unique(rows[w > 0], axis=0)
+
+
+def _distinct_merge(parts):
+    return np.unique(np.concatenate(parts), axis=0)
+
+
+# The distinct rows of positive weight of a dense X (its number: `n_distinct_rows`).
+DISTINCT_ROWS = Pass("distinct_rows", _distinct_block, _distinct_merge)
 
 
 def seeding_sample(source, n_clusters, rng):
@@ -81,22 +87,6 @@ def seeding_sample(source, n_clusters, rng):
 
         return dask_sample(source, n_clusters, rng)
     return source
-
-
-def seeding_passes(source, n_candidates):
-    """k-means++'s passes over an in-process source (`softkmeans.sources.kmeanspp_passes`), for
-    at most n_candidates candidates a centre: over one in-memory array (its candidates'
-    distances kept where it is in memory), else over the transformed blocks."""
-    X = source.dense_array()
-    if X is not None:
-        keep = not file_backed(X)
-        return KeptDistancePasses(X, source.weights, source.n_threads, keep_distances=keep)
-    if isinstance(source, UnitCSRSource):
-        return UnitCSRSeedingPasses(source)
-    if source.kind == "csr":
-        return KeptDistancePasses(source.data, source.weights, source.n_threads,
-                                  keep_distances=False)  # fmt: skip
-    return BlockSeedingPasses(source, n_candidates)
 
 
 def kmeans_parallel_passes(source):

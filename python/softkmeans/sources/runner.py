@@ -38,6 +38,8 @@ __all__ = [
     "merge_in_tree",
     "reduce_tree",
     "run",
+    "run_array",
+    "run_blocks",
     "transformed",
     "transformed_blocks",
 ]
@@ -106,15 +108,29 @@ def run(source, read, *args):
     """The pass or row map `read` over `source`, with args: its merged result."""
     if source.kind == "dask":
         return source.block_passes.run(read, source.transforms, *args)
+    return run_blocks(source.blocks(), source.weights, read, *args, transforms=source.transforms)
+
+
+def run_array(X, weights, read, *args):
+    """The pass or row map `read` over the in-memory array X (n, d) as one block (a
+    source's `dense_array`: the kernels read X in place, its rows' indices those of X)."""
+    return run_blocks(((0, X.shape[0], X),), weights, read, *args)
+
+
+def run_blocks(blocks, weights, read, *args, transforms=()):
+    """The pass or row map `read` over (start, stop, rows) blocks of X in row order (a
+    source's, one array's, or those a copy of X writes as it reads them), `transforms`
+    applied to each: its merged result."""
     # A loop, not a comprehension over `transformed_blocks`: the transformed block is
     # dropped before the next one is made (one block's copy alive at a time).
     parts = []
-    for start, stop, rows in source.blocks():
-        rows = transformed(rows, source.transforms)
+    for start, stop, rows in blocks:
+        if transforms:
+            rows = transformed(rows, transforms)
         if isinstance(read, RowMap):
             parts.append(read.block(rows, *args))
         else:
-            parts.append(read.block(rows, source.weights[start:stop], start, *args))
+            parts.append(read.block(rows, weights[start:stop], start, *args))
         del rows
     if isinstance(read, RowMap):
         return concat(parts)

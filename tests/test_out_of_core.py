@@ -208,3 +208,16 @@ def test_cosine_memmap_fit_grows_anonymous_memory_by_less_than_a_quarter_of_the_
     np.testing.assert_allclose(part.cluster_centers_, in_memory.cluster_centers_, rtol=1e-5,
                                atol=1e-6)  # fmt: skip
     np.testing.assert_array_equal(part.labels_, in_memory.labels_)
+
+
+def test_row_sliceable_balanced_fit_reads_critical_sigma_before_the_spool_is_gone():
+    # A balanced fit computes critical_sigma_ as it ends (it cannot be checked against the
+    # data later) from the spooled copy, which must still be open then (it raised
+    # AttributeError on the closed source).
+    X, _ = make_blobs(3000, n_features=4, centers=5, random_state=2)
+    X = X.astype(np.float32)
+    params = dict(assignment="hard", balance="equal", random_state=0)
+    model = SoftKMeans(5, **params).fit(_RowSlices(X))
+    in_memory = SoftKMeans(5, **params).fit(X)
+    np.testing.assert_array_equal(model.cluster_centers_, in_memory.cluster_centers_)
+    assert model.critical_sigma_ == in_memory.critical_sigma_ == softkmeans.critical_sigma(X)

@@ -357,9 +357,11 @@ default="k-means++"
         fitter, source = self._fitter(X, y, sample_weight)
         try:
             fitter.run()
+            # Before the source closes: a fit whose critical_sigma_ is computed now (a
+            # balanced one) reads it, and a spooled copy is gone once closed.
+            self._set_fitted(fitter, source, weak_ref(X))
         finally:
             source.close()
-        self._set_fitted(fitter, source, weak_ref(X))
         return self
 
     def _fitter(self, X, y, sample_weight):
@@ -381,7 +383,7 @@ default="k-means++"
         )
 
     def _set_fitted(self, fitter, source, training_data):
-        """The fitted attributes of `fitter`'s fit of `source` (closed) and what
+        """The fitted attributes of `fitter`'s fit of `source` (still open) and what
         partial_fit and critical_sigma_ continue from; the callbacks' root task ended."""
         weights = None if source.unit_weights else source.weights
         self.__dict__.pop("_stream", None)  # a fit ends any stream of partial_fit calls
@@ -472,6 +474,8 @@ default="k-means++"
         fitter = Fitter(self._fit_params(), ConvergenceWarning)
         try:
             stream, stats, labels = fitter.partial_fit(source, state=state)
+            if first:  # read now, before a spooled copy of the batch is gone
+                critical = CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
         finally:
             source.close()
         if first:  # n_clusters="auto": the first batch's choice
@@ -488,7 +492,7 @@ default="k-means++"
         self.min_margin_ = float(stats.min_margin)
         self.sigma_ = float(stream.sigma)
         if first:
-            self._critical = CriticalSigma(stream.critical_sigma, None, source, fitter.metric)
+            self._critical = critical
         self._n_features_out = self.cluster_centers_.shape[0]
         self._grouping = CentroidGrouping()
         return self

@@ -39,14 +39,47 @@ inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp) {
   return m.finish();
 }
 
+// The m smallest biased values of a row (m <= k), ascending, ties to the
+// smaller j (so cand[0] is biased_row_min2's label): their columns in cand
+// [out] (m,) and their distances D_ij in cand_dist [out] (m,). Insertion into
+// a sorted list of m: a value above the m-th is one comparison.
+template <typename T>
+inline void biased_row_candidates(const T* row, const T* gt, index_t k, index_t m,
+                                  std::int32_t* cand, T* cand_dist) {
+  constexpr index_t kMaxHeld = 64;
+  T value[kMaxHeld];
+  index_t held = 0;
+  for (index_t j = 0; j < k; ++j) {
+    const T v = row[j] - gt[j];
+    if (held == m && !(v < value[m - 1])) continue;
+    index_t at = held < m ? held++ : m - 1;
+    while (at > 0 && v < value[at - 1]) {
+      value[at] = value[at - 1];
+      cand[at] = cand[at - 1];
+      --at;
+    }
+    value[at] = v;
+    cand[at] = static_cast<std::int32_t>(j);
+  }
+  for (index_t t = 0; t < m; ++t) cand_dist[t] = row[cand[t]];
+}
+
+// Where the pass writes each row's candidates (m = 0: nowhere).
+template <typename T>
+struct BiasedCandidates {
+  index_t m = 0;
+  std::int32_t* cand = nullptr;  // (n, m)
+  T* dist = nullptr;             // (n, m)
+};
+
 // One row block of the pass (rows i0 .. i0 + rows of X (n, d)): distances in
-// s.dbuf, then per row its biased label, gap and distance to its label, and
-// its W, J and one-hot N, S.
+// s.dbuf, then per row its biased label, gap and distance to its label (and
+// its candidates), and its W, J and one-hot N, S.
 template <typename T>
 void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, index_t i0,
                   index_t rows, const SparseAccumulator<T>& acc, ChunkStats& chunk,
                   StatsScratch<T, typename SparseAccumulator<T>::Tile>& s, std::int64_t* labels,
-                  T* gap, T* dist) {
+                  T* gap, T* dist, const BiasedCandidates<T>& out) {
   const index_t d = E.d;
   double W = chunk.W, J = chunk.J;
   for (index_t r = 0; r < rows; ++r) {
@@ -59,6 +92,8 @@ void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, 
     gap[i] = E.k >= 2 ? m.m2 - m.m1 : std::numeric_limits<T>::infinity();
     W += wi;
     J += rounded_product(wi, static_cast<double>(dist[i]));
+    if (out.m > 0)
+      biased_row_candidates(row, gt, E.k, out.m, out.cand + i * out.m, out.dist + i * out.m);
   }
   for (index_t i = i0; i < i0 + rows; ++i) acc.one_hot(s.tile, X + i * d, w[i], labels[i]);
   chunk.set_sums(W, J, J, chunk.mm);
@@ -67,7 +102,9 @@ void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, 
 template <typename T>
 void biased_hard_stats(const T* X, index_t n, index_t d, const T* C, index_t k, const double* g,
                        const double* w, double* W, double* N, double* S, double* distortion,
-                       std::int64_t* labels, T* gap, T* dist, int n_threads) {
+                       std::int64_t* labels, T* gap, T* dist, index_t m, std::int32_t* cand,
+                       T* cand_dist, int n_threads) {
+  const BiasedCandidates<T> out{m, cand, cand_dist};
   const Engine<T> E(C, k, d, kDistBlockBytes, false);
   std::vector<T> gt(E.kp, T(0));
   for (index_t j = 0; j < k; ++j) gt[j] = static_cast<T>(g[j]);
@@ -82,7 +119,7 @@ void biased_hard_stats(const T* X, index_t n, index_t d, const T* C, index_t k, 
   drive(
       E, X, n, static_cast<index_t>(chunks.size()), scratch,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
-        biased_block(E, X, w, gt.data(), i0, rows, acc, chunks[c], s, labels, gap, dist);
+        biased_block(E, X, w, gt.data(), i0, rows, acc, chunks[c], s, labels, gap, dist, out);
       },
       [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); });
   double objective = 0.0, min_margin = 0.0;

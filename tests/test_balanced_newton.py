@@ -35,21 +35,30 @@ def _lp_optimum(D, counts):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [1, 3, 7])
-def test_candidates_are_the_m_best_biased_columns(dtype, m):
+@pytest.mark.parametrize("band", [np.inf, 6.0])
+def test_candidates_are_the_m_best_biased_columns(dtype, m, band):
     X, C = _blobs(2000, 5, 7, seed=m, dtype=dtype)
     g = np.random.default_rng(2).normal(scale=4.0, size=7)
     g[3] = g[4]  # equal offsets: ties between columns go to the smaller j
     D = _native.sq_distances(X, C, 1)
     v = D - g.astype(dtype)
-    want = np.argsort(v, axis=1, kind="stable")[:, :m]
+    order = np.argsort(v, axis=1, kind="stable")[:, :m]
+    sorted_v = np.take_along_axis(v, order, axis=1)
+    bar = sorted_v[:, :1] + dtype(band)  # the row's best + band, in X's dtype
+    held = sorted_v < bar
+    want = np.where(held, order, -1)
+    want_floor = np.where(held[:, -1], sorted_v[:, -1], bar[:, 0])
+    assert (held.sum(1) < m).any() == (np.isfinite(band) and m > 1)  # the band cuts some rows
     for n_threads in THREAD_COUNTS:
         w = np.ones(X.shape[0])
-        labels, _, _, _, cand, cand_dist = _native.biased_hard_stats_candidates(
-            X, C, g, w, n_threads, m
+        labels, _, _, _, cand, cand_dist, floor = _native.biased_hard_stats_candidates(
+            X, C, g, w, n_threads, m, band
         )
         assert cand.dtype == np.int32 and np.array_equal(cand, want)
         assert np.array_equal(cand[:, 0], labels)
-        assert np.array_equal(cand_dist, np.take_along_axis(D, want, axis=1))
+        got = np.where(held, np.take_along_axis(D, order, axis=1), 0)
+        assert np.array_equal(cand_dist, got)
+        assert floor.dtype == dtype and np.array_equal(floor, want_floor)
 
 
 def test_newton_outputs_are_their_definition_and_near_the_counts():
@@ -59,7 +68,7 @@ def test_newton_outputs_are_their_definition_and_near_the_counts():
     X, C = _blobs(n, 4, k, seed=3)
     targets = integer_targets(np.full(k, n / k), n)
     g0 = np.zeros(k)
-    labels0, _, _, _, cand, cand_dist = _native.biased_hard_stats_candidates(
+    labels0, _, _, _, cand, cand_dist, _ = _native.biased_hard_stats_candidates(
         X, C, g0, np.ones(n), 1, m
     )
     before = int(np.abs(np.bincount(labels0, minlength=k) - targets).sum())

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -22,12 +23,12 @@ namespace softkmeans_bindings {
 namespace {
 
 // (labels (n,) int64, gap (n,) and dist (n,) X's dtype, W, N (k,), S (k, d),
-// J, cand (n, m) int32, cand_dist (n, m) X's dtype): the fused pass at offsets
-// g (k,) float64 with each row's m best biased columns, interruptible
-// (run_native).
+// J, cand (n, m) int32, cand_dist (n, m) and floor (n,) X's dtype): the
+// fused pass at offsets g (k,) float64 with each row's m best biased columns
+// within band of its best, interruptible (run_native).
 template <typename T>
 py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py::array& ga,
-                              const py::array& wa, int n_threads, index_t m) {
+                              const py::array& wa, int n_threads, index_t m, double band) {
   const auto X = as_matrix<T>(Xa, "X");
   const auto C = as_matrix<T>(Ca, "C");
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
@@ -38,8 +39,9 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
   if (m < 0 || m > std::min<index_t>(k, 64))
     throw py::value_error("m (candidates per row) must be in [0, min(k, 64)]; got " +
                           std::to_string(m));
+  if (!(band > 0)) throw py::value_error("band must be > 0 (inf: every column)");
   carray<std::int32_t> cand({n, m});
-  carray<T> cand_dist({n, m});
+  carray<T> cand_dist({n, m}), floor(m > 0 ? n : 0);
   carray<std::int64_t> labels(n);
   carray<T> gap(n), dist(n);
   carray<double> N(k), S({k, d});
@@ -48,10 +50,11 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
     softkmeans::kernels<T>().biased_hard_stats(X.data(), n, d, C.data(), k, g.data(), w.data(), &W,
                                                N.mutable_data(), S.mutable_data(), &J,
                                                labels.mutable_data(), gap.mutable_data(),
-                                               dist.mutable_data(), m, cand.mutable_data(),
-                                               cand_dist.mutable_data(), n_threads);
+                                               dist.mutable_data(), m, band,
+                                               cand.mutable_data(), cand_dist.mutable_data(),
+                                               floor.mutable_data(), n_threads);
   });
-  return py::make_tuple(labels, gap, dist, W, N, S, J, cand, cand_dist);
+  return py::make_tuple(labels, gap, dist, W, N, S, J, cand, cand_dist, floor);
 }
 
 // (count error, g (k,), labels (n,) int64, own (n,) and gap (n,) float64,
@@ -71,8 +74,8 @@ py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
   const auto targets = as_vector<std::int64_t>(targets_a, "targets", k);
   if (n < 1 || m < 1 || m > k) throw py::value_error("need n >= 1 and 1 <= m <= k");
   for (index_t i = 0; i < n * m; ++i)
-    if (cand.data()[i] < 0 || cand.data()[i] >= k)
-      throw py::value_error("cand holds a column outside [0, k)");
+    if (cand.data()[i] < -1 || cand.data()[i] >= k || (i % m == 0 && cand.data()[i] < 0))
+      throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
   carray<double> g(k), own(n), gap(n);
   std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
   carray<std::int64_t> labels(n);
@@ -104,16 +107,17 @@ void def_biased(py::module_& m) {
   m.def(
       "biased_hard_stats",
       [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,
-         int n_threads, index_t m) {
+         int n_threads, index_t m, double band) {
         return by_dtype(X, [&](auto t) {
-          return biased_hard_stats_t<decltype(t)>(X, C, g, w, n_threads, m);
+          return biased_hard_stats_t<decltype(t)>(X, C, g, w, n_threads, m, band);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("g"), py::arg("sample_weight"),
       py::arg("n_threads") = 0, py::arg("m") = 0,
-      "(labels, gap, dist, W, N, S, J, cand, cand_dist): argmin_j (D_ij - g_j), the gap to the "
-      "second smallest, D at the label, the hard statistics at those labels, and each row's m "
-      "best biased columns and their D, one pass");
+      py::arg("band") = std::numeric_limits<double>::infinity(),
+      "(labels, gap, dist, W, N, S, J, cand, cand_dist, floor): argmin_j (D_ij - g_j), the gap "
+      "to the second smallest, D at the label, the hard statistics at those labels, each row's m "
+      "best biased columns within band of its best, their D and a floor on the others, one pass");
 }
 
 }  // namespace softkmeans_bindings

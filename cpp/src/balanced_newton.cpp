@@ -142,7 +142,7 @@ class Newton {
     const int32_t* ci = cand_ + p * m_;
     const T* di = dist_ + p * m_;
     const double best = cur_.own[p] - g[a];
-    for (int64_t s = 0; s < m_; ++s)
+    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s)
       if (ci[s] != a && r[ci[s]] > 0)
         (*gaps)[ci[s]].push_back(static_cast<double>(di[s]) - g[ci[s]] - best);
   }
@@ -155,7 +155,7 @@ class Newton {
     const int32_t* ci = cand_ + p * m_;
     const T* di = dist_ + p * m_;
     const double best = cur_.own[p] - g[a];
-    for (int64_t s = 0; s < m_; ++s) {
+    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
       const int32_t c = ci[s];
       if (c == a) continue;
       const double band = std::max(h[a], h[c]);
@@ -203,7 +203,7 @@ class Newton {
       const T* di = dist_ + i * m_;
       double v1 = inf, v2 = inf, own = 0.0;
       int32_t a = ci[0], b = -1;
-      for (int64_t s = 0; s < m_; ++s) {
+      for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
         const double v = static_cast<double>(di[s]) - g[ci[s]];
         if (v < v1 || (v == v1 && ci[s] < a)) {
           if (s > 0) v2 = v1, b = a;

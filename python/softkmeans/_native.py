@@ -165,18 +165,21 @@ def biased_hard_stats(X, C, g, w, n_threads):
     (labels (n,) int64 = argmin_j (D_ij - g_j), gap (n,) to the second smallest and
     dist (n,) = D at the label, both X's dtype; BlockStats W, N, S, J at those labels)
     (`cpp/include/softkmeans/kernels.hpp`)."""
-    labels, gap, dist, W, N, S, J, _, _ = _core.biased_hard_stats(X, C, g, w, n_threads)
+    labels, gap, dist, W, N, S, J = _core.biased_hard_stats(X, C, g, w, n_threads)[:7]
     return labels, gap, dist, BlockStats(W, N, S, J, J, float("nan"))
 
 
-def biased_hard_stats_candidates(X, C, g, w, n_threads, m):
-    """`biased_hard_stats` and each row's m best biased columns: (labels, gap, dist,
-    BlockStats, cand (n, m) int32 ascending by D_ij - g_j (ties to the smaller j;
-    cand[:, 0] = labels), cand_dist (n, m) their D_ij in X's dtype)."""
-    labels, gap, dist, W, N, S, J, cand, cand_dist = _core.biased_hard_stats(
-        X, C, g, w, n_threads, m
+def biased_hard_stats_candidates(X, C, g, w, n_threads, m, band=float("inf")):
+    """`biased_hard_stats` and each row's best biased columns, those of D_ij - g_j below
+    its smallest + band (in X's dtype), at most m: (labels, gap, dist, BlockStats, cand
+    (n, m) int32 ascending (ties to the smaller j; cand[:, 0] = labels; -1 past the
+    last), cand_dist (n, m) their D_ij, floor (n,) a floor on every other column's
+    biased value (the m-th value when m are held, else smallest + band))."""
+    labels, gap, dist, W, N, S, J, cand, cand_dist, floor = _core.biased_hard_stats(
+        X, C, g, w, n_threads, m, band
     )
-    return labels, gap, dist, BlockStats(W, N, S, J, J, float("nan")), cand, cand_dist
+    stats = BlockStats(W, N, S, J, J, float("nan"))
+    return labels, gap, dist, stats, cand, cand_dist, floor
 
 
 def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0):

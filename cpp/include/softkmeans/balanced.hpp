@@ -120,6 +120,7 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
 // balanced_counts makes the counts exact.
 //
 // cand      [in]  (n, m) int32, each row's m best columns at the start offsets
+//                 (-1 past the last: fewer)
 // cand_dist [in]  (n, m) their D_ij
 // targets   [in]  (k,) int64 counts summing to n
 // max_steps [in]  the most Newton steps

@@ -44,6 +44,10 @@ TRIES = 4
 # NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best columns
 # (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 30
+# A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
+# change at the last solve of its best (the columns it may move to, if the next change
+# is like the last; the others are bounded by the pass's floor).
+CANDIDATE_BAND = 4.0
 PRESOLVE_ERROR, PRESOLVE_ROWS = 0.01, 16384
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
@@ -51,8 +55,9 @@ EDGES = 8
 
 class BiasedPass(NamedTuple):
     """One pass at offsets g: labels (n,) int64, gap (n,) and dist (n,) = D at the label
-    (X's dtype), the BlockStats at those labels, and each row's m best biased columns
-    cand (n, m) int32 and their D cand_dist (n, m) (m = 0: none)."""
+    (X's dtype), the BlockStats at those labels, and each row's best biased columns
+    within a band, at most m (`_native.biased_hard_stats_candidates`: cand (n, m) int32,
+    cand_dist (n, m), floor (n,); m = 0: none)."""
 
     labels: np.ndarray
     gap: np.ndarray
@@ -60,9 +65,27 @@ class BiasedPass(NamedTuple):
     stats: _stats.BlockStats
     cand: np.ndarray
     cand_dist: np.ndarray
+    floor: np.ndarray
 
 
-def _unfused_block(rows, C, g, w, n_threads, m):
+def _unfused_candidates(D, g, m, band):
+    """(cand, cand_dist, floor) of `_native.biased_hard_stats_candidates` from D (rows, k)
+    by their definition (NumPy, in D's dtype)."""
+    if m == 0:
+        none = np.empty((D.shape[0], 0), dtype=D.dtype)
+        return none.astype(np.int32), none, np.empty(0, dtype=D.dtype)
+    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
+    order = np.argsort(v, axis=1, kind="stable")[:, :m]
+    sorted_v = np.take_along_axis(v, order, axis=1)
+    bar = (sorted_v[:, 0] + D.dtype.type(band)).astype(D.dtype)
+    held = sorted_v < bar[:, None]
+    cand = np.where(held, order, -1).astype(np.int32)
+    cand_dist = np.where(held, np.take_along_axis(D, order, axis=1), 0).astype(D.dtype)
+    floor = np.where(held[:, -1], sorted_v[:, -1], bar).astype(D.dtype)
+    return cand, cand_dist, floor
+
+
+def _unfused_block(rows, C, g, w, n_threads, m, band):
     """The pass over one block by its definition: the kernel's D (rows, k), then
     `_balance.biased_argmin`, the candidates and the sums (CSR blocks, which no fused
     kernel reads)."""
@@ -75,31 +98,30 @@ def _unfused_block(rows, C, g, w, n_threads, m):
     S = S.toarray() if sp.issparse(S) else np.asarray(S)
     N = np.bincount(labels, w, minlength=k)
     J = float(w @ dist.astype(np.float64))
-    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
-    cand = np.argsort(v, axis=1, kind="stable")[:, :m].astype(np.int32)
-    cand_dist = np.take_along_axis(D, cand.astype(np.int64), axis=1)
     stats = _stats.BlockStats(float(w.sum()), N, S, J, J, np.nan)
-    return labels, gap, dist, stats, cand, cand_dist
+    return (labels, gap, dist, stats, *_unfused_candidates(D, g, m, band))
 
 
-def biased_pass(source, C, g, m=0):
+def biased_pass(source, C, g, m=0, band=np.inf):
     """`BiasedPass` of every row of a local source at centroids C (X's dtype) and offsets
-    g (k,) float64, with m candidates a row: the fused native pass per dense block, the
-    unfused one per CSR block; blocks merged in order."""
+    g (k,) float64, with at most m candidates a row within band of its best: the fused
+    native pass per dense block, the unfused one per CSR block; blocks merged in order."""
     g = np.ascontiguousarray(g, dtype=np.float64)
     parts = []
     for start, stop, rows in transformed_blocks(source):
         w = source.weights[start:stop]
         if sp.issparse(rows):
-            parts.append(_unfused_block(rows, C, g, w, source.n_threads, m))
+            parts.append(_unfused_block(rows, C, g, w, source.n_threads, m, band))
         else:
-            parts.append(_native.biased_hard_stats_candidates(rows, C, g, w, source.n_threads, m))
+            parts.append(
+                _native.biased_hard_stats_candidates(rows, C, g, w, source.n_threads, m, band)
+            )
     if len(parts) == 1:
         return BiasedPass(*parts[0])
-    labels, gap, dist, stats, cand, cand_dist = zip(*parts)
+    labels, gap, dist, stats, cand, cand_dist, floor = zip(*parts)
     return BiasedPass(
         np.concatenate(labels), np.concatenate(gap), np.concatenate(dist), _stats.merge(stats),
-        np.concatenate(cand), np.concatenate(cand_dist),
+        np.concatenate(cand), np.concatenate(cand_dist), np.concatenate(floor),
     )  # fmt: skip
 
 
@@ -140,18 +162,16 @@ def _newton_start(p, g, targets, enough):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
     row's candidates (`_native.balanced_newton`, many rows a step). A row's margin is
     its gap among its candidates, and below the bound on the columns outside them: at
-    g they were at least the last candidate's biased value (in X's dtype, less its
+    g their biased values were at least the pass's floor (in X's dtype, less its
     rounding), and each has since fallen by at most the most any offset rose."""
     _, g_new, labels, own, gap = _native.balanced_newton(
         p.cand, p.cand_dist, targets, g, NEWTON_STEPS, enough
     )[:5]
-    k, m = g.size, p.cand.shape[1]
-    if m < k:
-        last = p.cand_dist[:, -1]
-        v_last = (last - g.astype(last.dtype)[p.cand[:, -1]]).astype(np.float64)
-        u = float(np.finfo(last.dtype).eps)
-        v_last -= 8.0 * u * (np.abs(last).astype(np.float64) + 3.0 * np.abs(g).max())
-        outside = v_last - float((g_new - g).max()) - (own - g_new[labels])
+    if np.isfinite(p.floor).any():
+        u = float(np.finfo(p.floor.dtype).eps)
+        big = np.abs(p.floor).astype(np.float64) + 4.0 * np.abs(g).max()
+        floor = p.floor.astype(np.float64) - 8.0 * u * big
+        outside = floor - float((g_new - g).max()) - (own - g_new[labels])
         gap = np.minimum(gap, outside)
     u = float(np.finfo(np.float64).eps)
     finite = np.where(np.isfinite(gap), np.abs(gap), 0.0)
@@ -172,8 +192,9 @@ class CountsRepair:
         k = self.targets.size
         self.g = np.zeros(k)
         self.slack_owner = np.full(slack, -1, dtype=np.int64)
-        # Candidates a row for the Newton start (none with slack rows: the sample's).
-        self.m = 0 if slack else min(k, CANDIDATES)
+        # Candidates a row for the Newton start (none with slack rows: the sample's),
+        # those within band of the row's best (inf: the first solve).
+        self.m, self.band = (0 if slack else min(k, CANDIDATES)), np.inf
         # How far each cluster's offset fell behind the one that rose most, at the last
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
@@ -184,12 +205,13 @@ class CountsRepair:
         """(labels (n,), offsets g (k,) with max 0, BlockStats at the labels, each row's
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
-        p = biased_pass(self.source, C, g, self.m)
+        g_in = g
+        p = biased_pass(self.source, C, g, self.m, self.band)
         n, k = p.labels.size, g.size
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
         if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
             g = self._presolve(C, g, n)
-            p = biased_pass(self.source, C, g, self.m)
+            p = biased_pass(self.source, C, g, self.m, np.inf)
             off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
             off += self.slack
         start = _pass_start(p, g)
@@ -215,6 +237,8 @@ class CountsRepair:
                     # A cold start's change says nothing of the next solve's (from here).
                     self.reach = reach if self.warm else np.zeros(k)
                     self.warm, self.last = True, (boundary, out[2], after)
+                    spread = float(np.ptp(out[0] - g_in))
+                    self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
                     return self._accept(p, start, boundary, *out)
             # NOTE: not a band of the failed change: a repair of too few rows overshoots
             # (measured: 20x the spread of the full repair's change).

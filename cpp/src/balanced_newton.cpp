@@ -124,8 +124,9 @@ class Newton {
     }
     for (int widen = 0; widen < kWidenings; ++widen) {
       std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
-      for (int64_t p = 0; p < n_; ++p)
-        if (bucket_[p] <= active_) add_row(p, g, h, &L);
+      const double widest = *std::max_element(h.begin(), h.end());
+      for (int64_t p = 0; p < n_; ++p)  // a row's gap is to its nearest other candidate
+        if (bucket_[p] <= active_ && cur_.gap[p] < widest) add_row(p, g, h, &L);
       if (connected(L, r)) return solve(L, r, delta);
       for (double& x : h) x = x > 0 ? 2 * x : x;
     }

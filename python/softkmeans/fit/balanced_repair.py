@@ -40,7 +40,8 @@ BAND_FACTOR = 2.0
 # A repair that fails TRIES times takes every row.
 TRIES = 4
 # A start whose count error is above PRESOLVE_ERROR x n rows first takes the offsets of
-# PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a pass there; one above
+# PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a pass there (with
+# candidates within PRESOLVE_BAND x the spread of that change); one above
 # NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best columns
 # (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 30
@@ -48,7 +49,7 @@ NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 30
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
-PRESOLVE_ERROR, PRESOLVE_ROWS = 0.01, 16384
+PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND = 0.01, 8192, 1.0
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -211,7 +212,9 @@ class CountsRepair:
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
         if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
             g = self._presolve(C, g, n)
-            p = biased_pass(self.source, C, g, self.m, np.inf)
+            # the sample's offsets are near: candidates within a share of their change
+            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
+            p = biased_pass(self.source, C, g, self.m, band)
             off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
             off += self.slack
         start = _pass_start(p, g)
@@ -258,7 +261,7 @@ class CountsRepair:
                                            m + slack)  # fmt: skip
         if not slack:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
-            return _native.balanced_newton(every, D, targets, g, NEWTON_STEPS)[1]
+            return _native.balanced_newton(every, D, targets, g, NEWTON_STEPS, NEWTON_ENOUGH * k)[1]
         cost = np.vstack([D.astype(np.float64), np.zeros((slack, k))])
         status, _, g_sub, _, _ = _native.balanced_counts(
             cost, targets, g, np.full(m + slack, -1, dtype=np.int64), 1, np.inf, k, 0.0, 1
@@ -324,14 +327,11 @@ def _boundary(margin, band, want, everything):
 def _with_leavers(boundary, labels, margin, leave):
     """boundary with, for every cluster j, at least leave_j of its rows (those of least
     margin): a cluster over its count by e needs e of its rows free to move."""
-    k = leave.size
     if not leave.any() or boundary.size == labels.size:
         return boundary
-    order = np.argsort(labels.astype(np.int32), kind="stable")
-    ends = np.cumsum(np.bincount(labels, minlength=k))
     extra = [boundary]
     for j in np.flatnonzero(leave):
-        mine = order[(ends[j - 1] if j else 0) : ends[j]]
+        mine = np.flatnonzero(labels == j)
         take = min(int(leave[j]), mine.size)
         if take < mine.size:
             mine = mine[np.argpartition(margin[mine], take - 1)[:take]]

@@ -130,3 +130,27 @@ def test_newton_start_gives_the_labels_of_the_plain_repair(monkeypatch):
     for t, (a, b) in enumerate(zip(*paths)):
         assert np.array_equal(a, b), t
     assert with_newton.m == min(k, balanced_repair.CANDIDATES)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch):
+    # Two candidates a row within a narrow band: most columns lie beyond them and the
+    # floor (less the offsets' rise since the pass) must bound them; the centroids jump
+    # between solves, so the offsets move far.
+    monkeypatch.setattr(balanced_repair, "CANDIDATES", 2)
+    monkeypatch.setattr(balanced_repair, "CANDIDATE_BAND", 0.25)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_BAND", 0.05)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)  # the sample's offsets first
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # a thin boundary
+    n, k = 400, 6
+    X, C = _blobs(n, 3, k, seed=20 + seed)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    jump = np.random.default_rng(seed).normal(scale=1.5, size=(4,) + C.shape)
+    for t in range(4):
+        Ct = C + jump[t]
+        labels = solver.solve(Ct)[0]
+        D = _native.sq_distances(X, Ct, 1)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
+        cost = float(D[np.arange(n), labels].sum())
+        assert cost == pytest.approx(_lp_optimum(D, counts), rel=1e-12), t

@@ -22,9 +22,8 @@ unit-weight path (`CountsRepair`) takes damped Newton steps on it over each row'
 candidates from the pass (many rows a step, no pass per step) and then the shortest
 paths on the rows near a tie; the auction reaches them with one pass per iteration.
 The bias trick ([C, sqrt(b)] over [X, 0], b_j = max g - g_j: D_ij + b_j from the
-plain kernels) is used where a pass at given
-offsets is what is wanted: each Sinkhorn iteration of the soft assignment, and predict
-with the fitted offsets.
+plain kernels) is used where a pass at given offsets is what is wanted: each Sinkhorn
+iteration of the soft assignment, and predict with the fitted offsets.
 
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.

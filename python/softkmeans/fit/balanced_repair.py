@@ -44,7 +44,7 @@ TRIES = 4
 # candidates within PRESOLVE_BAND x the spread of that change); one above
 # NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best columns
 # (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k).
-NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 30
+NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
 # A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).

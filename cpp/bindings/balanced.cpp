@@ -6,7 +6,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -21,11 +23,12 @@ namespace softkmeans_bindings {
 namespace {
 
 // (labels (n,) int64, gap (n,) and dist (n,) X's dtype, W, N (k,), S (k, d),
-// J): the fused
-// pass at offsets g (k,) float64, interruptible (run_native).
+// J, cand (n, m) int32, cand_dist (n, m) and floor (n,) X's dtype): the
+// fused pass at offsets g (k,) float64 with each row's m best biased columns
+// within band of its best, interruptible (run_native).
 template <typename T>
 py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py::array& ga,
-                              const py::array& wa, int n_threads) {
+                              const py::array& wa, int n_threads, index_t m, double band) {
   const auto X = as_matrix<T>(Xa, "X");
   const auto C = as_matrix<T>(Ca, "C");
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
@@ -33,6 +36,12 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
   if (n < 1 || d < 1 || k < 1) throw py::value_error("X and C must be non-empty");
   const auto g = as_vector<double>(ga, "g", k);
   const auto w = as_vector<double>(wa, "sample_weight", n);
+  if (m < 0 || m > std::min<index_t>(k, 64))
+    throw py::value_error("m (candidates per row) must be in [0, min(k, 64)]; got " +
+                          std::to_string(m));
+  if (!(band > 0)) throw py::value_error("band must be > 0 (inf: every column)");
+  carray<std::int32_t> cand({n, m});
+  carray<T> cand_dist({n, m}), floor(m > 0 ? n : 0);
   carray<std::int64_t> labels(n);
   carray<T> gap(n), dist(n);
   carray<double> N(k), S({k, d});
@@ -41,26 +50,74 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
     softkmeans::kernels<T>().biased_hard_stats(X.data(), n, d, C.data(), k, g.data(), w.data(), &W,
                                                N.mutable_data(), S.mutable_data(), &J,
                                                labels.mutable_data(), gap.mutable_data(),
-                                               dist.mutable_data(), n_threads);
+                                               dist.mutable_data(), m, band,
+                                               cand.mutable_data(), cand_dist.mutable_data(),
+                                               floor.mutable_data(), n_threads);
   });
-  return py::make_tuple(labels, gap, dist, W, N, S, J);
+  return py::make_tuple(labels, gap, dist, W, N, S, J, cand, cand_dist, floor);
+}
+
+// (count error, g (k,), labels (n,) int64, own (n,) and gap (n,) float64,
+// evals):
+// balanced_newton from the offsets g on the candidates.
+template <typename T>
+py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
+                            const py::array& targets_a, const py::array& g_a, int64_t max_steps,
+                            int64_t enough) {
+  const auto cand = as_matrix<std::int32_t>(cand_a, "cand");
+  const auto dist = as_matrix<T>(dist_a, "cand_dist");
+  const index_t n = cand.shape(0), m = cand.shape(1);
+  if (dist.shape(0) != n || dist.shape(1) != m)
+    throw py::value_error("cand and cand_dist must have the same shape");
+  const auto g_in = as_vector<double>(g_a, "g", g_a.size());
+  const index_t k = g_in.shape(0);
+  const auto targets = as_vector<std::int64_t>(targets_a, "targets", k);
+  if (n < 1 || m < 1 || m > k) throw py::value_error("need n >= 1 and 1 <= m <= k");
+  for (index_t i = 0; i < n * m; ++i)
+    if (cand.data()[i] < -1 || cand.data()[i] >= k || (i % m == 0 && cand.data()[i] < 0))
+      throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
+  carray<double> g(k), own(n), gap(n);
+  std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+  carray<std::int64_t> labels(n);
+  std::int64_t err = 0, evals = 0;
+  run_native([&] {
+    std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+    err = softkmeans::balanced_newton<T>(cand.data(), dist.data(), n, m, k, targets.data(),
+                                         max_steps, enough, g.mutable_data(), labels.mutable_data(),
+                                         own.mutable_data(), gap.mutable_data(), &evals);
+  });
+  return py::make_tuple(err, g, labels, own, gap, evals);
 }
 
 }  // namespace
 
 void def_biased(py::module_& m) {
   m.def(
+      "balanced_newton",
+      [](const py::array& cand, const py::array& cand_dist, const py::array& targets,
+         const py::array& g, int64_t max_steps, int64_t enough) {
+        return by_dtype(cand_dist, [&](auto t) {
+          return balanced_newton_t<decltype(t)>(cand, cand_dist, targets, g, max_steps, enough);
+        });
+      },
+      py::arg("cand"), py::arg("cand_dist"), py::arg("targets"), py::arg("g"),
+      py::arg("max_steps"), py::arg("enough") = 0,
+      "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the offsets "
+      "g, on each row's candidates");
+  m.def(
       "biased_hard_stats",
       [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,
-         int n_threads) {
+         int n_threads, index_t m, double band) {
         return by_dtype(X, [&](auto t) {
-          return biased_hard_stats_t<decltype(t)>(X, C, g, w, n_threads);
+          return biased_hard_stats_t<decltype(t)>(X, C, g, w, n_threads, m, band);
         });
       },
       py::arg("X"), py::arg("C"), py::arg("g"), py::arg("sample_weight"),
-      py::arg("n_threads") = 0,
-      "(labels, gap, dist, W, N, S, J): argmin_j (D_ij - g_j), the gap to the second smallest, "
-      "D at the label, and the hard statistics at those labels, one pass");
+      py::arg("n_threads") = 0, py::arg("m") = 0,
+      py::arg("band") = std::numeric_limits<double>::infinity(),
+      "(labels, gap, dist, W, N, S, J, cand, cand_dist, floor): argmin_j (D_ij - g_j), the gap "
+      "to the second smallest, D at the label, the hard statistics at those labels, each row's m "
+      "best biased columns within band of its best, their D and a floor on the others, one pass");
 }
 
 }  // namespace softkmeans_bindings

@@ -165,8 +165,30 @@ def biased_hard_stats(X, C, g, w, n_threads):
     (labels (n,) int64 = argmin_j (D_ij - g_j), gap (n,) to the second smallest and
     dist (n,) = D at the label, both X's dtype; BlockStats W, N, S, J at those labels)
     (`cpp/include/softkmeans/kernels.hpp`)."""
-    labels, gap, dist, W, N, S, J = _core.biased_hard_stats(X, C, g, w, n_threads)
+    labels, gap, dist, W, N, S, J = _core.biased_hard_stats(X, C, g, w, n_threads)[:7]
     return labels, gap, dist, BlockStats(W, N, S, J, J, float("nan"))
+
+
+def biased_hard_stats_candidates(X, C, g, w, n_threads, m, band=float("inf")):
+    """`biased_hard_stats` and each row's best biased columns, those of D_ij - g_j below
+    its smallest + band (in X's dtype), at most m: (labels, gap, dist, BlockStats, cand
+    (n, m) int32 ascending (ties to the smaller j; cand[:, 0] = labels; -1 past the
+    last), cand_dist (n, m) their D_ij, floor (n,) a floor on every other column's
+    biased value (the m-th value when m are held, else smallest + band))."""
+    labels, gap, dist, W, N, S, J, cand, cand_dist, floor = _core.biased_hard_stats(
+        X, C, g, w, n_threads, m, band
+    )
+    stats = BlockStats(W, N, S, J, J, float("nan"))
+    return labels, gap, dist, stats, cand, cand_dist, floor
+
+
+def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0):
+    """Damped Newton on the balanced dual from the offsets g (k,) on each row's candidates
+    (cand (n, m) int32, cand_dist (n, m)) toward the counts targets (k,) int64: (count
+    error among the candidates, g, labels (n,) int64, D there (n,) and gap (n,) float64
+    among the candidates at g, count evaluations); it stops at a count error of `enough`
+    (`cpp/include/softkmeans/balanced.hpp`)."""
+    return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough)
 
 
 def weighted_covariance(X, w, n_threads):

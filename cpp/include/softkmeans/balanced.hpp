@@ -103,4 +103,38 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
                                double slack, int64_t max_tries, double* g, int64_t* owner,
                                int64_t* moves, int64_t* rows_used);
 
+// Offsets near the optimum's by damped Newton on the dual, on each row's m
+// best candidates (the fused pass's, at the start offsets g): every step
+// moves many rows, where a shortest path moves one. The dual is
+// q(g) = sum_i min_j (D_ij - g_j) + t . g (concave; its supergradient is the
+// residual r = t - N(g), hard counts among the candidates); its Hessian is
+// taken as the graph Laplacian of the densities of rows on each boundary
+// between two clusters (the rows whose candidates j and l are within a band
+// of each other's value: a cluster's band is the max(|r_j|, 16)-th smallest
+// gap of the rows it would lose, or, short of rows, gain first: a secant
+// over the rows it must move). The step is halved until q rises enough
+// (Armijo). It stops at a count error of `enough`, or after 4 steps without
+// a lower one (the counts are discrete), and returns the offsets of the
+// lowest. Rows whose gap at the start exceeds the offsets' spread since
+// then keep their labels unread (bucketed by gap). Approximate by design:
+// balanced_counts makes the counts exact.
+//
+// cand      [in]  (n, m) int32, each row's m best columns at the start offsets
+//                 (-1 past the last: fewer)
+// cand_dist [in]  (n, m) their D_ij
+// targets   [in]  (k,) int64 counts summing to n
+// max_steps [in]  the most Newton steps
+// enough    [in]  a count error at which to stop
+// g         [in/out] (k,) the start offsets in, the offsets out
+// labels    [out] (n,) each row's best candidate at g (ties to the smaller j)
+// own       [out] (n,) its D_ij
+// gap       [out] (n,) the second best candidate's value less the best's
+//                 (inf when m = 1; not a bound on the columns outside)
+// evals     [out] the count evaluations made
+// Returns the count error sum_j |N_j - t_j| at g among the candidates.
+template <typename T>
+int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
+                        const int64_t* targets, int64_t max_steps, int64_t enough, double* g,
+                        int64_t* labels, double* own, double* gap, int64_t* evals);
+
 }  // namespace softkmeans

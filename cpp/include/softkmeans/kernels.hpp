@@ -141,10 +141,18 @@ struct Kernels {
   // [out] (k, d), distortion [out]: J =
   // sum_i w_i D_{i, labels_i}, all at those labels and in block_stats's order
   // (at g = 0: block_stats hard's bits where it takes the row-wise hard
-  // accumulation, d > kSmallDim or k > kLaneAccK).
+  // accumulation, d > kSmallDim or k > kLaneAccK). m [in] 0..min(k, 64) and
+  // band [in] > 0 (may be inf): cand [out] (n, m) int32, each row's columns
+  // of biased value below its smallest + band (band rounded to T, the sum in
+  // T), the m smallest of them, ascending (ties to the smaller j; cand[i, 0]
+  // = labels_i; -1 past the last), cand_dist [out] (n, m) their D_ij (0 past
+  // the last), floor [out] (n,) a floor on the biased value of every other
+  // column (the m-th value when m are held, else smallest + band); all
+  // untouched when m = 0.
   void (*biased_hard_stats)(const T* X, index_t n, index_t d, const T* C, index_t k,
                             const double* g, const double* w, double* W, double* N, double* S,
-                            double* distortion, std::int64_t* labels, T* gap, T* dist,
+                            double* distortion, std::int64_t* labels, T* gap, T* dist, index_t m,
+                            double band, std::int32_t* cand, T* cand_dist, T* floor,
                             int n_threads) = nullptr;
 
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the

@@ -1,13 +1,12 @@
 """Balanced (size-constrained) K-Means (SPEC.md, "Balanced (size-constrained) assignments").
 
-Hard, unit weights and k <= M_CANDIDATES (masses rounded to counts, or capacities made
-two-sided by slack rows of cost 0): each Lloyd iteration makes one distances pass
-(`LocalSource.sq_distances`, D (n, k)) and `_native.balanced_counts` solves the
-assignment exactly from the last iteration's offsets g: the argmin of D - g, corrected to
-the counts by successive shortest paths on the k-node cluster graph (edge j -> l: the
-cheapest reduced cost of moving one row of j to l), first over the rows near a tie only,
-then checked on every row (complementary slackness: the optimum); c_j = S_j / N_j from
-the labels (one `label_sums` read of X).
+Hard, unit weights and k <= MAX_K_TRANSFER in this process (masses rounded to counts,
+or capacities made two-sided by slack rows of cost 0): each Lloyd iteration makes one
+fused pass at the last offsets g (`balanced_repair.CountsRepair`: labels, gaps, each
+row's candidates and N, S, J at once), moves g toward the counts by Newton steps on the
+candidates, and makes the counts exact by successive shortest paths on the k-node
+cluster graph over the rows near a tie, checked on every row (complementary slackness:
+the optimum); N, S, J are the pass's, corrected by the rows whose label changed.
 
 Otherwise (weights, more clusters, or when that does not settle) each iteration makes
 one candidates pass (`LocalSource.candidates`: the M_CANDIDATES nearest centroids of
@@ -18,13 +17,13 @@ Every bid checks the next distance: a row whose best value is beaten by the boun
 centroid outside its candidates widens the candidates (another pass), so the restricted
 solution is the unrestricted one.
 
-Why not a per-centroid bias in the native passes and a search over the k offsets: the
-dual is piecewise linear, so no smooth method reaches the exact counts, and each of its
-evaluations is a full pass; the shortest paths and the auction reach exact integer
-counts with one pass per iteration. The bias trick ([C, sqrt(b)] over [X, 0],
-b_j = max g - g_j: D_ij + b_j from the plain kernels) is used where a pass at given
-offsets is what is wanted: each Sinkhorn iteration of the soft assignment, and predict
-with the fitted offsets.
+The dual is piecewise linear, so no smooth method alone reaches the exact counts: the
+unit-weight path (`CountsRepair`) takes damped Newton steps on it over each row's few
+candidates from the pass (many rows a step, no pass per step) and then the shortest
+paths on the rows near a tie; the auction reaches them with one pass per iteration.
+The bias trick ([C, sqrt(b)] over [X, 0], b_j = max g - g_j: D_ij + b_j from the
+plain kernels) is used where a pass at given offsets is what is wanted: each Sinkhorn
+iteration of the soft assignment, and predict with the fitted offsets.
 
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.

@@ -1,0 +1,156 @@
+"""The Newton start of the balanced repair (softkmeans.fit.balanced_repair, SPEC.md
+"Balanced assignments as one pass"): the fused pass's candidates, damped Newton on the
+dual over them (`_native.balanced_newton`), then the exact repair.
+
+Oracles: the candidates against a stable sort of the kernel's biased distances
+(NumPy); Newton's labels, D and gaps against their definition at the offsets it
+returns (NumPy); the solve against the assignment problem with each cluster expanded
+into its count of slots (scipy's linear_sum_assignment) and against the repair with no
+Newton start (the optimum is unique on continuous data).
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from conftest import DTYPES, THREAD_COUNTS
+from softkmeans import _native, sources
+from softkmeans._balance import integer_targets
+from softkmeans.fit import balanced_repair
+
+
+def _blobs(n, d, k, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d)) * 4
+    p = np.arange(1, k + 1, dtype=float) ** 2
+    X = centres[rng.choice(k, size=n, p=p / p.sum())] + rng.normal(size=(n, d))
+    return X.astype(dtype), X[rng.choice(n, k, replace=False)].astype(dtype)
+
+
+def _lp_optimum(D, counts):
+    slots = np.repeat(np.arange(D.shape[1]), counts)
+    rows, cols = linear_sum_assignment(D[:, slots])
+    return float(D[rows, slots[cols]].sum())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [1, 3, 7])
+@pytest.mark.parametrize("band", [np.inf, 6.0])
+def test_candidates_are_the_m_best_biased_columns(dtype, m, band):
+    X, C = _blobs(2000, 5, 7, seed=m, dtype=dtype)
+    g = np.random.default_rng(2).normal(scale=4.0, size=7)
+    g[3] = g[4]  # equal offsets: ties between columns go to the smaller j
+    D = _native.sq_distances(X, C, 1)
+    v = D - g.astype(dtype)
+    order = np.argsort(v, axis=1, kind="stable")[:, :m]
+    sorted_v = np.take_along_axis(v, order, axis=1)
+    bar = sorted_v[:, :1] + dtype(band)  # the row's best + band, in X's dtype
+    held = sorted_v < bar
+    want = np.where(held, order, -1)
+    want_floor = np.where(held[:, -1], sorted_v[:, -1], bar[:, 0])
+    assert (held.sum(1) < m).any() == (np.isfinite(band) and m > 1)  # the band cuts some rows
+    for n_threads in THREAD_COUNTS:
+        w = np.ones(X.shape[0])
+        labels, _, _, _, cand, cand_dist, floor = _native.biased_hard_stats_candidates(
+            X, C, g, w, n_threads, m, band
+        )
+        assert cand.dtype == np.int32 and np.array_equal(cand, want)
+        assert np.array_equal(cand[:, 0], labels)
+        got = np.where(held, np.take_along_axis(D, order, axis=1), 0)
+        assert np.array_equal(cand_dist, got)
+        assert floor.dtype == dtype and np.array_equal(floor, want_floor)
+
+
+def test_newton_outputs_are_their_definition_and_near_the_counts():
+    # Every column a candidate (a cold start: the best few at g = 0 may not hold the
+    # rows that a small cluster needs).
+    n, k, m = 20_000, 12, 12
+    X, C = _blobs(n, 4, k, seed=3)
+    targets = integer_targets(np.full(k, n / k), n)
+    g0 = np.zeros(k)
+    labels0, _, _, _, cand, cand_dist, _ = _native.biased_hard_stats_candidates(
+        X, C, g0, np.ones(n), 1, m
+    )
+    before = int(np.abs(np.bincount(labels0, minlength=k) - targets).sum())
+    err, g, labels, own, gap, evals = _native.balanced_newton(cand, cand_dist, targets, g0, 30)
+    v = cand_dist - g[cand]
+    order = np.argsort(v, axis=1)
+    best = np.take_along_axis(cand, order[:, :1], axis=1)[:, 0]
+    vs = np.take_along_axis(v, order, axis=1)
+    assert not (vs[:, 0] == vs[:, 1]).any()  # continuous data: no ties to break
+    assert np.array_equal(labels, best)
+    assert np.array_equal(own, np.take_along_axis(cand_dist, order[:, :1], axis=1)[:, 0])
+    assert np.allclose(gap, vs[:, 1] - vs[:, 0], rtol=0, atol=1e-9)
+    assert err == int(np.abs(np.bincount(labels, minlength=k) - targets).sum())
+    assert evals > 1
+    assert err < before / 20, (before, err)  # many rows a step: most of the error gone
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [2, 4, 6])
+def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
+    # Few candidates (m = 2: the bound on the columns outside decides many rows), every
+    # thread count: sizes exact and the least cost of the expanded assignment problem.
+    monkeypatch.setattr(balanced_repair, "CANDIDATES", m)
+    calls = []
+    newton = balanced_repair._newton_start
+    monkeypatch.setattr(balanced_repair, "_newton_start", lambda *a: calls.append(1) or newton(*a))
+    n, k = 240, 6
+    X, C = _blobs(n, 3, k, seed=11, dtype=dtype)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
+    D = _native.sq_distances(X, C, 1).astype(np.float64)
+    best = _lp_optimum(D, counts)
+    for n_threads in THREAD_COUNTS:
+        source = sources.source_of(X, n_threads=n_threads)
+        labels, _, stats, own = balanced_repair.CountsRepair(source, counts).solve(C)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts)
+        assert float(D[np.arange(n), labels].sum()) == pytest.approx(best, rel=1e-12)
+        assert np.array_equal(own, D[np.arange(n), labels])
+        assert np.array_equal(stats.cluster_weights, counts)
+        S = np.zeros((k, 3))
+        np.add.at(S, labels, X.astype(np.float64))
+        np.testing.assert_allclose(stats.sums, S, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    assert calls, "the Newton start did not run"
+
+
+def test_newton_start_gives_the_labels_of_the_plain_repair(monkeypatch):
+    # Along a path of centroids (warm starts), with and without the Newton start: the
+    # same labels at every step (continuous data: the optimum is unique).
+    n, k = 4000, 8
+    X, C = _blobs(n, 5, k, seed=6)
+    counts = integer_targets(np.full(k, n / k), n)
+    source = sources.source_of(X)
+    with_newton = balanced_repair.CountsRepair(source, counts)
+    drift = np.random.default_rng(7).normal(scale=0.3, size=C.shape)
+    paths = []
+    for newton_error in (1, np.inf):
+        monkeypatch.setattr(balanced_repair, "NEWTON_ERROR", newton_error)
+        solver = balanced_repair.CountsRepair(source, counts)
+        paths.append([solver.solve(C + t * drift)[0] for t in range(4)])
+    for t, (a, b) in enumerate(zip(*paths)):
+        assert np.array_equal(a, b), t
+    assert with_newton.m == min(k, balanced_repair.CANDIDATES)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch):
+    # Two candidates a row within a narrow band: most columns lie beyond them and the
+    # floor (less the offsets' rise since the pass) must bound them; the centroids jump
+    # between solves, so the offsets move far.
+    monkeypatch.setattr(balanced_repair, "CANDIDATES", 2)
+    monkeypatch.setattr(balanced_repair, "CANDIDATE_BAND", 0.25)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_BAND", 0.05)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)  # the sample's offsets first
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # a thin boundary
+    n, k = 400, 6
+    X, C = _blobs(n, 3, k, seed=20 + seed)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    jump = np.random.default_rng(seed).normal(scale=1.5, size=(4,) + C.shape)
+    for t in range(4):
+        Ct = C + jump[t]
+        labels = solver.solve(Ct)[0]
+        D = _native.sq_distances(X, Ct, 1)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
+        cost = float(D[np.arange(n), labels].sum())
+        assert cost == pytest.approx(_lp_optimum(D, counts), rel=1e-12), t

@@ -5,9 +5,10 @@
 Data: TF-IDF-like rows (columns drawn from a Zipf law over d terms, so frequent terms are
 shared, positive weights, rows of unit L2 norm), float64 CSR. Times, in this process and
 interleaved: softkmeans.kmeans_plusplus against sklearn.cluster.kmeans_plusplus, and the
-default fit (SoftKMeans(k), its k-means++ included) against KMeans(k) (k-means++, one
-run). Prints seconds and the ratio softkmeans / scikit-learn (below 1: softkmeans is
-faster). Timings depend on the machine's load: quote `uptime` with them.
+default fit (SoftKMeans(k), its k-means++ included: Lloyd from the seeds, then EM to
+its likelihood tolerance) against KMeans(k) (k-means++, one run). Prints seconds and
+the ratio softkmeans / scikit-learn (below 1: softkmeans is faster). Timings depend on
+the machine's load: quote `uptime` with them.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .. import _validation as v
 from ..sources import queries, reads
 from . import phase_diagram as phase
 from .annealing import run_annealing
-from .auto_sigma import is_auto, nll_score, run_em
+from .auto_sigma import EM_GAIN_TOL_PER_TOL, is_auto, nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .kmeans_parallel import kmeans_parallel
@@ -191,7 +191,10 @@ class Fitter:
             centers = self.metric.project(centers, centers)
         return centers
 
-    def _run_iterative(self, C, kind, sigma, tol, notes, progress, task):
+    def _run_iterative(self, C, kind, sigma, tol, notes, progress, task, finish=True):
+        """Lloyd (or fixed-sigma) steps from C to tol: a `Run`. finish=False: the first
+        stage of a soft fit (sigma="auto"'s Lloyd): no final pass (final and labels None),
+        its lines in the soft fit's form (sigma 0, objective J), no convergence line."""
         source = self.source
         bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
@@ -201,8 +204,8 @@ class Fitter:
             return self.metric.step(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
-            progress.line(iteration_line(i, kind, sigma, result))
-            if shift <= tol:  # run_steps stops here
+            progress.line(iteration_line(i, kind if finish else "softmax", sigma, result))
+            if shift <= tol and finish:  # run_steps stops here
                 progress.line(converged_line(i, shift, tol), tick=False)
 
         history = History()
@@ -216,6 +219,8 @@ class Fitter:
             on_step=line,
             task=task,
         )
+        if not finish:
+            return Run(C, sigma, history, None, None)
         # The final pass: labels, inertia, objective and margin at the final C (the
         # bounded pass gives block_stats's values with its bounds).
         final = bounded.final(C) if bounded is not None else None
@@ -360,12 +365,19 @@ class Fitter:
         elif auto:
 
             def run(task, rng, notes, progress):
+                C0, lloyd = seeded(task, rng, notes, progress), History()
+                if isinstance(init, str):  # seeded: Lloyd first (auto_sigma.run_em)
+                    C0, _, lloyd, *_ = self._run_iterative(
+                        C0, "hard", 0.0, tol, notes, progress, task, finish=False
+                    )
+                first = lloyd.n_iter  # EM's steps continue Lloyd's history, in max_iter
                 C, sig, history, final = run_em(
-                    training, seeded(task, rng, notes, progress), tol=tol,
-                    max_iter=params.max_iter, relocate=relocator(training, kind, notes),
-                    task=task, on_step=lambda i, s, step, _: progress.line(
-                        iteration_line(i, kind, s, step)
-                    ),
+                    training, C0, tol=tol,
+                    max_iter=0 if lloyd.stopped else params.max_iter - first,
+                    relocate=relocator(training, kind, notes), task=task,
+                    on_step=lambda i, s, step, _: progress.line(
+                        iteration_line(first + i, kind, s, step)
+                    ), gain_tol=EM_GAIN_TOL_PER_TOL * params.tol, history=lloyd,
                 )  # fmt: skip
                 return Run(C, sig, history, *final)
 

@@ -5,7 +5,9 @@
 A soft fit with sigma=None (entmax15's default) needs lambda_max of the covariance (its
 width is 0.1 x sqrt(lambda_max)); beyond 512 features that is Lanczos on one pass over X
 per product (`softkmeans._covariance`), never a d x d matrix. The default softmax fit
-(sigma="default", i.e. "auto": EM of the isotropic mixture) needs no lambda_max. Printed
+(sigma="default", i.e. "auto": Lloyd from the seeds, then EM of the isotropic mixture)
+needs no lambda_max; its EM steps at few centroids take the narrow softmax accumulation
+(cpp/src/impl/stats_narrow.hpp). Printed
 per shape: the hard fit, the default softmax fit and entmax15's, each the median of 3
 interleaved runs with k-means++ from the same seed, the ratio to the hard fit, and
 critical_sigma alone with the Lanczos steps it took. Needed: the default fit at most 2x the

@@ -111,3 +111,40 @@ def test_runs_compare_by_the_mixtures_log_likelihood():
         density = np.exp(-D / (2 * s * s)).mean(axis=1) / (2 * np.pi * s * s) ** (d / 2)
         offsets.append(nll_score(stats, s, d) - (-(w * np.log(density)).sum()))
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]))
+
+
+def _mean_log_likelihood(X, C, sigma):
+    """The equal-weight isotropic mixture's mean log-density of the rows of X."""
+    from scipy.special import logsumexp
+
+    D = ((X[:, None, :] - C[None]) ** 2).sum(axis=2)
+    d = X.shape[1]
+    log_p = logsumexp(-D / (2 * sigma**2), axis=1) - np.log(len(C))
+    return float(np.mean(log_p - 0.5 * d * np.log(2 * np.pi * sigma**2)))
+
+
+def test_em_stops_at_the_first_step_that_gains_at_most_ten_tol_in_likelihood():
+    # Overlapping blobs: the last step still shifts the centroids by more than the shift
+    # tolerance, so the likelihood test ended the fit; the gains (mean log-likelihood of
+    # the step's input state over the one before) come from the NumPy reference's states.
+    X, _ = make_blobs(400, 3, 4, seed=12, spread=1.0, centre_scale=3.0)
+    C0 = X[[0, 1, 2, 3]].copy()
+    model = SoftKMeans(4, sigma="auto", init=C0, max_iter=300).fit(X)
+    steps = model.n_iter_
+    assert model.history_["shift"][-1] > model.tol * X.var(axis=0).mean()
+    ll = [_mean_log_likelihood(X, *em_isotropic(X, C0, t)) for t in range(steps)]
+    gains = np.diff(ll)
+    assert (gains[:-1] > 10 * model.tol).all() and gains[-1] <= 10 * model.tol, gains
+
+
+def test_a_seeded_auto_fit_starts_em_at_lloyds_fixed_point():
+    # Lloyd from the seeds (GaussianMixture's k-means start), then EM from its centroids.
+    X, _ = make_blobs(600, 4, 5, seed=12, spread=2.0)
+    auto = SoftKMeans(5, random_state=0, n_init=1).fit(X)
+    lloyd = SoftKMeans(5, assignment="hard", random_state=0, n_init=1).fit(X)
+    from_lloyd = SoftKMeans(5, sigma="auto", init=lloyd.cluster_centers_, n_init=1).fit(X)
+    kinds = auto.history_["kind"]
+    assert kinds == ["hard"] * lloyd.n_iter_ + ["softmax"] * (len(kinds) - lloyd.n_iter_)
+    assert len(kinds) == lloyd.n_iter_ + from_lloyd.n_iter_
+    np.testing.assert_array_equal(auto.cluster_centers_, from_lloyd.cluster_centers_)
+    assert auto.sigma_ == from_lloyd.sigma_

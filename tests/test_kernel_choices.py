@@ -35,9 +35,12 @@ VARIANTS = {
     "prefetch_none": "prefetch_groups=0",
     "prefetch_far": "prefetch_groups=4",
     "tiny_blocks": "dist_block_bytes=1,softmax_block_bytes=1,softmax_group_bytes=1,"
-    "lane_block_bytes=1",
+    "lane_block_bytes=1,softmax_rows_bytes=1,panel_bytes=1",
     "large_blocks": "dist_block_bytes=4194304,softmax_block_bytes=16777216,"
-    "softmax_group_bytes=1048576,lane_block_bytes=1048576",
+    "softmax_group_bytes=1048576,lane_block_bytes=1048576,softmax_rows_bytes=67108864,"
+    "panel_bytes=67108864",
+    "narrow_never": "narrow_softmax_min_dim=1000000000",
+    "narrow_everywhere": "narrow_softmax_min_dim=0",
     "all_changed": "small_k=0,lane_blocking=2x8,prefetch_groups=0,dist_block_bytes=4096,"
     "softmax_block_bytes=4096,softmax_group_bytes=64,lane_block_bytes=1024",
 }
@@ -48,9 +51,11 @@ if _native.bf16_available():
 
 # (n, d, k): the direct path at k below and above small_k (and the lane accumulator's
 # k <= 16), the lane reduction (d = 37: one and many 32 KiB centroid blocks), the bf16
-# pass engaged by the default thresholds (d = 64, k = 1024) and below them (k = 600).
+# pass engaged by the default thresholds (d = 64, k = 1024) and below them (k = 600), the
+# narrow softmax accumulation (few centroids at wide d: one group and three, a tail of d).
 # n k d >= 2^20 where threads matter (kSerialWork).
-SHAPES = [(60_001, 2, 9), (9_001, 3, 100), (2_003, 37, 71), (1_201, 64, 600), (517, 64, 1024)]
+SHAPES = [(60_001, 2, 9), (9_001, 3, 100), (2_003, 37, 71), (1_201, 64, 600), (517, 64, 1024),
+          (1_201, 300, 5), (701, 257, 20)]
 SHAPE_IDS = [f"n{n}-d{d}-k{k}" for n, d, k in SHAPES]
 DTYPES = (np.float32, np.float64)
 
@@ -159,6 +164,9 @@ def test_build_info_reports_every_choice_and_why():
         "dist_block_bytes",
         "softmax_block_bytes",
         "softmax_group_bytes",
+        "narrow_softmax_min_dim",
+        "softmax_rows_bytes",
+        "panel_bytes",
         "lane_block_bytes",
         "small_k",
         "lane_blocking",
@@ -233,3 +241,26 @@ def test_probe_makes_the_probed_choices():
     assert choices["bf16"]["source"] == "probe"
     assert choices["bf16"]["value"] in ("on", "off")
     assert choices["lane_blocking"]["source"].startswith("override")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("k", [1, 7, 8, 20, 32])
+def test_narrow_softmax_step_is_the_dense_steps_bytes(k, dtype, restore_choices):
+    """Few centroids at wide d (the narrow accumulation, its small row blocks, the sliced
+    distance panels) against the dense accumulation, at widths where most rows are split
+    between centroids (the shared shapes' sigma leaves them nearly one-hot) and with
+    zero-weight rows, a zero row and a tail of d."""
+    n, d = 203, 331
+    X, C = make_blobs(n, d, k, dtype=dtype, seed=k)
+    X[5] = 0
+    w = np.random.default_rng(k).uniform(0.0, 2.0, size=n)
+    w[::7] = 0.0
+    spread = float(np.sqrt(np.median(softkmeans.sq_distances(X, C))))
+    for sigma in (0.3 * spread, 2.0 * spread):
+        _native.set_kernel_choices("narrow_softmax_min_dim=1000000000")
+        ref = bits_of(softkmeans.centroid_step(X, C, sigma, sample_weight=w, n_threads=2))
+        for spec in ("narrow_softmax_min_dim=0", "softmax_rows_bytes=1,panel_bytes=1",
+                     "softmax_rows_bytes=67108864,panel_bytes=256"):  # fmt: skip
+            _native.set_kernel_choices("narrow_softmax_min_dim=0," + spec)
+            got = softkmeans.centroid_step(X, C, sigma, sample_weight=w, n_threads=2)
+            assert_same_bits(ref, bits_of(got), f"{spec}, k = {k}, sigma = {sigma}")

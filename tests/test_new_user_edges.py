@@ -4,6 +4,7 @@ the cause is elsewhere (item 10), the torch API naming its argument (item 16).""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -16,23 +17,40 @@ from softkmeans import SoftKMeans
 PER_ROW = ["predict", "predict_proba", "transform"]
 
 
-@pytest.mark.parametrize("layout", ["dense", "csr"])
+def _dask_layout():
+    """(the Dask estimator, rows -> a Dask array, the synchronous scheduler's context)."""
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    from softkmeans.dask import SoftKMeans as DaskSoftKMeans
+
+    return DaskSoftKMeans, lambda A: da.from_array(np.asarray(A), chunks=(2, -1)), (
+        dask.config.set(scheduler="synchronous")
+    )
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr", "dask"])
 @pytest.mark.parametrize("kind", ["hard", "softmax", "entmax15"])
 def test_cosine_zero_rows_get_the_same_answer_alone_as_in_a_mixed_batch(kind, layout):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4))
     sigma = None if kind == "hard" else 0.3
-    model = SoftKMeans(3, metric="cosine", assignment=kind, sigma=sigma, random_state=0).fit(X)
-    as_layout = sp.csr_matrix if layout == "csr" else np.asarray
+    cls, as_layout, context = SoftKMeans, np.asarray, contextlib.nullcontext()
+    if layout == "csr":
+        as_layout = sp.csr_matrix
+    elif layout == "dask":
+        cls, as_layout, context = _dask_layout()
     zeros = np.zeros((2, 4))
     mixed = np.vstack([X[:3], zeros])
-    for name in PER_ROW:
-        alone = getattr(model, name)(as_layout(zeros))
-        within = getattr(model, name)(as_layout(mixed))[3:]
-        np.testing.assert_array_equal(alone, within, err_msg=name)
-    # score sums over rows; a zero row (no direction) adds nothing in either batch.
-    assert model.score(as_layout(zeros)) == 0.0
-    assert model.score(as_layout(mixed)) == model.score(as_layout(X[:3]))
+    with context:
+        model = cls(3, metric="cosine", assignment=kind, sigma=sigma, random_state=0)
+        model.fit(as_layout(X))
+        for name in PER_ROW:
+            alone = np.asarray(getattr(model, name)(as_layout(zeros)))
+            within = np.asarray(getattr(model, name)(as_layout(mixed)))[3:]
+            np.testing.assert_array_equal(alone, within, err_msg=name)
+        # score sums over rows; a zero row (no direction) adds nothing in either batch.
+        assert model.score(as_layout(zeros)) == 0.0
+        assert model.score(as_layout(mixed)) == model.score(as_layout(X[:3]))
 
 
 def test_cosine_fit_on_zero_rows_still_refused():

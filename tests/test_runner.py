@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import softkmeans
+from softkmeans import _covariance
 from softkmeans.sources import dense, reads, runner
 
 distributed = pytest.importorskip("distributed")
@@ -59,6 +60,12 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.DISTANCES": ((), (C, n_threads)),
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
+        "softkmeans.sources.reads.COVARIANCE": (
+            (), (_covariance.product_block, C[0].astype(np.float64), C[1].astype(np.float64),
+                 n_threads)
+        ),
+        "sums COVARIANCE": ((), (_covariance.row_sum_block,)),
+        "diagonal COVARIANCE": ((), (_covariance.diagonal_block, C[0].astype(np.float64))),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
         # A fit's validation: 7 rows checked at a time, the features' moments folded in.
         "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),

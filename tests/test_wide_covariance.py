@@ -114,3 +114,25 @@ def test_second_moment_matvec_kernel_against_numpy_and_across_threads(dtype, sim
     uncentred = _native.second_moment_matvec(X, w, None, v, 1)
     X64 = X.astype(np.float64)
     np.testing.assert_allclose(uncentred, (w * (X64 @ v)) @ X64, rtol=1e-12)
+
+
+def test_wide_dask_data_takes_lanczos_over_passes_without_d_by_d():
+    """On Dask past DENSE_D the covariance is the same operator, each product one pass of
+    the runner over the chunks (reads.COVARIANCE): entmax15's default width and
+    critical_sigma_ within the Lanczos tolerance of the oracle, and no (d, d) array
+    (4000^2 float64 is 128 MB; X is 1.9 MB)."""
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    from softkmeans.dask import SoftKMeans as DaskSoftKMeans
+
+    n, d = 60, 4000
+    X = _wide("blobs", n, d, seed=7)
+    w = np.random.default_rng(2).uniform(0.2, 2.0, n)
+    Xd, wd = da.from_array(X, chunks=(25, d)), da.from_array(w, chunks=(25,))
+    model = DaskSoftKMeans(3, assignment="entmax15", max_iter=3, random_state=0)
+    with dask.config.set(scheduler="synchronous"):
+        peak = _peak_numpy_bytes(lambda: model.fit(Xd, sample_weight=wd))
+    assert peak < 32 << 20
+    lam = _gram_lambda_max(X, w)
+    assert model.critical_sigma_**2 == pytest.approx(lam, rel=LANCZOS_TOL + 1e-13)
+    assert model.sigma_ == pytest.approx(0.1 * np.sqrt(lam), rel=LANCZOS_TOL + 1e-13)

@@ -19,7 +19,15 @@ import numpy as np
 
 from . import _native, _stats
 
-__all__ = ["DENSE_D", "LANCZOS_TOL", "Covariance", "largest_eigenpair"]
+__all__ = [
+    "DENSE_D",
+    "LANCZOS_TOL",
+    "Covariance",
+    "diagonal_block",
+    "largest_eigenpair",
+    "product_block",
+    "row_sum_block",
+]
 
 # Up to this d the covariance is formed (d x d, 2 MiB) and eigvalsh'd.
 DENSE_D = 512
@@ -44,6 +52,45 @@ def _dense_chunks(rows, w):
         yield np.array(rows[s : s + step], dtype=np.float64), w[s : s + step]
 
 
+def row_sum_block(rows, w, scale):
+    """(W, sum_i w_i s_i x_i (d,) float64, rows) of one block."""
+    if not _is_dense(rows):
+        total = rows.T @ (w if scale is None else w * scale)
+        return float(w.sum()), np.asarray(total, dtype=np.float64), rows.shape[0]
+    out = np.zeros(rows.shape[1])
+    for chunk, wc in _dense_chunks(rows, w):
+        out += wc @ chunk
+    return float(w.sum()), out, rows.shape[0]
+
+
+def product_block(rows, w, scale, mean, vec, n_threads):
+    """(the block's share of W Sigma v (d,), the weight of its rows left uncentred).
+
+    Dense rows are centred as they are read (the core's `second_moment_matvec`); CSR
+    rows cannot be (centring would densify them): for those the second moment, whose
+    mean term the operator subtracts once for all of them.
+    NOTE: where the mean is large against the spread that difference cancels, and
+    lambda_max loses the digits the ratio costs (sparse data has a mean near 0).
+    """
+    if _is_dense(rows):
+        return _native.second_moment_matvec(rows, w, mean, vec, n_threads), 0.0
+    w2 = w if scale is None else w * scale**2
+    return _native.csr_second_moment_matvec(rows, w2, vec, n_threads), float(w.sum())
+
+
+def diagonal_block(rows, w, scale, mean):
+    """`product_block` for the diagonal of W Sigma."""
+    out = np.zeros(rows.shape[1])
+    if not _is_dense(rows):
+        squares = rows.astype(np.float64)  # float64: float32 squares underflow below 1e-19
+        squares.data **= 2
+        return squares.T @ (w if scale is None else w * scale**2), float(w.sum())
+    for chunk, wc in _dense_chunks(rows, w):
+        chunk -= mean
+        out += wc @ (chunk * chunk)
+    return out, 0.0
+
+
 class Covariance:
     """Sigma of rows given in blocks, as an operator: ``mean``, ``W``, ``diagonal()``,
     ``matvec(v)``, ``dense()`` (d <= DENSE_D), ``lambda_max()`` and ``top()``.
@@ -54,6 +101,7 @@ class Covariance:
 
     def __init__(self, blocks, n_threads=0):
         self._blocks = blocks
+        self._reduce = self._reduce_blocks
         self.n_threads = n_threads
         self._matrix = None
         self._diag = None
@@ -67,7 +115,7 @@ class Covariance:
                 if Wb > 0:
                     formed.append((Wb, *_native.weighted_covariance(rows, w, n_threads)))
             else:
-                sums = sums + self._weighted_row_sum(rows, w, scale)
+                sums = sums + row_sum_block(rows, w, scale)[1]
                 self.W += Wb
         if formed:
             self.W = sum(part[0] for part in formed)
@@ -77,15 +125,27 @@ class Covariance:
         else:
             raise ValueError("a covariance needs a block of positive weight")
 
-    @staticmethod
-    def _weighted_row_sum(rows, w, scale):
-        """sum_i w_i s_i x_i (d,) float64 of one block."""
-        if not _is_dense(rows):
-            return np.asarray(rows.T @ (w if scale is None else w * scale), dtype=np.float64)
-        out = np.zeros(rows.shape[1])
-        for chunk, wc in _dense_chunks(rows, w):
-            out += wc @ chunk
-        return out
+    @classmethod
+    def of_passes(cls, reduce, n_threads=0):
+        """The operator (never formed) over blocks read by passes: ``reduce(block_fn,
+        *args)`` is the elementwise sum over the blocks of ``block_fn(rows, w, scale,
+        *args)`` (a tuple of arrays and floats), e.g. one pass of a Dask source's runner.
+        Callers check ``W`` (> 0, finite) before using it."""
+        self = cls.__new__(cls)
+        self._blocks, self._reduce, self.n_threads = None, reduce, n_threads
+        self._matrix = self._diag = None
+        self.W, sums, n = reduce(row_sum_block)
+        self.n, self.d = int(n), len(sums)
+        self.mean = sums / self.W if self.W > 0 else np.zeros(self.d)
+        return self
+
+    def _reduce_blocks(self, block_fn, *args):
+        """The sum over the blocks, in block order, of block_fn(rows, w, scale, *args)."""
+        total = None
+        for rows, w, scale in self._blocks():
+            part = block_fn(rows, w, scale, *args)
+            total = part if total is None else tuple(a + b for a, b in zip(total, part))
+        return total
 
     @classmethod
     def of(cls, X, w, n_threads=0, row_scale=None):
@@ -109,37 +169,16 @@ class Covariance:
         return self._apply(vec)
 
     def _apply(self, vec, diagonal=False):
-        """Sigma v, or (diagonal) the diagonal of Sigma, from a pass over the blocks.
-
-        Dense rows are centred as they are read (the core's `second_moment_matvec`); CSR
-        rows cannot be (centring would densify them): for those the second moment less
-        W mu (mu . v).
-        NOTE: where the mean is large against the spread that difference cancels, and
-        lambda_max loses the digits the ratio costs (sparse data has a mean near 0).
-        """
-        out = np.zeros(self.d)
-        uncentred = 0.0  # the weight of the CSR rows, whose mean term is added after
-        for rows, w, scale in self._blocks():
-            w2 = w if scale is None else w * scale**2
-            if not _is_dense(rows):
-                uncentred += float(w.sum())
-                if diagonal:  # squares in float64: float32 ones underflow below 1e-19
-                    squares = rows.astype(np.float64)
-                    squares.data **= 2
-                    out += squares.T @ w2
-                else:
-                    out += _native.csr_second_moment_matvec(rows, w2, vec, self.n_threads)
-                continue
-            if not diagonal:
-                out += _native.second_moment_matvec(rows, w, self.mean, vec, self.n_threads)
-                continue
-            for chunk, wc in _dense_chunks(rows, w):
-                chunk -= self.mean
-                out += wc @ (chunk * chunk)
+        """Sigma v, or (diagonal) the diagonal of Sigma, from a pass over the blocks
+        (`product_block`, `diagonal_block`)."""
+        if diagonal:
+            out, uncentred = self._reduce(diagonal_block, self.mean)
+        else:
+            out, uncentred = self._reduce(product_block, self.mean, vec, self.n_threads)
         if uncentred:
             # sum over the CSR rows of w (x - mu)(x - mu)^T = second moment - W_csr mu mu^T
             # (their weighted sum is W_csr mu when every block is CSR).
-            out -= uncentred * self.mean * (self.mean if diagonal else (self.mean @ vec))
+            out = out - uncentred * self.mean * (self.mean if diagonal else (self.mean @ vec))
         return out / self.W
 
     def dense(self):

@@ -32,6 +32,18 @@ struct KernelChoices {
   // The group of distance rows whose minima the softmax step takes before
   // their exps (the group stays in L1 between the two).
   index_t softmax_group_bytes = 16 * 1024;
+  // The narrow softmax accumulation (k <= the micro-kernel's NR centroids,
+  // impl/stats_narrow.hpp) from this d: features in the lanes, the block's
+  // rows of X read where they are instead of copied into w x rows. Below it
+  // the dense accumulation (centroids in the lanes).
+  index_t narrow_softmax_min_dim = 128;
+  // The narrow accumulation's row block: rows of X of about this many bytes,
+  // read twice (distances, then R^T X) while they are still in L2.
+  index_t softmax_rows_bytes = 256 * 1024;
+  // The distance micro-kernel takes the centroid panel (d, NR) a slice of
+  // about this many bytes at a time over every row group of a block (the
+  // slice stays in L1): at d = 8000 a whole panel is 1 MB, read per MR rows.
+  index_t panel_bytes = 32 * 1024;
   // The centroid block the lane reduction takes against every row group of a
   // row block before the next (kept in L1/L2).
   index_t lane_block_bytes = 32 * 1024;

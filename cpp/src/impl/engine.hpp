@@ -235,7 +235,8 @@ struct Engine {
   void block_distances(const T* X, index_t rows, Workspace<T>& ws) const;
   T shifted_row(const T* x, T* out, index_t stride) const;
   void shift_rows(const T* X, index_t rows, T* xb, T* xn) const;
-  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const;
+  void micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out, index_t l0,
+             index_t l1) const;
 
   // ---- the micro-kernel path, rows in the lanes (impl/engine_lanes.hpp) ----
   void order_lanes(const std::vector<index_t>& centroid_of_slot);

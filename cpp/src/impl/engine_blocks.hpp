@@ -70,10 +70,20 @@ inline void Engine<T>::block_distances(const T* X, index_t rows, Workspace<T>& w
     for (index_t l = 0; l < d; ++l) xb[r * d + l] = T(0);
     xn[r] = T(0);
   }
-  for (index_t p = 0; p < kp / NR; ++p)
-    for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
-      micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
-            out + r0 * ld + p * NR);
+  // The panels a slice of d at a time (about panel_bytes, a kernel choice)
+  // over every row group of the block: the slice stays in L1 while the rows
+  // pass. Whole, a panel (d, NR) is read once per MR rows: 1 MB at d = 8000.
+  // Between slices the running products wait in `out` (stored and reloaded
+  // exactly: each is still one chain of multiply-adds in coordinate order).
+  const index_t slice = std::max<index_t>(
+      1, ch.panel_bytes / (NR * static_cast<index_t>(sizeof(T))));
+  for (index_t l0 = 0; l0 < d; l0 += slice) {
+    const index_t l1 = std::min(d, l0 + slice);
+    for (index_t p = 0; p < kp / NR; ++p)
+      for (index_t r0 = 0; r0 < rows_pad; r0 += MR)
+        micro(xb + r0 * d, cp.data() + p * d * NR, xn + r0, cn.data() + p * NR,
+              out + r0 * ld + p * NR, l0, l1);
+  }
 }
 
 // out [out] (d,) with stride `stride`: x - s; returns ||x - s||^2, summed in
@@ -130,14 +140,20 @@ inline void Engine<T>::shift_rows(const T* X, index_t rows, T* xb, T* xn) const 
 }
 
 // The register-blocked micro-kernel: MR rows x NR centroids of x.c
-// accumulated over d in MR x 2 vector registers, then
-// D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0, stored with row stride kp.
+// accumulated over coordinates l0 .. l1 in MR x 2 vector registers (from
+// `out`'s running products unless l0 = 0), then, at l1 = d,
+// D = ||x||^2 + ||c||^2 - 2 x.c clamped at 0, stored with row stride ld
+// (before d, the running products).
 template <typename T>
-inline void Engine<T>::micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out) const {
+inline void Engine<T>::micro(const T* xb, const T* cpan, const T* xn, const T* cnp, T* out,
+                             index_t l0, index_t l1) const {
   V a0[MR], a1[MR];
 #pragma GCC unroll 16
-  for (index_t r = 0; r < MR; ++r) a0[r] = a1[r] = V{};
-  for (index_t l = 0; l < d; ++l) {
+  for (index_t r = 0; r < MR; ++r) {
+    a0[r] = l0 == 0 ? V{} : vload(out + r * ld);
+    a1[r] = l0 == 0 ? V{} : vload(out + r * ld + W);
+  }
+  for (index_t l = l0; l < l1; ++l) {
     const V c0 = vload(cpan + l * NR);
     const V c1 = vload(cpan + l * NR + W);
 #pragma GCC unroll 16
@@ -146,6 +162,14 @@ inline void Engine<T>::micro(const T* xb, const T* cpan, const T* xn, const T* c
       a0[r] = vfma(xv, c0, a0[r]);
       a1[r] = vfma(xv, c1, a1[r]);
     }
+  }
+  if (l1 < d) {
+#pragma GCC unroll 16
+    for (index_t r = 0; r < MR; ++r) {
+      vstore(out + r * ld, a0[r]);
+      vstore(out + r * ld + W, a1[r]);
+    }
+    return;
   }
   const V cn0 = vload(cnp), cn1 = vload(cnp + W);
 #pragma GCC unroll 16

@@ -20,6 +20,7 @@
 #include "impl/engine.hpp"
 #include "impl/rows.hpp"
 #include "impl/stats_accumulators.hpp"
+#include "impl/stats_narrow.hpp"
 #include "impl/stats_pass.hpp"
 #include "softkmeans/kernels.hpp"
 
@@ -109,8 +110,14 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
   // d = 256, k = 1024 float64 the padded block made the step 1.12-1.17x slower
   // (1 thread, twice; cause not found), and at d = 64, k = 256 it was noise.
   const bool softmax = kind == Kind::softmax;
-  const Engine<T> E(C, k, d, softmax ? kernel_choices().softmax_block_bytes : 0, !softmax,
-                    softmax && d <= 16);
+  const KernelChoices ch = kernel_choices();
+  // Few centroids at wide d: the narrow accumulation, its blocks rows of X
+  // that stay in L2 (impl/stats_narrow.hpp).
+  const bool narrow = softmax && NarrowSoftmaxAccumulator<T>::engages(k, d, ch);
+  const index_t block_bytes = !softmax ? 0
+                              : narrow ? NarrowSoftmaxAccumulator<T>::block_bytes(d, ch)
+                                       : ch.softmax_block_bytes;
+  const Engine<T> E(C, k, d, block_bytes, !softmax, softmax && d <= 16);
   const StatsPass<T> p(E, X, C, w, kind, sigma, labels, grad_X);
   const BlockStatsOut out{W, N, S, objective, distortion, min_margin};
   const bool sums = N != nullptr || S != nullptr;
@@ -123,6 +130,8 @@ void block_stats(const T* X, index_t n, index_t d, const T* C, index_t k, Kind k
     run_block_stats(p, LaneAccumulator<T, Kind::entmax15>(p, sums), n, n_threads, out);
   else if (!sums)
     run_block_stats(p, ObjectiveOnly<T>{}, n, n_threads, out);
+  else if (narrow)
+    run_block_stats(p, NarrowSoftmaxAccumulator<T>(E), n, n_threads, out);
   else if (kind == Kind::softmax)
     run_block_stats(p, DenseSoftmaxAccumulator<T>(E), n, n_threads, out);
   else

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -34,12 +33,20 @@ from .. import _validation as v
 from ..sources import queries, reads
 from . import phase_diagram as phase
 from .annealing import run_annealing
-from .auto_sigma import nll_score, run_em
+from .auto_sigma import EM_GAIN_TOL_PER_TOL, nll_score, run_em
 from .balanced import run_balanced, targets_of
 from .bounded import BoundedHardPass
 from .kmeans_parallel import kmeans_parallel
 from .metric import EUCLIDEAN
-from .params import DEFAULT_SIGMA_FRACTION, FitParams, check_init_centers, is_auto
+from .params import (
+    DEFAULT_SIGMA_FRACTION,
+    FitParams,
+    check_init_centers,
+    is_auto,
+    runs_of,
+    tolerance_of,
+    width_of,
+)
 from .progress import (
     QUIET,
     OncePerFit,
@@ -213,7 +220,10 @@ class Fitter:
             centers = self.metric.project(centers, centers)
         return centers
 
-    def _run_iterative(self, C, kind, sigma, tol, progress, task):
+    def _run_iterative(self, C, kind, sigma, tol, progress, task, finish=True):
+        """Lloyd (or fixed-sigma) steps from C to tol: a `Run`. finish=False: the first
+        stage of a soft fit (sigma="auto"'s Lloyd): no final pass (final and labels None),
+        its lines in the soft fit's form (sigma 0, objective J), no convergence line."""
         source = self.source
         bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
@@ -223,8 +233,8 @@ class Fitter:
             return self.metric.step(stats, C), sigma, kind
 
         def line(i, sigma, result, shift):
-            progress.line(iteration_line(i, kind, sigma, result))
-            if shift <= tol:  # run_steps stops here
+            progress.line(iteration_line(i, kind if finish else "softmax", sigma, result))
+            if shift <= tol and finish:  # run_steps stops here
                 progress.line(converged_line(i, shift, tol), tick=False)
 
         history = History()
@@ -238,6 +248,8 @@ class Fitter:
             on_step=line,
             task=task,
         )
+        if not finish:
+            return Run(C, sigma, history, None, None)
         # The final pass: labels, inertia, objective and margin at the final C (the
         # bounded pass gives block_stats's values with its bounds).
         final = bounded.final(C) if bounded is not None else None
@@ -341,15 +353,15 @@ class Fitter:
         if variances is None:  # not computed by the source's validation
             variances = queries.feature_variances(training)
         v.check_spread(variances, training.dtype)  # squared distances would underflow
-        tol = _tolerance(variances, params.tol)
+        tol = tolerance_of(variances, params.tol)
         auto = is_auto(params.sigma)  # re-estimated by each run (softkmeans.fit.auto_sigma)
         needs_width = kind != "hard" and params.sigma is None
         sigma = (
             0.0
             if auto
-            else _width(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
+            else width_of(kind, params.sigma, self.critical_sigma_ if needs_width else 0.0)
         )
-        n_init = _runs_of(init, n_init)
+        n_init = runs_of(init, n_init)
         targets = self._targets(training, k, kind, auto)
         total = None if schedule is not None else params.max_iter * n_init
         progress = Progress(params.verbose, total=total) if params.verbose else QUIET
@@ -403,12 +415,19 @@ class Fitter:
         elif auto:
 
             def run(task, rng, progress):
+                C0, lloyd = seeded(task, rng, progress), History()
+                if isinstance(init, str):  # seeded: Lloyd first (auto_sigma.run_em)
+                    C0, _, lloyd, *_ = self._run_iterative(
+                        C0, "hard", 0.0, tol, progress, task, finish=False
+                    )
+                first = lloyd.n_iter  # EM's steps continue Lloyd's history, in max_iter
                 C, sig, history, final = run_em(
-                    training, seeded(task, rng, progress), tol=tol,
-                    max_iter=params.max_iter, relocate=relocator(training, kind, self.notes),
-                    task=task, on_step=lambda i, s, step, _: progress.line(
-                        iteration_line(i, kind, s, step)
-                    ),
+                    training, C0, tol=tol,
+                    max_iter=0 if lloyd.stopped else params.max_iter - first,
+                    relocate=relocator(training, kind, self.notes), task=task,
+                    on_step=lambda i, s, step, _: progress.line(
+                        iteration_line(first + i, kind, s, step)
+                    ), gain_tol=EM_GAIN_TOL_PER_TOL * params.tol, history=lloyd,
                 )  # fmt: skip
                 return Run(C, sig, history, *final)
 
@@ -514,7 +533,7 @@ class Fitter:
         # temporary batches would leave nothing to compute it from later).
         crit = self.critical_sigma_
         C = self._init_centroids(k, init, check_random_state(params.random_state))
-        sigma = _width(kind, params.sigma, crit)
+        sigma = width_of(kind, params.sigma, crit)
         return StreamState(C, np.zeros(k), np.zeros(k), sigma, crit, 0)
 
     def _stream_step(self, source, state):
@@ -554,40 +573,6 @@ def _exact_lloyd(kind, schedule, k, history, offsets):
         last_kind == "hard"
         or (last_kind == "entmax15" and history.sigma[-1] <= math.sqrt(history.min_margin[-1]) / 2)
     )
-
-
-def _runs_of(init, n_init):
-    """n_init, or 1 with scikit-learn's warning where init is an array of centroids."""
-    if not isinstance(init, str) and not callable(init) and n_init != 1:
-        warnings.warn(
-            "Explicit initial center position passed: performing only one init "
-            f"in SoftKMeans instead of n_init={n_init}.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return 1
-    return n_init
-
-
-def _width(kind, sigma, critical_sigma):
-    """The sigma a fit runs at: 0 for "hard", the given one, or the default fraction of
-    the critical width (1.0 when every point is the same, where any width will do)."""
-    if kind == "hard":
-        return 0.0
-    if sigma is not None:
-        return float(sigma)
-    sigma = DEFAULT_SIGMA_FRACTION * critical_sigma
-    return sigma if sigma > 0 else 1.0
-
-
-def _tolerance(variances, tol):
-    """tol x the mean (weighted) feature variance (scikit-learn's `_tolerance`).
-
-    NOTE: scikit-learn ignores sample weights here; we weight the variance so that
-    integer weights and duplicated rows give the same tolerance (with unit weights the
-    two agree up to rounding).
-    """
-    return float(np.mean(variances) * tol) if tol else 0.0
 
 
 def _same_clustering(labels1, labels2, k):

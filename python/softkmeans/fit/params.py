@@ -25,6 +25,9 @@ __all__ = [
     "FitParams",
     "InvalidParameterError",
     "is_auto",
+    "runs_of",
+    "tolerance_of",
+    "width_of",
 ]
 
 # sigma=None: sigma = DEFAULT_SIGMA_FRACTION x critical_sigma(X).
@@ -281,3 +284,37 @@ def _is_int(value):
 
 
 DEFAULTS = FitParams()
+
+
+def runs_of(init, n_init):
+    """n_init, or 1 with scikit-learn's warning where init is an array of centroids."""
+    if not isinstance(init, str) and not callable(init) and n_init != 1:
+        warnings.warn(
+            "Explicit initial center position passed: performing only one init "
+            f"in SoftKMeans instead of n_init={n_init}.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return 1
+    return n_init
+
+
+def width_of(kind, sigma, critical_sigma):
+    """The sigma a fit runs at: 0 for "hard", the given one, or the default fraction of
+    the critical width (1.0 when every point is the same, where any width will do)."""
+    if kind == "hard":
+        return 0.0
+    if sigma is not None:
+        return float(sigma)
+    sigma = DEFAULT_SIGMA_FRACTION * critical_sigma
+    return sigma if sigma > 0 else 1.0
+
+
+def tolerance_of(variances, tol):
+    """tol x the mean (weighted) feature variance (scikit-learn's `_tolerance`).
+
+    NOTE: scikit-learn ignores sample weights here; we weight the variance so that
+    integer weights and duplicated rows give the same tolerance (with unit weights the
+    two agree up to rounding).
+    """
+    return float(np.mean(variances) * tol) if tol else 0.0

@@ -40,6 +40,7 @@ class History:
         self.sigma, self.objective, self.J, self.shift, self.kind = [], [], [], [], []
         self.min_margin = []
         self.transitions = []
+        self.stopped = False  # a task ended the steps (run_steps)
 
     @property
     def n_iter(self):
@@ -90,6 +91,8 @@ def run_steps(
     min_steps: int = 1,
     on_step=None,
     task=NO_TASKS,
+    converged=None,
+    first=0,
 ):
     """C <- step(C) until the total squared shift is <= tol (after at least `min_steps`
     steps), at most `max_steps` steps. Returns (C, the last StepResult or None, its shift).
@@ -99,10 +102,12 @@ def run_steps(
     on_step(i, sigma, result, shift): after each step (progress lines).
     task: the `softkmeans.fit.tasks.Task` of these steps, one leaf a step; a step whose
     task asks to stop ends them, as the tolerance does.
+    converged(): a second stopping test after each step (EM's likelihood gain), or None.
+    first: the number of the first step's leaf (a second stage: "iteration {first}" on).
     """
     result, shift = None, 0.0
     for i in range(max_steps):
-        leaf = task.subtask(f"iteration {i}")
+        leaf = task.subtask(f"iteration {first + i}")
         leaf.begin()
         result, sigma, kind = step(C)
         C_new = result.centroids
@@ -119,6 +124,8 @@ def run_steps(
             return {"cluster_centers_": C, "sigma_": sigma, "n_iter_": n_iter}
 
         stop = leaf.end(state)
-        if stop or (i + 1 >= min_steps and shift <= tol):
+        history.stopped = history.stopped or bool(stop)
+        done = shift <= tol or (converged is not None and converged())
+        if stop or (i + 1 >= min_steps and done):
             break
     return C, result, shift

@@ -69,7 +69,7 @@ def normalized(source, fit=True):
         return UnitCSRSource(source, fit)
     if isinstance(source, LocalSource):
         return _dense_normalized(source, fit)
-    return _dask_normalized(source)
+    return _dask_normalized(source, fit)
 
 
 def _direction_weights(nonzero, source, fit):
@@ -217,9 +217,11 @@ def _has_direction(X):
     return X.any(axis=1).astype(np.float64)
 
 
-def _dask_normalized(source):
+def _dask_normalized(source, fit):
     """A Dask source of the rows normalized lazily, block by block, on the workers; the
-    zero rows at weight 0 (one scan pass, as any Dask fit's first)."""
+    zero rows at weight 0. fit: one scan pass (as any Dask fit's first), which refuses
+    a total weight of 0; a prediction scans nothing (as `source_of`'s) and takes a
+    batch of zero rows (each answered as in a mixed batch)."""
     from .dask_source import DaskSource
 
     X = source.data
@@ -227,7 +229,7 @@ def _dask_normalized(source):
     weights = nonzero if source.weights is None else nonzero * source.weights
     unit = X.map_blocks(normalize_rows, dtype=source.dtype)
     try:
-        return DaskSource(unit, weights, n_threads=source.n_threads, scan=True)
+        return DaskSource(unit, weights, n_threads=source.n_threads, scan=fit)
     except ValueError as exc:
         if "positive sum" not in str(exc):
             raise

@@ -14,7 +14,7 @@ import copy
 import numpy as np
 
 from .. import _native, _sparse, _stats
-from .._covariance import Covariance
+from .._covariance import DENSE_D, Covariance
 from .nearest import CentroidGrouping, NearestCentroid
 from .runner import Pass, RowMap, run, transformed_blocks
 
@@ -212,11 +212,34 @@ def merge_moments(parts):
 MOMENTS = Pass("moments", _moments_block, merge_moments)
 
 
+def _covariance_block(rows, w, start, block_fn, *args):
+    """One block's share of a `Covariance` operator's pass (its block_fn)."""
+    return block_fn(rows, w, None, *args)
+
+
+def _sum_parts(parts):
+    """Consecutive partials (tuples of arrays and floats) added in block order."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = tuple(a + b for a, b in zip(total, part))
+    return total
+
+
+COVARIANCE = Pass("covariance", _covariance_block, _sum_parts)
+
+
 def moments(source):
     """(weighted mean (d,), weighted population covariance): an operator
     (`softkmeans._covariance.Covariance`: ``diagonal()``, ``lambda_max()``; no (d, d) array
-    past DENSE_D features) for an in-process source, dense or CSR; the (d, d) array of
-    the MOMENTS pass on Dask."""
+    past DENSE_D features) for an in-process source, dense or CSR, and past DENSE_D on
+    Dask (each product one pass, COVARIANCE); the (d, d) array of the MOMENTS pass on
+    Dask up to DENSE_D."""
+    if source.kind == "dask" and source.shape[1] > DENSE_D:
+        cov = Covariance.of_passes(
+            lambda block_fn, *args: run(source, COVARIANCE, block_fn, *args), source.n_threads
+        )
+        _check_total_weight(cov.W)
+        return cov.mean, cov
     if source.kind == "csr":
         return source.covariance()
     if source.kind == "dense":
@@ -233,11 +256,15 @@ def moments(source):
         )
         return cov.mean, cov
     W, mean, cov = run(source, MOMENTS, source.n_threads)
+    _check_total_weight(W)
+    return mean, cov
+
+
+def _check_total_weight(W):
     if not W > 0:
         raise ValueError("sample_weight must have a positive sum")
     if not np.isfinite(W):
         raise ValueError("sample_weight must have a finite sum; rescale the weights")
-    return mean, cov
 
 
 # ---------------------------------------------------------------------- transforms

@@ -27,6 +27,7 @@ import dask
 import numpy as np
 from dask.sizeof import sizeof
 
+from .dask_resident import NOT_RESIDENT, ResidentPasses
 from .runner import MERGE_FAN_IN, RowMap, merge_in_tree, reduce_tree, transformed
 
 __all__ = ["LOST", "BlockPasses", "Shared", "compute", "delayed_blocks", "merge_in_tree"]
@@ -35,6 +36,10 @@ __all__ = ["LOST", "BlockPasses", "Shared", "compute", "delayed_blocks", "merge_
 # all (k = 64, d = 16 float32 centroids over 8 blocks: 32 KiB); above it, it is one task
 # that the block tasks depend on (each worker fetches it once).
 INLINE_BYTES = 1 << 20
+
+# With a client, a pass runs first as one call per worker on the blocks it holds
+# (`softkmeans.sources.dask_resident`), as tasks where it cannot; False: always as tasks.
+RESIDENT = True
 
 LOST = (
     "the Dask fit lost data it cannot recompute: most likely a worker died holding blocks "
@@ -127,14 +132,21 @@ class BlockPasses:
         else:
             xs = _block_futures(X)
             ws = _block_futures(w) if w is not None else [None] * len(xs)
-        self.blocks = [(s, xb, wb) for s, xb, wb, r in zip(starts, xs, ws, rows) if r > 0]
+        blocks = [(s, r, xb, wb) for s, r, xb, wb in zip(starts, rows, xs, ws) if r > 0]
+        self.blocks = [(s, xb, wb) for s, _, xb, wb in blocks]
+        self.resident = None if client is None else ResidentPasses(client, blocks)
 
     def run(self, read, transforms, *args):
         """The pass or row map `read` with args over the blocks, after `transforms`."""
         if isinstance(read, RowMap):
             return self._row_map(read, transforms, *args)
+        task = functools.partial(_block_task, read.block, transforms)
+        if self.resident is not None and RESIDENT:
+            result = self.resident.run(task, read.merge, args)
+            if result is not NOT_RESIDENT:
+                return result
         args = [Shared(a) if _is_shared(a) else a for a in args]
-        parts = self.map(read.name, functools.partial(_block_task, read.block, transforms), *args)
+        parts = self.map(read.name, task, *args)
         return self.merged(parts, read.merge, f"softkmeans-{read.name}-merge")
 
     def _row_map(self, read, transforms, *args):

@@ -1,0 +1,119 @@
+"""Passes run where the blocks are: one call per worker per pass, no task per block
+(`softkmeans.sources.dask_passes.BlockPasses` with a distributed client).
+
+A pass of one task per block costs the scheduler and the workers a task's round of
+messages and state changes per block, then a gather: about 15-20 ms a pass on a
+2-process LocalCluster whatever the work, a third of an iteration of the 2e6 x 16, k = 64
+fit (bench/dask_compare.py). Here each worker holding blocks gets one call
+(`Client.run`, a coroutine on its event loop; the centroids travel once per worker in
+it), runs the same block function on the persisted blocks it holds, in its own thread
+pool, merges the groups of the fixed tree whose blocks it holds all of, and returns the
+other nodes; the client merges the rest of the tree (`runner.merge_nodes`). The same
+block function and tree as a pass of tasks: the same bits. About 2 ms a pass.
+
+The plan (which worker computes which block) is made from the scheduler's `who_has` and
+kept while it holds. Where it does not (a worker died, a block moved or was recomputed
+elsewhere, sample_weight's block on another worker than X's, more than MERGE_FAN_IN nodes
+would reach the client), `ResidentPasses.run` returns NOT_RESIDENT and the caller runs
+the pass as tasks, which recompute what was lost; the plan is made again at the next
+pass. An exception raised by a block function is raised here, as a task's would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from distributed import wait
+
+from .runner import MERGE_FAN_IN, merge_nodes
+
+__all__ = ["NOT_RESIDENT", "ResidentPasses"]
+
+NOT_RESIDENT = object()
+
+
+class ResidentPasses:
+    """Passes over persisted blocks by one `Client.run` call per worker.
+
+    blocks: [(start row, rows, X block future, w block future or None)] in block order.
+    """
+
+    def __init__(self, client, blocks):
+        self.client = client
+        self.blocks = blocks
+        self.plan = None
+
+    def run(self, task, merge, args):
+        """The merged result of task(start, X block, w block or None, *args) over the
+        blocks, or NOT_RESIDENT where the blocks are not where a plan can use them."""
+        plan = self.plan or self._make_plan()
+        if plan is None:
+            return NOT_RESIDENT
+        n = len(self.blocks)
+        try:
+            replies = self.client.run(_on_worker, plan, task, merge, n, args, workers=list(plan))
+        except Exception:  # a worker unreachable or gone: the tasks will tell
+            replies = {}
+        nodes = {}
+        for address in plan:
+            kind, value = replies.get(address, ("missing", None))
+            if kind == "raised":
+                raise value
+            if kind == "missing":
+                self.plan = None
+                return NOT_RESIDENT
+            nodes.update(value)
+        self.plan = plan
+        (root,) = merge_nodes(nodes, n, merge).values()
+        return root
+
+    def _make_plan(self):
+        """{worker address: [(block index, start, X key, w key or None)]}: each block on
+        a worker that holds both its keys, the least loaded one in rows; None where a
+        block has no such worker or more than MERGE_FAN_IN nodes would reach the client."""
+        futures = [f for *_, x, w in self.blocks for f in (x, w) if f is not None]
+        wait(futures)  # blocks still being persisted have no holder yet
+        holders = self.client.who_has(futures)
+        plan, load = {}, {}
+        for i, (start, rows, x, w) in enumerate(self.blocks):
+            where = set(holders.get(x.key, ()))
+            if w is not None:
+                where &= set(holders.get(w.key, ()))
+            if not where:
+                return None
+            address = min(sorted(where), key=lambda a: load.get(a, 0))
+            load[address] = load.get(address, 0) + rows
+            plan.setdefault(address, []).append((i, start, x.key, None if w is None else w.key))
+        n = len(self.blocks)
+        reaching = sum(
+            len(merge_nodes({(0, i): None for i, *_ in mine}, n, _nothing))
+            for mine in plan.values()
+        )
+        return plan if reaching <= MERGE_FAN_IN else None
+
+
+def _nothing(group):
+    return None
+
+
+async def _on_worker(plan, task, merge, n, args, dask_worker=None):
+    """On a worker: ("nodes", its blocks' tree nodes), ("missing", None) where it no
+    longer holds one of its blocks, or ("raised", the exception of a block function)."""
+    data = dask_worker.data
+    try:
+        mine = [
+            (i, start, data[x], None if w is None else data[w])
+            for i, start, x, w in plan.get(dask_worker.address, ())
+        ]
+    except KeyError:
+        return "missing", None
+    loop = asyncio.get_running_loop()
+    pool = dask_worker.executors["default"]
+    try:
+        parts = await asyncio.gather(
+            *(loop.run_in_executor(pool, task, start, x, w, *args) for _, start, x, w in mine)
+        )
+        nodes = {(0, i): part for (i, *_), part in zip(mine, parts)}
+        return "nodes", await loop.run_in_executor(pool, merge_nodes, nodes, n, merge)
+    except Exception as exc:
+        return "raised", exc

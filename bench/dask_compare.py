@@ -17,8 +17,8 @@ The fits are interleaved (`repeat` rounds of each in turn), so that a load that 
 over the minutes of the run weighs on all alike. Prints the machine line, the median wall
 time of each fit, and the targets as measured / needed: the Dask fit at most 1.5x the
 in-memory fit, dask-ml at least 8x the Dask fit (ratios of the medians; the medians of
-the per-round ratios beside them). --quiet prints the machine line and the targets only
-(no warnings or cluster logs), for a rerun on a quiet machine:
+the per-round ratios beside them). --quiet prints the machine line, the medians and the
+targets only (no warnings or cluster logs), for a rerun on a quiet machine:
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/dask_compare.py --quiet
 """
@@ -99,6 +99,9 @@ def run(*, n, d, k, chunks, iters, repeat, tasks=False, dask_ml=True, quiet=Fals
         if key in models:
             same = float(np.mean(models[OURS].labels_ == models[key].labels_))
             say(f"labels agreeing with {NAMES[key]}: {same:.5f}")
+    if quiet:
+        print(f"medians ({repeat} rounds, load average {load_before} before, {_load()} after): "
+              + ", ".join(f"{key} {statistics.median(ts):.3f} s" for key, ts in times.items()))
     for line in _target_lines(times):
         print(line)
     return {key: statistics.median(ts) for key, ts in times.items()}

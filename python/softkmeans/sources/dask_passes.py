@@ -1,14 +1,18 @@
 """How a pass runs over the row blocks of a Dask array (`softkmeans.sources.dask_source`).
 
-A pass is one task per non-empty row block, block_fn(X block, w block or None, *args),
+A pass maps block_fn(X block, w block or None, *args) over the non-empty row blocks,
 whose results (the parts) are merged by a tree of merges of MERGE_FAN_IN consecutive
 parts, in block order, level by level. The tree's shape depends only on the number of
 blocks, so the result does not depend on which worker computed what, or when, nor on the
-scheduler: both ways below merge the same groups in the same order (the same bits).
+scheduler: the ways below merge the same groups in the same order (the same bits).
 
-- **With a distributed client** (X and the weights persisted on the workers), the block
-  tasks are submitted on the blocks' futures (`Client.map`): no graph to build, tokenize
-  or optimize per pass, and no merge task between the blocks and the client. The last
+- **With a distributed client** (X and the weights persisted on the workers), a pass
+  runs first where the blocks are: one call per worker on the blocks it holds
+  (`softkmeans.sources.dask_resident`; ~2 ms a pass, where tasks cost ~15-20 ms). Where
+  its plan fails (a worker lost, blocks moved, too many parts for the client), or with
+  RESIDENT False, the pass is one task per block, submitted on the blocks' futures
+  (`Client.map`): no graph to build, tokenize or optimize per pass, and no merge task
+  between the blocks and the client (these recompute lost blocks). The last
   level of the tree (at most MERGE_FAN_IN parts) is gathered and merged on the client;
   the levels below it (more than MERGE_FAN_IN blocks) are merge tasks on the workers, so
   that the client never receives more than MERGE_FAN_IN parts. A `Shared` argument (the

@@ -4,10 +4,10 @@ Imported only when a Dask collection is given (the ``softkmeans[dask]`` extra). 
 (`softkmeans.fit`) is the in-memory one; each read of X is a pass (`softkmeans.sources.
 runner`: the same block functions and merges as in this process) over the chunks:
 
-- **A pass** maps its block function over the row blocks, one task per block, on the
-  workers (`softkmeans.sources.dask_passes`: with a distributed client, tasks on the
-  persisted blocks' futures; otherwise a ``dask.delayed`` graph). The centroids travel
-  with the pass's tasks.
+- **A pass** maps its block function over the row blocks on the workers
+  (`softkmeans.sources.dask_passes`: with a distributed client, one call per worker on
+  the persisted blocks it holds, else tasks on the blocks' futures; otherwise a
+  ``dask.delayed`` graph). The centroids travel with the pass.
 - **The merge** of the partial results is the runner's fixed tree of merges of
   consecutive blocks, in block order, whose shape depends only on the number of blocks,
   so the result does not depend on which worker computed what, or when (and equals the

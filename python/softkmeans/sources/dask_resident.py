@@ -48,11 +48,12 @@ class ResidentPasses:
         self.plan = None
         self.rows = sum(rows for _, rows, *_ in blocks)
         self.moved = 0  # rows copied to even out the workers (`_even_out`)
+        self.spread = False  # the tree's groups spread over the workers (`_make_plan`)
 
     def run(self, task, merge, args):
         """The merged result of task(start, X block, w block or None, *args) over the
         blocks, or NOT_RESIDENT where the blocks are not where a plan can use them."""
-        plan = self.plan or self._make_plan()
+        plan = None if self.spread else self.plan or self._make_plan()
         if plan is None:
             return NOT_RESIDENT
         n = len(self.blocks)
@@ -77,21 +78,29 @@ class ResidentPasses:
         """{worker address: [(block index, start, X key, w key or None)]}: each block on
         a worker that holds both its keys, the least loaded one in rows (blocks copied
         once to even out the rows per thread, `_even_out`); None where a block has no
-        such worker or more than MERGE_FAN_IN nodes would reach the client."""
+        such worker, or where more than MERGE_FAN_IN nodes would reach the client (then
+        self.spread: the blocks of the tree's groups are spread over the workers, and
+        every pass runs as tasks, whose merges run on the workers)."""
         where = self._placement()
-        if where is not None and self._even_out(where):
-            where = self._placement()
-        if where is None:
+        if where is None or self._too_spread(where):
             return None
+        if self._even_out(where):
+            where = self._placement()
+            if where is None or self._too_spread(where):
+                return None
         plan = {}
         for i, (start, _, x, w) in enumerate(self.blocks):
             plan.setdefault(where[i], []).append((i, start, x.key, None if w is None else w.key))
+        return plan
+
+    def _too_spread(self, where):
         n = len(self.blocks)
         reaching = sum(
-            len(merge_nodes({(0, i): None for i, *_ in mine}, n, _nothing))
-            for mine in plan.values()
+            len(merge_nodes({(0, i): None for i in range(n) if where[i] == a}, n, _nothing))
+            for a in set(where)
         )
-        return plan if reaching <= MERGE_FAN_IN else None
+        self.spread = reaching > MERGE_FAN_IN
+        return self.spread
 
     def _placement(self):
         """[the worker of each block]: one holding both its keys, the least loaded in

@@ -211,3 +211,29 @@ def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(
             assert _bytes(here) == _bytes(there), f"{path}, {chunking}, {where}"
     if len(chunks) <= runner.MERGE_FAN_IN:
         assert resident.ran and all(resident.ran), resident.ran
+
+
+def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatch):
+    # An in-process cluster (the worker's jobs are counted here): one worker, 2 threads,
+    # 5 blocks: two jobs of 3 and 2 blocks, then the merge; the in-process bytes.
+    from softkmeans.sources import dask_resident
+    from softkmeans.sources.dask_source import DaskSource
+
+    X, w, C = problem
+    jobs, original = [], dask_resident._blocks
+
+    def blocks(task, args, mine):
+        jobs.append(len(mine))
+        return original(task, args, mine)
+
+    monkeypatch.setattr(dask_resident, "_blocks", blocks)
+    chunks = CHUNKINGS["5-blocks"]
+    args = (C, "softmax", 0.7, 1, True, True)
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster):
+        Xd, wd = da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,))
+        there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
+    assert sorted(jobs) == [2, 3]
+    assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))

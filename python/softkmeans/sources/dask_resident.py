@@ -185,11 +185,27 @@ async def _on_worker(plan, task, merge, n, args, dask_worker=None):
         return "missing", None
     loop = asyncio.get_running_loop()
     pool = dask_worker.executors["default"]
+    # One job a thread of the worker, each running its share of the blocks in turn (a
+    # job a block cost a thread hop each); with one share, the merges in the same job.
+    t = dask_worker.state.nthreads
+    shares = [share for share in (mine[j::t] for j in range(t)) if share]
     try:
+        if len(shares) <= 1:
+            nodes = await loop.run_in_executor(pool, _merged_blocks, task, args, mine, n, merge)
+            return "nodes", nodes
         parts = await asyncio.gather(
-            *(loop.run_in_executor(pool, task, start, x, w, *args) for _, start, x, w in mine)
+            *(loop.run_in_executor(pool, _blocks, task, args, share) for share in shares)
         )
-        nodes = {(0, i): part for (i, *_), part in zip(mine, parts)}
+        nodes = {node: part for share in parts for node, part in share.items()}
         return "nodes", await loop.run_in_executor(pool, merge_nodes, nodes, n, merge)
     except Exception as exc:
         return "raised", exc
+
+
+def _blocks(task, args, mine):
+    """{(0, block index): task's part} of the blocks `mine`, in turn."""
+    return {(0, i): task(start, x, w, *args) for i, start, x, w in mine}
+
+
+def _merged_blocks(task, args, mine, n, merge):
+    return merge_nodes(_blocks(task, args, mine), n, merge)

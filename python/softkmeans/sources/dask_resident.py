@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from distributed import wait
-
 from .runner import MERGE_FAN_IN, merge_nodes
 
 __all__ = ["NOT_RESIDENT", "ResidentPasses"]
@@ -105,6 +103,8 @@ class ResidentPasses:
     def _placement(self):
         """[the worker of each block]: one holding both its keys, the least loaded in
         rows so far; None where a block has none."""
+        from distributed import wait  # made with a client only: distributed is there
+
         futures = [f for *_, x, w in self.blocks for f in (x, w) if f is not None]
         wait(futures)  # blocks still being persisted have no holder yet
         holders = self.client.who_has(futures)

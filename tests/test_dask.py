@@ -294,6 +294,31 @@ def test_a_lost_unrecomputable_input_is_reported(client, problem, monkeypatch):
     client.wait_for_workers(2)
 
 
+def test_blocks_persisted_on_one_worker_are_spread_over_both(client, problem, monkeypatch):
+    # A pass runs where the blocks are (`softkmeans.sources.dask_resident`): blocks all
+    # on one worker are first copied to the other (at most a quarter of the rows: 2 of 8
+    # blocks), and the fit is the tasks' bit for bit.
+    from softkmeans.sources import dask_passes, dask_resident
+
+    X, C, _ = problem
+    first = sorted(client.nthreads())[0]
+    Xd = da.from_array(X, chunks=((375,) * 8, -1)).persist(workers=[first])
+    distributed.wait(Xd)
+    plans, original = [], dask_resident.ResidentPasses._make_plan
+
+    def make_plan(passes):
+        plans.append(original(passes))
+        return plans[-1]
+
+    monkeypatch.setattr(dask_resident.ResidentPasses, "_make_plan", make_plan)
+    got = _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=4)
+    assert [sorted(map(len, plan.values())) for plan in plans] == [[2, 6]]
+    monkeypatch.setattr(dask_passes, "RESIDENT", False)
+    expected = _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=4)
+    assert got.cluster_centers_.tobytes() == expected.cluster_centers_.tobytes()
+    np.testing.assert_array_equal(got.labels_, expected.labels_)
+
+
 @pytest.mark.parametrize("inline", [True, False], ids=["centroids-inline", "centroids-task"])
 @pytest.mark.parametrize("chunks", [CHUNKS, (150,) * 20], ids=["5-blocks", "20-blocks"])
 def test_the_futures_passes_give_the_graph_passes_bits(

@@ -162,9 +162,50 @@ def test_the_table_holds_every_pass(problem):
     assert table - set(passes) == set(), "table entries that are no pass of the library"
 
 
+def _bracketed(parts):
+    """A merge that shows its tree: any other grouping or order gives another string."""
+    return "(" + ",".join(parts) + ")"
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 20, 64, 65, 130])
+def test_a_tree_merged_in_parts_is_the_tree(n):
+    # A Dask worker merges the groups whose blocks it holds all of, the client the rest
+    # (`runner.merge_nodes`): the blocks spread over 3 holders in runs and at random.
+    expected = runner.merge_in_tree([str(i) for i in range(n)], _bracketed)
+    rng = np.random.default_rng(n)
+    for holder_of in (np.arange(n) * 3 // n, rng.integers(0, 3, n)):
+        nodes = {}
+        for holder in range(3):
+            held = {(0, i): str(i) for i in range(n) if holder_of[i] == holder}
+            nodes.update(runner.merge_nodes(held, n, _bracketed))
+        assert list(runner.merge_nodes(nodes, n, _bracketed).values()) == [expected]
+
+
+class _Resident:
+    """Records whether each resident pass ran where the blocks are (or fell back)."""
+
+    def __init__(self, monkeypatch):
+        from softkmeans.sources import dask_resident
+
+        self.ran, original = [], dask_resident.ResidentPasses.run
+
+        def run(passes, *args):
+            result = original(passes, *args)
+            self.ran.append(result is not dask_resident.NOT_RESIDENT)
+            return result
+
+        monkeypatch.setattr(dask_resident.ResidentPasses, "run", run)
+
+
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(client, problem, chunking, dtype):
+def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(
+    client, problem, chunking, dtype, monkeypatch
+):
+    # On Dask each pass runs twice: as one task per block, then as one call per worker
+    # on the blocks it holds (`softkmeans.sources.dask_resident`; up to 8 blocks the
+    # tree's last level is all the client merges, so it must run there).
+    from softkmeans.sources import dask_passes
     from softkmeans.sources.dask_source import DaskSource
 
     X, w, C = (a.astype(dtype) if a.dtype.kind == "f" and a.ndim == 2 else a for a in problem)
@@ -173,12 +214,43 @@ def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(client, problem,
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
                         n_threads=1)  # fmt: skip
     assert remote.block_passes.client is client
+    resident = _Resident(monkeypatch)
     passes = _library_passes()
     for path, (transforms, args) in _arguments(C).items():
         read = _read(path, passes)
         local.transforms = remote.transforms = transforms
         here = runner.run(local, read, *args)
-        there = runner.run(remote, read, *args)
-        if isinstance(read, runner.RowMap):
-            there = there.compute()
-        assert _bytes(here) == _bytes(there), f"{path}, {chunking}"
+        for where in ("tasks", "resident"):
+            monkeypatch.setattr(dask_passes, "RESIDENT", where == "resident")
+            there = runner.run(remote, read, *args)
+            if isinstance(read, runner.RowMap):
+                there = there.compute()
+            assert _bytes(here) == _bytes(there), f"{path}, {chunking}, {where}"
+    if len(chunks) <= runner.MERGE_FAN_IN:
+        assert resident.ran and all(resident.ran), resident.ran
+
+
+def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatch):
+    # An in-process cluster (the worker's jobs are counted here): one worker, 2 threads,
+    # 5 blocks: two jobs of 3 and 2 blocks, then the merge; the in-process bytes.
+    from softkmeans.sources import dask_resident
+    from softkmeans.sources.dask_source import DaskSource
+
+    X, w, C = problem
+    jobs, original = [], dask_resident._blocks
+
+    def blocks(task, args, mine):
+        jobs.append(len(mine))
+        return original(task, args, mine)
+
+    monkeypatch.setattr(dask_resident, "_blocks", blocks)
+    chunks = CHUNKINGS["5-blocks"]
+    args = (C, "softmax", 0.7, 1, True, True)
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster):
+        Xd, wd = da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,))
+        there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
+    assert sorted(jobs) == [2, 3]
+    assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))

@@ -39,11 +39,15 @@ sampled fit's final pass (``max_points_per_centroid``). ``score`` computes. NumP
 to any method is passed to `softkmeans.SoftKMeans` unchanged.
 
 Progress: ``verbose=1`` prints the estimator's per-iteration lines (a tqdm bar on a
-terminal); the tasks appear in the Dask dashboard's task stream as
-``softkmeans-block_stats``, ``softkmeans-moments``, ``softkmeans-anneal-moments``,
-``softkmeans-farthest`` and k-means||'s ``softkmeans-kmeans-parallel-*`` (with a client,
-the merges of more than 8 blocks' results as ``softkmeans-*-merge``; the last 8 are merged
-on the client).
+terminal). With a client, a pass runs as one call per worker on the blocks it holds
+(`softkmeans.sources.dask_resident`: ~2 ms a pass where a task per block costs ~15-20),
+which the dashboard's task stream does not show; blocks left unevenly on the workers
+are copied once (at most a quarter of X) so that each worker thread has about as many
+rows. Where that cannot run (a worker lost, blocks moved, more than 8 of the tree's groups
+spread over the workers), a pass is one task per block, named in the task stream as
+``softkmeans-block-stats``, ``softkmeans-scan``, ``softkmeans-moments``, ... (the merges
+of more than 8 blocks' results as ``softkmeans-*-merge``; the last 8 are merged on the
+client); k-means||'s passes are always tasks, ``softkmeans-kmeans-parallel-*``.
 
 Annealing (``anneal=...``) runs `softkmeans.fit.annealing_schedule`'s schedule, the
 in-memory one, with

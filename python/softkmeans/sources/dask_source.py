@@ -4,10 +4,10 @@ Imported only when a Dask collection is given (the ``softkmeans[dask]`` extra). 
 (`softkmeans.fit`) is the in-memory one; each read of X is a pass (`softkmeans.sources.
 runner`: the same block functions and merges as in this process) over the chunks:
 
-- **A pass** maps its block function over the row blocks, one task per block, on the
-  workers (`softkmeans.sources.dask_passes`: with a distributed client, tasks on the
-  persisted blocks' futures; otherwise a ``dask.delayed`` graph). The centroids travel
-  with the pass's tasks.
+- **A pass** maps its block function over the row blocks on the workers
+  (`softkmeans.sources.dask_passes`: with a distributed client, one call per worker on
+  the persisted blocks it holds, else tasks on the blocks' futures; otherwise a
+  ``dask.delayed`` graph). The centroids travel with the pass.
 - **The merge** of the partial results is the runner's fixed tree of merges of
   consecutive blocks, in block order, whose shape depends only on the number of blocks,
   so the result does not depend on which worker computed what, or when (and equals the
@@ -154,6 +154,18 @@ def _sample_weight(sample_weight, X):
     return sample_weight.astype(np.float64)
 
 
+def _beside(w, X):
+    """w with each block computed on the worker of X's (persisted) block, the larger
+    input of its task: a pass then finds both in one place (`softkmeans.sources.
+    dask_resident`; a replica of w's block moved there would be dropped again by the
+    scheduler's memory manager)."""
+    return da.blockwise(_first, "i", w, "i", X, "ij", dtype=w.dtype, concatenate=True)
+
+
+def _first(w, X):
+    return w
+
+
 def _block_scan(X, w, start):
     """Check the block (finite, not too large; weights finite and >= 0) and return its
     features' (W, mean (d,), M2 (d,)) under the weights (the tolerance)."""
@@ -203,7 +215,7 @@ class DaskSource(Source):
         client = _client()
         if client is not None:
             X = client.persist(X)
-            w = client.persist(w) if w is not None else None
+            w = client.persist(_beside(w, X)) if w is not None else None
         self.data, self.weights = X, w
         self.shape = tuple(int(s) for s in X.shape)
         self.dtype = X.dtype

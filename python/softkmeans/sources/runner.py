@@ -36,6 +36,7 @@ __all__ = [
     "RowMap",
     "concat",
     "merge_in_tree",
+    "merge_nodes",
     "reduce_tree",
     "run",
     "run_array",
@@ -80,6 +81,25 @@ def reduce_tree(parts, combine, until):
 def merge_in_tree(values, merge):
     """The values merged as the tree merges them (one value: itself, unmerged)."""
     return reduce_tree(list(values), merge, 1)[0]
+
+
+def merge_nodes(nodes, n, merge):
+    """The tree over n blocks, merged as far as `nodes` allow: the nodes of a tree held
+    in parts (a Dask worker holds some blocks, the client gathers the workers' nodes).
+
+    nodes: {(level, j): partial}; level 0 holds the blocks, and node j of level L + 1 is
+    the merge of nodes j * MERGE_FAN_IN ... (j + 1) * MERGE_FAN_IN - 1 of level L, in
+    order (`reduce_tree`'s groups). Every node whose children are all present replaces
+    them; returns the new dict. With every block present: one node, `merge_in_tree`'s."""
+    nodes = dict(nodes)
+    level, size = 0, n
+    while size > 1:
+        for j in range(0, size, MERGE_FAN_IN):
+            group = [(level, i) for i in range(j, min(j + MERGE_FAN_IN, size))]
+            if all(node in nodes for node in group):
+                nodes[(level + 1, j // MERGE_FAN_IN)] = merge([nodes.pop(g) for g in group])
+        level, size = level + 1, -(-size // MERGE_FAN_IN)
+    return nodes
 
 
 def concat(parts):

@@ -116,7 +116,7 @@ def _min_cycle_mean(edge):
     return float(ratios.max(axis=0)[ends].min())
 
 
-def _potentials(owner, cand, cost, beyond, k, room=None):
+def _potentials(owner, cand, cost, beyond, k, room=None, start=None):
     """Offsets g (k,) with D_ij - g_j < D_il - g_l for every row i of cluster j and every
     l != j, so that argmin_j (D_ij - g_j) reproduces the labels: shortest-path potentials
     (Floyd-Warshall) of the cluster graph (edge j -> l: the least cost of moving a row of
@@ -126,6 +126,10 @@ def _potentials(owner, cand, cost, beyond, k, room=None):
     node z, and every other cluster has an edge z -> j of weight 0 (g_j <= 0); g is the
     distance from z. None when a cycle weighs <= 0 (no such strict offsets: an optimum
     that is not unique) or k > MAX_K_POTENTIALS.
+
+    start (k,), without capacities: the largest offsets at most `start` (the distances
+    from a virtual source with an edge of weight start_j to each j; default 0), so a
+    cluster that none of the rows given constrains keeps its place relative to the others.
     """
     if k > MAX_K_POTENTIALS:
         return None
@@ -152,8 +156,9 @@ def _potentials(owner, cand, cost, beyond, k, room=None):
     np.fill_diagonal(edge, 0.0)
     for t in range(K):
         np.minimum(edge, edge[:, t : t + 1] + edge[t : t + 1, :], out=edge)
-    if room is None:
-        g = np.minimum(edge.min(axis=0), 0.0)  # from a virtual source at 0 to all
+    if room is None:  # from a virtual source, edges of weight start_j (edge's diagonal 0)
+        start = np.zeros(k) if start is None else np.asarray(start, dtype=np.float64)
+        g = (start[:, None] + edge).min(axis=0)
         return g - g.max()
     return np.minimum(edge[k, node], 0.0)
 
@@ -253,7 +258,8 @@ class BalancedProblem:
         boundary, D, margin = self.repair.last
         k = g.size
         cand = np.broadcast_to(np.arange(k), D.shape)
-        tight = _potentials(labels[boundary], cand, D, np.full(D.shape[0], np.inf), k, room)
+        tight = _potentials(labels[boundary], cand, D, np.full(D.shape[0], np.inf), k, room,
+                            start=g)  # fmt: skip
         if tight is None:
             return g
         change = tight - g

@@ -41,6 +41,7 @@ import table  # noqa: E402
 import softkmeans  # noqa: E402
 from softkmeans.fit import driver  # noqa: E402
 from softkmeans.fit import kmeans_parallel as kp  # noqa: E402
+from softkmeans.fit.seeding import KMeansPlusPlus  # noqa: E402
 
 
 def blobs(n, d, k, seed, dtype):
@@ -84,7 +85,7 @@ class SeedingClock:
     def __enter__(self):
         self.seconds.clear()
         self._wrap(driver, "kmeans_parallel", "seeding", self._note_passes, **self.options)
-        self._wrap(driver, "greedy_kmeans_plusplus", "seeding")
+        self._wrap(KMeansPlusPlus, "centres", "seeding")  # the fit's k-means++
         self._wrap(kp, "greedy_kmeans_plusplus", "candidates", self._note_candidates)
         return self
 

@@ -122,7 +122,10 @@ class SoftKMeans(
         bench/default_sigma.py). 0.1 x critical_sigma gave one-hot memberships.
         "auto" (softmax only): the maximum-likelihood shared variance, re-estimated at each
         step (EM of the equal-weight isotropic Gaussian mixture, `softkmeans.fit.auto_sigma`),
-        so that ``predict_proba`` is that mixture's posterior.
+        so that ``predict_proba`` is that mixture's posterior. Seeded (``init`` a method),
+        EM starts at Lloyd's fixed point, as GaussianMixture starts from k-means
+        (``history_`` holds the hard steps first), and stops at ``tol`` or once a step
+        gains at most 10 x ``tol`` in mean log-likelihood.
         Width for "softmax" / "entmax15" (ignored by "hard"). None: 0.1 x critical_sigma(X),
         the width below which the data's first split happens (sqrt of the largest
         eigenvalue of the weighted covariance), i.e. T = 0.01 x the critical temperature:

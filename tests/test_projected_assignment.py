@@ -3,8 +3,9 @@ labels and minimum squared distances bit for bit the plain pass's (`_native.assi
 with margins the second smallest wherever the kernel says it is exact (else a bound below
 the plain pass's margin), on clustered, uniform, near-tie, adversarial (every centroid
 within rounding of the row's nearest) and real-descriptor data (`bench/ivf.py`'s
-patches, from two photographs), float32 and float64, 1-3 threads; and the policy that
-takes it (`NearestCentroid`: the balls first, the projection where they do not prune).
+patches, from two photographs), float32 and float64, 1-3 threads, every SIMD level; and
+the policy that takes it (`NearestCentroid`: the balls first, the projection where they
+do not prune).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _check(X, C, Q, mu, threads):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["clustered", "uniform", "near_ties", "sphere"])
-def test_projected_assignment_is_the_plain_pass(kind, threads, dtype):
+def test_projected_assignment_is_the_plain_pass(simd_level, kind, threads, dtype):
     X, C = _data(kind, np.random.default_rng(7))
     X, C = X.astype(dtype), C.astype(dtype)
     Q, mu = principal_projection(C, 10)

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -78,12 +79,20 @@ double projection_slack(const double* Q, index_t d, index_t p) {
   return 1.01 * (beta + std::sqrt(eps_sq) + 2 * u) + 0x1p-50;
 }
 
+// Q (d, p) with its columns padded by zeros to p8 = p rounded up to 8.
+inline std::vector<double> padded_axes(const double* Q, index_t d, index_t p) {
+  const index_t p8 = round_up(p, 8);
+  std::vector<double> out(d * p8, 0.0);
+  for (index_t l = 0; l < d; ++l) std::copy(Q + l * p, Q + (l + 1) * p, out.data() + l * p8);
+  return out;
+}
+
 // a~ of rows V[0 .. rows) [out] (rows, p + 1) in T, and their ||v - mu||
-// (in double, rounded up) [out] (rows,); y (R, d) and (R, p8) scratch, p8 =
-// p rounded up to 8. R rows (minus mu, in double, first) by 8 axes at a
+// (in double, rounded up) [out] (rows,); Q8 (d, p8) padded_axes; y (R, d)
+// and (R, p8) scratch. R rows (minus mu, in double, first) by 8 axes at a
 // time, the R sums of 8 in vector registers.
 template <typename T>
-void augmented(const T* V, index_t rows, const double* Q, const double* mu, index_t d, index_t p,
+void augmented(const T* V, index_t rows, const double* Q8, const double* mu, index_t d, index_t p,
                T* out, double* norm, double* y) {
   using D8 = double __attribute__((vector_size(64)));
   constexpr index_t R = 8;
@@ -97,11 +106,10 @@ void augmented(const T* V, index_t rows, const double* Q, const double* mu, inde
       for (index_t l = 0; l < d; ++l) xc[r * d + l] = static_cast<double>(v[l]) - mu[l];
     }
     for (index_t a0 = 0; a0 < p8; a0 += 8) {
-      const index_t an = std::min<index_t>(8, p - a0);
       D8 acc[R] = {};
       for (index_t l = 0; l < d; ++l) {
-        D8 q = {};
-        for (index_t a = 0; a < an; ++a) q[a] = Q[l * p + a0 + a];
+        D8 q;
+        std::memcpy(&q, Q8 + l * p8 + a0, sizeof q);
 #pragma GCC unroll 8
         for (index_t r = 0; r < R; ++r) acc[r] += q * xc[r * d + l];
       }
@@ -137,20 +145,31 @@ template <typename T>
 struct Projected {
   const T* C;
   index_t k, d, p;
-  const double *Q, *mu;
-  Engine<T> E;               // assign's: its bits
-  KernelSlack<T> slack;      // of E
-  std::vector<T> crow;       // (k, d) the shifted centroids of E's lanes
-  double ec = 0.0;           // max_j kappa ||c_j - mu|| (set with ca: declared before it)
-  std::vector<T> ca;         // (k, p + 1) the augmented centroids
-  double kappa;
-  Engine<T> Ea;              // on ca
-  KernelSlack<T> slack_a;    // of Ea
+  const double* mu;
+  Engine<T> E;             // assign's: its bits
+  KernelSlack<T> slack;    // of E
+  std::vector<T> crow;     // (k, d) the shifted centroids of E's lanes
+  std::vector<double> q8;  // padded_axes of Q
+  double kappa;            // projection_slack of Q
+  double ec = 0.0;         // max_j kappa ||c_j - mu|| (set with ca: declared before it)
+  std::vector<T> ca;       // (k, p + 1) the augmented centroids
+  Engine<T> Ea;            // on ca
+  KernelSlack<T> slack_a;  // of Ea
 
-  Projected(const T* C_, index_t k_, index_t d_, const double* Q_, const double* mu_, index_t p_)
-      : C(C_), k(k_), d(d_), p(p_), Q(Q_), mu(mu_), E(C_, k_, d_, 0, true), slack(E),
-        crow(k_ * d_), ca(augment_centroids()), kappa(projection_slack<T>(Q_, d_, p_)),
-        Ea(ca.data(), k_, p_ + 1), slack_a(Ea) {
+  Projected(const T* C_, index_t k_, index_t d_, const double* Q, const double* mu_, index_t p_)
+      : C(C_),
+        k(k_),
+        d(d_),
+        p(p_),
+        mu(mu_),
+        E(C_, k_, d_, 0, true),
+        slack(E),
+        crow(k_ * d_),
+        q8(padded_axes(Q, d_, p_)),
+        kappa(projection_slack<T>(Q, d_, p_)),
+        ca(augment_centroids()),
+        Ea(ca.data(), k_, p_ + 1),
+        slack_a(Ea) {
     constexpr index_t LC = Engine<T>::LC;
     for (index_t j = 0; j < k; ++j)
       for (index_t l = 0; l < d; ++l) crow[j * d + l] = E.cl[j / LC * d * LC + l * LC + j % LC];
@@ -161,8 +180,8 @@ struct Projected {
   std::vector<T> augment_centroids() {
     std::vector<T> out(k * (p + 1));
     std::vector<double> y(8 * (d + round_up(p, 8))), norm(k);
-    augmented(C, k, Q, mu, d, p, out.data(), norm.data(), y.data());
-    ec = projection_slack<T>(Q, d, p) * *std::max_element(norm.begin(), norm.end());
+    augmented(C, k, q8.data(), mu, d, p, out.data(), norm.data(), y.data());
+    ec = kappa * *std::max_element(norm.begin(), norm.end());
     return out;
   }
 };
@@ -242,9 +261,11 @@ void exact_candidates(const Projected<T>& P, const T* xs, T xn, const std::int32
         transpose16(cv);
         if (len == 16) {
 #pragma GCC unroll 16
-          for (index_t t = 0; t < 16; ++t) a = _mm512_fmadd_ps(_mm512_set1_ps(xs[l0 + t]), cv[t], a);
+          for (index_t t = 0; t < 16; ++t)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(xs[l0 + t]), cv[t], a);
         } else {
-          for (index_t t = 0; t < len; ++t) a = _mm512_fmadd_ps(_mm512_set1_ps(xs[l0 + t]), cv[t], a);
+          for (index_t t = 0; t < len; ++t)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(xs[l0 + t]), cv[t], a);
         }
       }
       _mm512_store_ps(acc, a);
@@ -340,7 +361,8 @@ T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, d
   lo_star = least_kept(P.slack, da2u);
   const double inf = std::numeric_limits<double>::infinity();
   if (!(lo_star < inf)) return inf_t;
-  const double ax = std::sqrt(direct_sq_distance(xa, Ea.shift.data(), P.p + 1) * sq_rounding_up(P.p + 1));
+  const double ax =
+      std::sqrt(direct_sq_distance(xa, Ea.shift.data(), P.p + 1) * sq_rounding_up(P.p + 1));
   const double lo = lo_star + P.slack_a.lin(ax) + P.kappa * xnorm + P.ec;
   const double tau = (lo * lo + P.slack_a.sq(ax)) * (1.0 + 0x1p-48);
   return tau < inf ? round_up_to<T>(tau) : inf_t;
@@ -417,7 +439,7 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
     if (cancel && cancel->load(std::memory_order_relaxed)) continue;
     ProjectedScratch<T>& s = scratch[omp_get_thread_num()];
     const index_t i0 = blk * mb, rows = std::min(mb, n - i0);
-    augmented(X + i0 * d, rows, Q, mu, d, p, s.xa.data(), s.xnorm.data(), s.y.data());
+    augmented(X + i0 * d, rows, P.q8.data(), mu, d, p, s.xa.data(), s.xnorm.data(), s.y.data());
     shifted_rows(P.E, X + i0 * d, rows, s.xs.data(), s.xn.data());
     Ea.distances(s.xa.data(), rows, s);
     for (index_t r = 0; r < rows; ++r)

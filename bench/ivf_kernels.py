@@ -5,6 +5,14 @@ the minimum margin) pruned against the plain pass, in one process on the same ro
 
     python bench/ivf_kernels.py                  # k = 1024 / 4096 fractions, 2e5 x 128 speed
     python bench/ivf_kernels.py --quick          # n / 10
+    python bench/ivf_kernels.py --real 1000000 --only-real   # issue 35's predict target
+
+`--real N` (default 1e6; --quick 1e5; 0: skip): issue 35's target row on N of
+`bench/ivf.py`'s descriptors (nothing downloaded) and k = 4096 centroids a sampled fit
+trained on them (64 rows a centroid, 10 iterations, random init): `predict`'s pass
+(`NearestCentroid`, grouping and probes included: the projection-pruned pass on these
+rows) against faiss `IndexFlatL2.search(X, 1)` (exact, the same threads), target 5x, and
+the sampled fit's final pass over every row (`reads.nearest_stats`) against the plain one.
 
 The fractions are printed from both starts: k random rows (faiss's) and greedy k-means++
 (the estimator's default, whose seeding takes about 30 s at k = 4096 on 2e5 rows).
@@ -111,7 +119,7 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     `assign` pass and faiss `IndexFlatL2.search(X, 1)` on the same rows: median seconds of
     interleaved repeats, the ratio plain / pruned, and the labels checked equal."""
     X, C = clustered(n, d, k, seed=seed, uniform=uniform)
-    group = NearestCentroid(C, n_threads).group
+    group = NearestCentroid(C, n_threads).group  # the balls (this data keeps them)
     assert group is not None, "below NearestCentroid.MIN_CENTROIDS"
     labels, dist = NearestCentroid(C, n_threads)(X)
     ref_labels, ref_dist = _native.assign(X, C, n_threads)
@@ -232,6 +240,73 @@ def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     return med, same
 
 
+def real_descriptors(n, k=4096, *, n_threads=2, repeats=3):
+    """Issue 35's row (module docstring): prints the target as measured / needed."""
+    from ivf import Descriptors
+
+    from softkmeans import SoftKMeans
+    from softkmeans.sources import source_of
+
+    t0 = time.perf_counter()
+    X = Descriptors().rows(n)
+    C = SoftKMeans(
+        k, assignment="hard", init="random", max_iter=10, tol=0.0, random_state=0,
+        max_points_per_centroid=64, n_threads=n_threads,
+    ).fit(X).cluster_centers_.astype(np.float32)  # fmt: skip
+    print(f"# {n} descriptors and k = {k} centroids in {time.perf_counter() - t0:.0f} s")
+    nearest = NearestCentroid(C, n_threads)
+    labels, dist = nearest(X)
+    same = all(map(np.array_equal, (labels, dist), _native.assign(X, C, n_threads)))
+    w, source = np.ones(n), source_of(X, n_threads=n_threads)
+    stats, final_labels = reads.nearest_stats(source, C)
+    plain_stats, plain_labels, _ = _native.block_stats(
+        X, C, "hard", 0.0, w, n_threads, sums=False, labels=True
+    )
+    same_final = np.array_equal(final_labels, plain_labels) and (
+        stats.min_margin == plain_stats.min_margin
+    )
+    cases = {
+        "predict": lambda: NearestCentroid(C, n_threads)(X),
+        "plain": lambda: _native.assign(X, C, n_threads),
+        "final": lambda: reads.nearest_stats(source, C),
+        "final plain": lambda: _native.block_stats(
+            X, C, "hard", 0.0, w, n_threads, sums=False, labels=True
+        ),
+    }
+    try:
+        P.require("faiss")
+        import faiss
+
+        index = faiss.IndexFlatL2(X.shape[1])
+        index.add(C)
+
+        def faiss_search():
+            with P.thread_limit(n_threads):
+                return index.search(X, 1)
+
+        cases["faiss"] = faiss_search
+    except P.PeerUnavailable as e:
+        print(P.skip_message("faiss", e))
+    med = {name: r.median for name, r in P.interleaved(cases, repeats=repeats, warmup=0).items()}
+    shape = f"n={n} d={X.shape[1]} k={k} threads={n_threads}, load {table.load_average()}"
+    print(
+        f"real descriptors ({shape}): predict {med['predict']:.2f} s (passes "
+        f"{nearest.passes or ['plain']}), plain {med['plain']:.2f} s; final pass "
+        f"{med['final']:.2f} s, plain {med['final plain']:.2f} s; labels and minima equal: "
+        f"{same}, final labels and min margin equal: {same_final}"
+    )
+    if "faiss" in med:
+        for name in ("predict", "final"):
+            ratio = med["faiss"] / med[name]
+            met = "yes" if ratio >= 5 else "NO"
+            print(
+                f"| {name} vs faiss IndexFlatL2 k=1 ({shape}) | {ratio:.2f}x "
+                f"({med['faiss']:.2f} s / {med[name]:.2f} s) | 5x | {met} |",
+                flush=True,
+            )
+    return med
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -241,10 +316,24 @@ def main(argv=None):
     p.add_argument("--descriptors", type=int, default=0, metavar="N",
                    help="also the distances per step on N of bench/ivf.py's descriptors at "
                    "k = 4096, 10 steps (1000000: its lloyd row)")  # fmt: skip
+    p.add_argument(
+        "--real",
+        type=int,
+        default=None,
+        metavar="N",
+        help="issue 35's predict row on N descriptors (default 1e6, --quick 1e5)",
+    )
+    p.add_argument("--only-real", action="store_true", help="only the --real row")  # fmt: skip
     args = p.parse_args(argv)
     scale = 10 if args.quick else 1
     sgemm = P.gemm_rate(np.float32, n_threads=args.threads)
     print(table.machine_line(sgemm, args.threads, 2048))
+    real = args.real if args.real is not None else 1_000_000 // scale
+    if real:
+        real_descriptors(real, n_threads=args.threads, repeats=args.repeats)
+    if args.only_real:
+        print(f"# load average after the run: {table.load_average()}")
+        return
     for k in (1024, 4096):
         for init in ("random", "k-means++"):
             distance_fraction(

@@ -53,6 +53,17 @@ def assign_grouped(
     """(labels, min_sq_dist, n_distances): assign's, computing only the centroid groups that
     may hold a row's nearest; margins: (labels, min_sq_dist, second, beyond, n_distances)."""
 
+def assign_projected(
+    X: _F,
+    C: _F,
+    Q: npt.NDArray[np.float64],
+    mu: npt.NDArray[np.float64],
+    n_threads: int = 0,
+    margins: bool = False,
+) -> tuple[_I64, _F, int] | tuple[_I64, _F, _F, npt.NDArray[np.float64], int]:
+    """assign_grouped's outputs, computing only the centroids whose distance in the projection
+    on Q's columns about mu (with the residual's norm) may be the row's least."""
+
 def balanced_auction(
     cand: _I64,
     cost: _F64,

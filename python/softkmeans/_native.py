@@ -24,6 +24,7 @@ __all__ = [
     "SMALL_DIM",
     "assign",
     "assign_grouped",
+    "assign_projected",
     "available_simd_levels",
     "balanced_auction",
     "balanced_counts",
@@ -135,6 +136,15 @@ def nearest_two_grouped(X, C, group, n_threads):
     margin where second <= beyond, and at least beyond - min_sq_dist elsewhere (the
     groups left out). See `cpp/include/softkmeans/kernels.hpp`."""
     return _core.assign_grouped(X, C, group, n_threads, True)
+
+
+def assign_projected(X, C, Q, mu, n_threads, *, margins=False):
+    """`assign_grouped`'s outputs (with margins: `nearest_two_grouped`'s), bit for bit the
+    plain pass's, for a dense X, computing in full only the centroids whose distance in
+    the projection on Q's orthonormal columns ((d, p) float64) about mu ((d,) float64),
+    with the norm of the rest, may be a row's least; n_distances counts those. See
+    `cpp/src/impl/projected.hpp`."""
+    return _core.assign_projected(X, C, Q, mu, n_threads, margins)
 
 
 def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, eps, max_bids):

@@ -1,14 +1,15 @@
-"""Splitting centroids into groups of near neighbours: the policy half of the bounded hard
-step (`softkmeans.fit.bounded`) and of the group-pruned assignment
-(`softkmeans.sources.nearest`); the kernels take the groups as given."""
+"""Splitting centroids into groups of near neighbours, and their principal axes: the policy
+half of the bounded hard step (`softkmeans.fit.bounded`) and of the pruned assignments
+(`softkmeans.sources.nearest`); the kernels take the groups and the axes as given."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import _native
+from ._covariance import _one_blas_thread
 
-__all__ = ["ball_groups", "principal_axis_groups"]
+__all__ = ["ball_groups", "principal_axis_groups", "principal_projection"]
 
 
 def principal_axis_groups(C, t):
@@ -65,3 +66,16 @@ def ball_groups(C, t, iterations=10, n_threads=0):
             break
         group = new
     return group
+
+
+def principal_projection(C, p, n_threads=0):
+    """(Q (d, p) float64 with orthonormal columns, mu (d,) float64): the p leading principal
+    axes of the centroids C and their mean, for the projection-pruned assignment
+    (`cpp/src/impl/projected.hpp`, which allows for Q being orthonormal only to rounding).
+    The covariance natively (no threaded BLAS product), its eigenvectors on one BLAS
+    thread (`_covariance._one_blas_thread`)."""
+    C = np.ascontiguousarray(C)
+    mu, cov = _native.weighted_covariance(C, np.ones(C.shape[0]), n_threads)
+    with _one_blas_thread():
+        _, vectors = np.linalg.eigh(cov)
+    return np.ascontiguousarray(vectors[:, ::-1][:, :p]), np.ascontiguousarray(mu)

@@ -79,6 +79,17 @@ struct Kernels {
                          T* min_sq_dist, T* second, double* beyond, std::int64_t* n_distances,
                          int n_threads) = nullptr;
 
+  // assign_grouped's outputs (labels, min_sq_dist, second, beyond: the same
+  // contract), pruned by a projection instead of groups
+  // (cpp/src/impl/projected.hpp): Q [in] (d, p) row-major, orthonormal
+  // columns (the bound allows for how far they are from it), mu [in] (d,).
+  // n_distances [out]: the full distances computed (the candidates and W a
+  // row), not counting the k (p + 1)-dimensional ones.
+  void (*assign_projected)(const T* X, index_t n, index_t d, const T* C, index_t k,
+                           const double* Q, const double* mu, index_t p, std::int64_t* labels,
+                           T* min_sq_dist, T* second, double* beyond,
+                           std::int64_t* n_distances, int n_threads) = nullptr;
+
   // margins [out] (n,): D_i(2) - D_i(1), the gap between the two smallest
   // distances (inf when k == 1).
   void (*margins)(const T* X, index_t n, index_t d, const T* C, index_t k, T* margins,
@@ -224,6 +235,7 @@ struct Kernels {
   F(sq_distances)                      \
   F(assign)                            \
   F(assign_grouped)                    \
+  F(assign_projected)                  \
   F(margins)                           \
   F(entmax15)                          \
   F(responsibilities)                  \

@@ -9,6 +9,7 @@
 #include "impl/covariance.hpp"
 #include "impl/group_pruned.hpp"
 #include "impl/per_row.hpp"
+#include "impl/projected.hpp"
 #include "impl/seeding.hpp"
 #include "impl/sparse_covariance.hpp"
 #include "impl/sparse_per_row.hpp"

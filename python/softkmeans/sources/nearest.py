@@ -1,27 +1,44 @@
 """The nearest centroid of each row (`softkmeans.sources.reads.labels`: `predict`, the
 labels of the farthest-point and relocation passes): the plain assignment pass, or, for
-many centroids, the group-pruned one (`cpp/src/impl/group_pruned.hpp`), which returns
-the same labels and minimum squared distances bit for bit and computes only the groups
-of centroids whose ball may hold a row's nearest. Which one, and how the centroids are
-grouped, is decided here, once per set of centroids (`CentroidGrouping`: a fitted
-estimator keeps one across its predictions); the kernel computes."""
+many centroids, a pruned one, which returns the same labels and minimum squared
+distances bit for bit: the group-pruned pass (`cpp/src/impl/group_pruned.hpp`: only the
+groups of centroids whose ball may hold a row's nearest), or the projection-pruned pass
+(`cpp/src/impl/projected.hpp`: the distances in the centroids' leading principal axes,
+with the norm of the rest, bound the full ones; only the candidates they leave are
+computed in full). Balls prune clusters within clusters; on a continuum of real
+descriptors (`bench/ivf.py`'s patches) they computed 71% of the distances, the
+projection 0.4%. How the centroids are grouped and projected is decided here, once per
+set of centroids (`CentroidGrouping`: a fitted estimator keeps one across its
+predictions), and which pass a block takes by probing its first rows; the kernels
+compute."""
 
 from __future__ import annotations
+
+from functools import reduce
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import _native, _stats
-from ..centroid_groups import ball_groups
+from ..centroid_groups import ball_groups, principal_projection
 
-__all__ = ["CentroidGrouping", "NearestCentroid"]
+__all__ = ["CentroidGrouping", "NearestCentroid", "Pruning"]
+
+
+class Pruning(NamedTuple):
+    """What the pruned passes take for one set of centroids: the ball groups (k,) int64
+    and the projection (Q (d, p), mu (d,)) or None (the balls alone)."""
+
+    group: np.ndarray
+    projection: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class NearestCentroid:
     """Callable on blocks of rows: (labels (n,) int64, min_sq_dist (n,) rows' dtype),
     `_native.assign`'s bits."""
 
-    # The group-pruned pass from this many centroids (d > SMALL_DIM, dense rows), with
-    # k / CENTROIDS_PER_GROUP groups (a power of two, at most MAX_GROUPS: the kernel's
+    # The pruned passes from this many centroids (d > SMALL_DIM, dense rows), the groups
+    # k / CENTROIDS_PER_GROUP of them (a power of two, at most MAX_GROUPS: the kernel's
     # limit). Plain / pruned time, grouping included, 1e5 x 128 clustered rows
     # (`bench/ivf_kernels.clustered`), 2 threads, loaded machine: at k = 512 / 1024 /
     # 2048 / 4096, 1.30 / 1.74 / 2.90 / 5.05 with 64 groups; with 64 centroids a group
@@ -31,36 +48,65 @@ class NearestCentroid:
     MIN_CENTROIDS = 1024
     CENTROIDS_PER_GROUP = 8
     MAX_GROUPS = 64
-    # The first PROBE_ROWS rows of a larger block are assigned pruned; if that computed
-    # more than MAX_FRACTION of their distances (balls that do not separate the data), the
-    # rest of the rows take the plain pass.
+    # The projection on PROJECTION_DIMS leading axes (at most d / 4), from d >= 32: 31
+    # (32 augmented coordinates) took 0.84 s where 32 took 0.90, 24 1.06 and 16 1.32
+    # (1e5 of bench/ivf.py's descriptors, k = 4096, one thread, loaded machine).
+    PROJECTION_DIMS = 31
+    # The first PROBE_ROWS rows of a larger block are assigned by the first pruned pass
+    # (balls, then the projection); if that computed more than its fraction of their
+    # distances (MAX_FRACTION: balls that do not separate the data; MAX_PROJECTED_FRACTION
+    # in full, the projection that leaves too many candidates), the next PROBE_ROWS rows
+    # probe the next pass, and the rows after the last the plain pass.
     PROBE_ROWS = 4096
     MAX_FRACTION = 0.5
+    MAX_PROJECTED_FRACTION = 0.05
 
     def __init__(self, C, n_threads, grouping=None, group=None):
         """grouping: a `CentroidGrouping` kept across calls (None: C grouped here); group:
-        C's groups made already (`groups_of`'s, on a Dask client), taken as they are."""
+        C's `Pruning` (or ball groups) made already (`groups_of`'s, on a Dask client),
+        taken as they are."""
         self.C, self.n_threads = C, n_threads
-        self.group = (
-            group if group is not None else (grouping or CentroidGrouping()).of(C, n_threads)
+        made = group if group is not None else (grouping or CentroidGrouping()).of(C, n_threads)
+        if made is not None and not isinstance(made, Pruning):
+            made = Pruning(made)
+        self.pruning = made
+        # The pruned passes left to try, the first the one taken; settled once one kept.
+        self.passes = (
+            [] if made is None else ["balls"] + ["projected"] * (made.projection is not None)
         )
+        self.settled = False
+
+    @property
+    def group(self):
+        """The ball groups while a pruned pass is taken; None once the plain pass is."""
+        return self.pruning.group if self.passes else None
 
     @classmethod
     def groups_of(cls, C, n_threads):
-        """(k,) int64: the groups of C the pruned pass takes, or None: the plain pass."""
+        """C's `Pruning` for the pruned passes, or None: the plain pass."""
         k, d = C.shape
         if k < cls.MIN_CENTROIDS or d <= _native.SMALL_DIM:
             return None
         t = 1
         while 2 * t <= min(cls.MAX_GROUPS, k // cls.CENTROIDS_PER_GROUP):
             t *= 2
-        return ball_groups(C, t, n_threads=n_threads)
+        projection = None
+        if d >= 32:
+            projection = principal_projection(C, min(cls.PROJECTION_DIMS, d // 4), n_threads)
+        return Pruning(ball_groups(C, t, n_threads=n_threads), projection)
+
+    def _kernel(self, rows, margins):
+        """The pruned pass taken now on a dense block: `_native.assign_grouped`'s outputs
+        (margins: `nearest_two_grouped`'s)."""
+        if self.passes[0] == "projected":
+            Q, mu = self.pruning.projection
+            return _native.assign_projected(rows, self.C, Q, mu, self.n_threads, margins=margins)
+        kernel = _native.nearest_two_grouped if margins else _native.assign_grouped
+        return kernel(rows, self.C, self.pruning.group, self.n_threads)
 
     def __call__(self, rows):
         def pruned(part):
-            labels, min_sq_dist, n_distances = _native.assign_grouped(
-                rows[part], self.C, self.group, self.n_threads
-            )
+            labels, min_sq_dist, n_distances = self._kernel(rows[part], False)
             return (labels, min_sq_dist), n_distances
 
         def plain(part):
@@ -79,9 +125,7 @@ class NearestCentroid:
         final pass over every row (`softkmeans.fit.sampled`)."""
 
         def pruned(part):
-            labels, m1, second, beyond, n_distances = _native.nearest_two_grouped(
-                rows[part], self.C, self.group, self.n_threads
-            )
+            labels, m1, second, beyond, n_distances = self._kernel(rows[part], True)
             return (self._pruned_stats(rows[part], w[part], m1, second, beyond), labels), (
                 n_distances
             )
@@ -116,25 +160,32 @@ class NearestCentroid:
         return _stats.BlockStats(float(np.sum(w)), None, None, J, J, least)
 
     def _probed(self, rows, pruned, plain, join):
-        """plain(slice) over the block where C has no groups or the rows are CSR; else
-        pruned(slice) -> (result, distances computed), on the first PROBE_ROWS rows first
-        when the block is larger, the rest plain if those computed more than MAX_FRACTION
-        of their distances; join(head, tail) the two parts."""
-        if self.group is None or hasattr(rows, "indptr"):  # CSR rows: the plain pass
+        """plain(slice) over the block where C has no pruning or the rows are CSR; else
+        pruned(slice) -> (result, distances computed): while no pass is settled and more
+        than two probes of rows are left, PROBE_ROWS rows by the pass taken now (kept if
+        it pruned enough, else the next pass), then the rest by the pass kept, or by the
+        plain pass when none is left; join(head, tail) the parts."""
+        if not self.passes or hasattr(rows, "indptr"):  # CSR rows: the plain pass
             return plain(slice(None))
-        if rows.shape[0] <= 2 * self.PROBE_ROWS:
-            return self._counted(pruned, slice(None), rows.shape[0])
-        head = self._counted(pruned, slice(None, self.PROBE_ROWS), self.PROBE_ROWS)
-        tail = slice(self.PROBE_ROWS, None)
-        if self.group is None:  # the probe pruned too little
-            return join(head, plain(tail))
-        return join(head, self._counted(pruned, tail, rows.shape[0] - self.PROBE_ROWS))
+        n, done, parts = rows.shape[0], 0, []
+        while self.passes and not self.settled and n - done > 2 * self.PROBE_ROWS:
+            parts.append(
+                self._counted(pruned, slice(done, done + self.PROBE_ROWS), self.PROBE_ROWS)
+            )
+            done += self.PROBE_ROWS
+        rest = slice(done, None)
+        parts.append(self._counted(pruned, rest, n - done) if self.passes else plain(rest))
+        return reduce(join, parts)
 
     def _counted(self, pruned, part, n_rows):
-        """pruned(part)'s result; the plain pass from here on if it computed too much."""
+        """pruned(part)'s result (n_rows rows); the pass kept if it computed at most its
+        fraction of the distances, else the next pass from here on."""
         result, n_distances = pruned(part)
-        if n_distances > self.MAX_FRACTION * n_rows * self.C.shape[0]:
-            self.group = None
+        limit = self.MAX_PROJECTED_FRACTION if self.passes[0] == "projected" else self.MAX_FRACTION
+        if n_distances > limit * n_rows * self.C.shape[0]:
+            self.passes.pop(0)
+        else:
+            self.settled = True
         return result
 
 

@@ -71,6 +71,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
         "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
+        "softkmeans.sources.queries.POSITIVE": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
@@ -150,6 +151,7 @@ def problem():
     X = rng.normal(size=(N, D)) + rng.integers(0, 3, size=(N, 1)) * 2.0
     X[7] = 0.0  # a zero row: cosine's weight-0 row
     w = rng.uniform(0.5, 2.0, size=N)
+    w[5::97] = 0.0  # rows of weight 0 (the passes that keep rows of positive weight)
     C = X[rng.choice(N, K, replace=False)].copy()
     return X, w, C
 
@@ -254,3 +256,25 @@ def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatc
         there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
     assert sorted(jobs) == [2, 3]
     assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_the_queries_of_a_dask_source_against_numpy(client, chunking):
+    # Which weights are positive and the distinct rows of positive weight, read by the
+    # runner's passes on the workers: NumPy's answers on the whole of X.
+    from softkmeans.sources import queries
+    from softkmeans.sources.dask_source import DaskSource
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=(N, 3)).astype(np.float64)  # 27 possible rows
+    X[:4] = 9.0  # a row only at weight 0
+    w = np.ones(N)
+    w[:4] = 0.0
+    w[500::37] = 0.0
+    chunks = CHUNKINGS[chunking]
+    source = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)))
+    np.testing.assert_array_equal(queries.positive(source), w > 0)
+    assert queries.n_distinct_rows(source) == np.unique(X[w > 0], axis=0).shape[0]
+    unweighted = DaskSource(da.from_array(X, chunks=(chunks, -1)))
+    assert queries.positive(unweighted) is None
+    assert queries.n_distinct_rows(unweighted) == np.unique(X, axis=0).shape[0] == 28

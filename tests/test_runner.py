@@ -268,6 +268,7 @@ def test_the_queries_of_a_dask_source_against_numpy(client, chunking):
     rng = np.random.default_rng(1)
     X = rng.integers(0, 3, size=(N, 3)).astype(np.float64)  # 27 possible rows
     X[:4] = 9.0  # a row only at weight 0
+    X[-1] = 5.0  # a row only in the last block
     w = np.ones(N)
     w[:4] = 0.0
     w[500::37] = 0.0
@@ -277,4 +278,47 @@ def test_the_queries_of_a_dask_source_against_numpy(client, chunking):
     assert queries.n_distinct_rows(source) == np.unique(X[w > 0], axis=0).shape[0]
     unweighted = DaskSource(da.from_array(X, chunks=(chunks, -1)))
     assert queries.positive(unweighted) is None
-    assert queries.n_distinct_rows(unweighted) == np.unique(X, axis=0).shape[0] == 28
+    assert queries.n_distinct_rows(unweighted) == np.unique(X, axis=0).shape[0] == 29
+
+
+def _chunked_csr_source(X, w, chunks, cosine=False):
+    """A CSR X read in the given row chunks (`softkmeans.sources.csr.CSRSource` reads one
+    block; its cosine source, blocks of BLOCK_ENTRIES stored entries)."""
+    from softkmeans.sources import csr, normalized
+
+    source = csr.CSRSource(X, w, n_threads=1)
+    bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    if cosine:
+        source = normalized.normalized(source)
+        source.spans = lambda: iter(spans)
+    else:
+        source.blocks = lambda: ((a, b, source.data[a:b]) for a, b in spans)
+    return source
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_the_distinct_rows_of_a_csr_source_against_numpy(chunking):
+    # The rows of positive weight, explicit zeros not stored; for cosine the directions
+    # (a row and its multiple count once, as for a dense X).
+    from scipy import sparse
+
+    from softkmeans.sources import queries
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, size=(N, 3)).astype(np.float64) * (rng.random((N, 1)) < 0.5)
+    X[:4] = 9.0  # a row only at weight 0
+    X[-1] = 5.0  # a row only in the last block
+    w = np.ones(N)
+    w[:4] = 0.0
+    w[500::37] = 0.0
+    Xs = sparse.csr_matrix(X)
+    Xs.data[::11] = 0.0  # explicit zeros: the row is its nonzero entries
+    dense_rows = Xs.toarray()[w > 0]
+    chunks = CHUNKINGS[chunking]
+    assert queries.n_distinct_rows(_chunked_csr_source(Xs, w, chunks)) == np.unique(
+        dense_rows, axis=0).shape[0]  # fmt: skip
+    norms = np.linalg.norm(dense_rows, axis=1, keepdims=True)
+    directions = np.round(dense_rows / np.where(norms > 0, norms, 1.0), 12)[norms[:, 0] > 0]
+    assert queries.n_distinct_rows(_chunked_csr_source(Xs, w, chunks, cosine=True)) == np.unique(
+        directions, axis=0).shape[0]  # fmt: skip

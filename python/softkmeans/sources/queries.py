@@ -59,28 +59,28 @@ POSITIVE = Pass("positive", _positive_block, concat)
 
 
 def n_distinct_rows(source):
-    """The number of distinct rows of positive weight.
-
-    NOTE: for cosine's sources, distinct rows as given (an upper bound of the distinct
-    directions: two rows one a multiple of the other count twice) where X is CSR; only
-    the empty-cluster warning's message reads it."""
-    if source.kind == "csr":
-        keep = positive(source)
-        return _sparse.n_distinct_rows(source.data if keep is None else source.data[keep])
-    return run(source, DISTINCT_ROWS).shape[0]
+    """The number of distinct rows of positive weight (for cosine: of distinct
+    directions, the rows as normalized)."""
+    return len(run(source, DISTINCT_ROWS))
 
 
 def _distinct_block(rows, w, start):
-    """The distinct rows of positive weight of a dense block, sorted."""
-    return np.unique(rows[w > 0], axis=0)
+    """The distinct rows of positive weight of a block, sorted: an array of rows (dense),
+    a list of row keys (CSR, `softkmeans._sparse.distinct_rows`)."""
+    kept = rows[w > 0]
+    if _sparse.is_sparse(kept):
+        return _sparse.distinct_rows(kept)
+    return np.unique(kept, axis=0)
 
 
 def _distinct_merge(parts):
+    if isinstance(parts[0], list):
+        return sorted(set().union(*parts))
     return np.unique(np.concatenate(parts), axis=0)
 
 
-# The distinct rows of positive weight of a dense X, in this process or on Dask (their
-# number: `n_distinct_rows`).
+# The distinct rows of positive weight of X, in this process or on Dask (their number:
+# `n_distinct_rows`).
 DISTINCT_ROWS = Pass("distinct_rows", _distinct_block, _distinct_merge)
 
 

@@ -73,6 +73,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.queries.POSITIVE": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
+        "softkmeans.sources.normalized.ROW_NORMS": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
             (), (Ca, "softmax", 0.8, n_threads)
@@ -322,3 +323,21 @@ def test_the_distinct_rows_of_a_csr_source_against_numpy(chunking):
     directions = np.round(dense_rows / np.where(norms > 0, norms, 1.0), 12)[norms[:, 0] > 0]
     assert queries.n_distinct_rows(_chunked_csr_source(Xs, w, chunks, cosine=True)) == np.unique(
         directions, axis=0).shape[0]  # fmt: skip
+
+
+@pytest.mark.parametrize("entries", [1 << 24, 50, 1])
+def test_the_row_norms_of_a_cosine_csr_source_against_numpy(entries, monkeypatch):
+    # The ROW_NORMS pass over a CSR X in spans of `entries` stored entries (one span, many,
+    # one row a span): NumPy's norms of the dense rows; the source's scales follow.
+    from scipy import sparse
+
+    from softkmeans.sources import csr, normalized
+
+    monkeypatch.setattr(normalized, "BLOCK_ENTRIES", entries)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(N, D)) * (rng.random((N, D)) < 0.3)
+    X[-1] = 3.0  # the last span's row
+    source = normalized.normalized(csr.CSRSource(sparse.csr_matrix(X), None, n_threads=1))
+    assert (len(list(source.spans())) == 1) == (entries >= np.count_nonzero(X))
+    np.testing.assert_allclose(source.row_norms, np.linalg.norm(X, axis=1), rtol=1e-14)
+    assert source.row_norms[-1] == np.sqrt(9.0 * D)

@@ -341,3 +341,33 @@ def test_the_row_norms_of_a_cosine_csr_source_against_numpy(entries, monkeypatch
     assert (len(list(source.spans())) == 1) == (entries >= np.count_nonzero(X))
     np.testing.assert_allclose(source.row_norms, np.linalg.norm(X, axis=1), rtol=1e-14)
     assert source.row_norms[-1] == np.sqrt(9.0 * D)
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("d", [D, 520])
+def test_the_moments_of_an_in_process_source_are_those_on_dask(client, chunking, d):
+    # `reads.moments`: the (d, d) array of the MOMENTS pass, or past DENSE_D the operator
+    # whose every product is a COVARIANCE pass: the same bits in this process and on Dask
+    # (both runners merge the blocks by the one tree), and NumPy's values.
+    from softkmeans.sources.dask_source import DaskSource
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(N, d)) * rng.uniform(0.5, 3.0, size=d) + 1.0
+    w = rng.uniform(0.5, 2.0, size=N)
+    chunks = CHUNKINGS[chunking]
+    local = _ChunkedSource(X, w, chunks)
+    remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
+                        n_threads=1)  # fmt: skip
+    (mean, cov), (mean_d, cov_d) = reads.moments(local), reads.moments(remote)
+    assert _bytes(mean) == _bytes(mean_d)
+    expected = np.cov(X, rowvar=False, aweights=w, bias=True)
+    np.testing.assert_allclose(mean, np.average(X, axis=0, weights=w), rtol=1e-12)
+    if isinstance(cov, np.ndarray):
+        assert _bytes(cov) == _bytes(cov_d)
+        np.testing.assert_allclose(cov, expected, rtol=1e-10, atol=1e-12)
+        return
+    v = rng.normal(size=d)
+    assert _bytes((cov.W, cov.diagonal(), cov.matvec(v))) == _bytes(
+        (cov_d.W, cov_d.diagonal(), cov_d.matvec(v)))  # fmt: skip
+    np.testing.assert_allclose(cov.diagonal(), np.diagonal(expected), rtol=1e-10)
+    np.testing.assert_allclose(cov.matvec(v), expected @ v, rtol=1e-9, atol=1e-9)

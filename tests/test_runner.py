@@ -61,11 +61,11 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
         "softkmeans.sources.reads.COVARIANCE": (
-            (), (_covariance.product_block, C[0].astype(np.float64), C[1].astype(np.float64),
-                 n_threads)
+            (), (None, _covariance.product_block, C[0].astype(np.float64),
+                 C[1].astype(np.float64), n_threads)
         ),
-        "sums COVARIANCE": ((), (_covariance.row_sum_block,)),
-        "diagonal COVARIANCE": ((), (_covariance.diagonal_block, C[0].astype(np.float64))),
+        "sums COVARIANCE": ((), (None, _covariance.row_sum_block)),
+        "diagonal COVARIANCE": ((), (None, _covariance.diagonal_block, C[0].astype(np.float64))),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
         # A fit's validation: 7 rows checked at a time, the features' moments folded in.
         "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
@@ -371,3 +371,33 @@ def test_the_moments_of_an_in_process_source_are_those_on_dask(client, chunking,
         (cov_d.W, cov_d.diagonal(), cov_d.matvec(v)))  # fmt: skip
     np.testing.assert_allclose(cov.diagonal(), np.diagonal(expected), rtol=1e-10)
     np.testing.assert_allclose(cov.matvec(v), expected @ v, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("d", [D, 520])
+def test_the_covariance_of_a_csr_source_against_numpy(chunking, d, monkeypatch):
+    # A CSR source's operator, each read a COVARIANCE pass over its blocks (the given
+    # chunks; for cosine spans of 50 stored entries, each row scaled by the pass):
+    # NumPy's mean, diagonal, products and (d <= DENSE_D) matrix of the dense rows.
+    from scipy import sparse
+
+    from softkmeans.sources import normalized
+
+    monkeypatch.setattr(normalized, "BLOCK_ENTRIES", 50)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(N, d)) * (rng.random((N, d)) < 0.1) + (rng.random((N, 1)) < 0.5)
+    X[-1] = 0.0
+    X[-1, -1] = 40.0  # the last block's row: the largest entry
+    w = rng.uniform(0.5, 2.0, size=N)
+    v = rng.normal(size=d)
+    norms = np.linalg.norm(X, axis=1)
+    unit = X / np.where(norms > 0, norms, 1.0)[:, None]
+    for cosine, rows, weights in ((False, X, w), (True, unit, w * (norms > 0))):
+        source = _chunked_csr_source(sparse.csr_matrix(X), w, CHUNKINGS[chunking], cosine)
+        mean, cov = reads.moments(source)
+        expected = np.cov(rows, rowvar=False, aweights=weights, bias=True)
+        np.testing.assert_allclose(mean, np.average(rows, axis=0, weights=weights), atol=1e-14)
+        np.testing.assert_allclose(cov.diagonal(), np.diagonal(expected), rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(cov.matvec(v), expected @ v, rtol=1e-9, atol=1e-12)
+        if d <= D:
+            np.testing.assert_allclose(cov.dense(), expected, rtol=1e-9, atol=1e-14)

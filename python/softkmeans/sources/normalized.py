@@ -36,7 +36,7 @@ import copy
 import numpy as np
 
 from .. import _sparse
-from .._covariance import Covariance
+from . import reads
 from .csr import CSRSource
 from .dense import SCAN_BYTES, ArraySource, LocalSource, file_backed
 from .runner import RowMap, run, run_blocks
@@ -167,7 +167,6 @@ class UnitCSRSource(CSRSource):
         _hold_weights(self, _direction_weights(self.row_norms, source, fit))
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
-        self._unit_covariance = None
         self.directions = True
 
     def subset(self, idx):
@@ -218,16 +217,11 @@ class UnitCSRSource(CSRSource):
         dense = self.data[idx].toarray().astype(np.float64)
         return _scale(dense, self.row_norms[idx]).astype(self.dtype)
 
-    def _weighted_covariance(self):
-        if self._unit_covariance is None:
-            self._unit_covariance = Covariance.of(
-                self.data, self.weights, self.n_threads, row_scale=self.row_scale
-            )
-        return self._unit_covariance
-
-    def covariance(self):
-        cov = self._weighted_covariance()
-        return cov.mean, cov
+    def covariance_pass(self, block_fn, *args):
+        """The COVARIANCE pass of block_fn over the normalized rows: X's stored spans, each
+        row scaled in float64 by the block functions (never rounded to X's dtype)."""
+        return run_blocks(self.stored_blocks(), self.weights, reads.COVARIANCE, self.row_scale,
+                          block_fn, *args)  # fmt: skip
 
 
 def _has_direction(X):

@@ -61,17 +61,19 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.reads.RESPONSIBILITIES": ((), (C, "softmax", 0.8, n_threads)),
         "softkmeans.sources.reads.MOMENTS": ((), (n_threads,)),
         "softkmeans.sources.reads.COVARIANCE": (
-            (), (_covariance.product_block, C[0].astype(np.float64), C[1].astype(np.float64),
-                 n_threads)
+            (), (None, _covariance.product_block, C[0].astype(np.float64),
+                 C[1].astype(np.float64), n_threads)
         ),
-        "sums COVARIANCE": ((), (_covariance.row_sum_block,)),
-        "diagonal COVARIANCE": ((), (_covariance.diagonal_block, C[0].astype(np.float64))),
+        "sums COVARIANCE": ((), (None, _covariance.row_sum_block)),
+        "diagonal COVARIANCE": ((), (None, _covariance.diagonal_block, C[0].astype(np.float64))),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
         # A fit's validation: 7 rows checked at a time, the features' moments folded in.
         "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
         "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
+        "softkmeans.sources.queries.POSITIVE": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
+        "softkmeans.sources.normalized.ROW_NORMS": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
         "softkmeans.fit.annealing_passes.RESPONSIBILITY_MOMENTS": (
             (), (Ca, "softmax", 0.8, n_threads)
@@ -150,6 +152,7 @@ def problem():
     X = rng.normal(size=(N, D)) + rng.integers(0, 3, size=(N, 1)) * 2.0
     X[7] = 0.0  # a zero row: cosine's weight-0 row
     w = rng.uniform(0.5, 2.0, size=N)
+    w[5::97] = 0.0  # rows of weight 0 (the passes that keep rows of positive weight)
     C = X[rng.choice(N, K, replace=False)].copy()
     return X, w, C
 
@@ -254,3 +257,147 @@ def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatc
         there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
     assert sorted(jobs) == [2, 3]
     assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_the_queries_of_a_dask_source_against_numpy(client, chunking):
+    # Which weights are positive and the distinct rows of positive weight, read by the
+    # runner's passes on the workers: NumPy's answers on the whole of X.
+    from softkmeans.sources import queries
+    from softkmeans.sources.dask_source import DaskSource
+
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 3, size=(N, 3)).astype(np.float64)  # 27 possible rows
+    X[:4] = 9.0  # a row only at weight 0
+    X[-1] = 5.0  # a row only in the last block
+    w = np.ones(N)
+    w[:4] = 0.0
+    w[500::37] = 0.0
+    chunks = CHUNKINGS[chunking]
+    source = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)))
+    np.testing.assert_array_equal(queries.positive(source), w > 0)
+    assert queries.n_distinct_rows(source) == np.unique(X[w > 0], axis=0).shape[0]
+    unweighted = DaskSource(da.from_array(X, chunks=(chunks, -1)))
+    assert queries.positive(unweighted) is None
+    assert queries.n_distinct_rows(unweighted) == np.unique(X, axis=0).shape[0] == 29
+
+
+def _chunked_csr_source(X, w, chunks, cosine=False):
+    """A CSR X read in the given row chunks (`softkmeans.sources.csr.CSRSource` reads one
+    block; its cosine source, blocks of BLOCK_ENTRIES stored entries)."""
+    from softkmeans.sources import csr, normalized
+
+    source = csr.CSRSource(X, w, n_threads=1)
+    bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    if cosine:
+        source = normalized.normalized(source)
+        source.spans = lambda: iter(spans)
+    else:
+        source.blocks = lambda: ((a, b, source.data[a:b]) for a, b in spans)
+    return source
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+def test_the_distinct_rows_of_a_csr_source_against_numpy(chunking):
+    # The rows of positive weight, explicit zeros not stored; for cosine the directions
+    # (a row and its multiple count once, as for a dense X).
+    from scipy import sparse
+
+    from softkmeans.sources import queries
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, size=(N, 3)).astype(np.float64) * (rng.random((N, 1)) < 0.5)
+    X[:4] = 9.0  # a row only at weight 0
+    X[-1] = 5.0  # a row only in the last block
+    w = np.ones(N)
+    w[:4] = 0.0
+    w[500::37] = 0.0
+    Xs = sparse.csr_matrix(X)
+    Xs.data[::11] = 0.0  # explicit zeros: the row is its nonzero entries
+    dense_rows = Xs.toarray()[w > 0]
+    chunks = CHUNKINGS[chunking]
+    assert queries.n_distinct_rows(_chunked_csr_source(Xs, w, chunks)) == np.unique(
+        dense_rows, axis=0).shape[0]  # fmt: skip
+    norms = np.linalg.norm(dense_rows, axis=1, keepdims=True)
+    directions = np.round(dense_rows / np.where(norms > 0, norms, 1.0), 12)[norms[:, 0] > 0]
+    assert queries.n_distinct_rows(_chunked_csr_source(Xs, w, chunks, cosine=True)) == np.unique(
+        directions, axis=0).shape[0]  # fmt: skip
+
+
+@pytest.mark.parametrize("entries", [1 << 24, 50, 1])
+def test_the_row_norms_of_a_cosine_csr_source_against_numpy(entries, monkeypatch):
+    # The ROW_NORMS pass over a CSR X in spans of `entries` stored entries (one span, many,
+    # one row a span): NumPy's norms of the dense rows; the source's scales follow.
+    from scipy import sparse
+
+    from softkmeans.sources import csr, normalized
+
+    monkeypatch.setattr(normalized, "BLOCK_ENTRIES", entries)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(N, D)) * (rng.random((N, D)) < 0.3)
+    X[-1] = 3.0  # the last span's row
+    source = normalized.normalized(csr.CSRSource(sparse.csr_matrix(X), None, n_threads=1))
+    assert (len(list(source.spans())) == 1) == (entries >= np.count_nonzero(X))
+    np.testing.assert_allclose(source.row_norms, np.linalg.norm(X, axis=1), rtol=1e-14)
+    assert source.row_norms[-1] == np.sqrt(9.0 * D)
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("d", [D, 520])
+def test_the_moments_of_an_in_process_source_are_those_on_dask(client, chunking, d):
+    # `reads.moments`: the (d, d) array of the MOMENTS pass, or past DENSE_D the operator
+    # whose every product is a COVARIANCE pass: the same bits in this process and on Dask
+    # (both runners merge the blocks by the one tree), and NumPy's values.
+    from softkmeans.sources.dask_source import DaskSource
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(N, d)) * rng.uniform(0.5, 3.0, size=d) + 1.0
+    w = rng.uniform(0.5, 2.0, size=N)
+    chunks = CHUNKINGS[chunking]
+    local = _ChunkedSource(X, w, chunks)
+    remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
+                        n_threads=1)  # fmt: skip
+    (mean, cov), (mean_d, cov_d) = reads.moments(local), reads.moments(remote)
+    assert _bytes(mean) == _bytes(mean_d)
+    expected = np.cov(X, rowvar=False, aweights=w, bias=True)
+    np.testing.assert_allclose(mean, np.average(X, axis=0, weights=w), rtol=1e-12)
+    if isinstance(cov, np.ndarray):
+        assert _bytes(cov) == _bytes(cov_d)
+        np.testing.assert_allclose(cov, expected, rtol=1e-10, atol=1e-12)
+        return
+    v = rng.normal(size=d)
+    assert _bytes((cov.W, cov.diagonal(), cov.matvec(v))) == _bytes(
+        (cov_d.W, cov_d.diagonal(), cov_d.matvec(v)))  # fmt: skip
+    np.testing.assert_allclose(cov.diagonal(), np.diagonal(expected), rtol=1e-10)
+    np.testing.assert_allclose(cov.matvec(v), expected @ v, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("d", [D, 520])
+def test_the_covariance_of_a_csr_source_against_numpy(chunking, d, monkeypatch):
+    # A CSR source's operator, each read a COVARIANCE pass over its blocks (the given
+    # chunks; for cosine spans of 50 stored entries, each row scaled by the pass):
+    # NumPy's mean, diagonal, products and (d <= DENSE_D) matrix of the dense rows.
+    from scipy import sparse
+
+    from softkmeans.sources import normalized
+
+    monkeypatch.setattr(normalized, "BLOCK_ENTRIES", 50)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(N, d)) * (rng.random((N, d)) < 0.1) + (rng.random((N, 1)) < 0.5)
+    X[-1] = 0.0
+    X[-1, -1] = 40.0  # the last block's row: the largest entry
+    w = rng.uniform(0.5, 2.0, size=N)
+    v = rng.normal(size=d)
+    norms = np.linalg.norm(X, axis=1)
+    unit = X / np.where(norms > 0, norms, 1.0)[:, None]
+    for cosine, rows, weights in ((False, X, w), (True, unit, w * (norms > 0))):
+        source = _chunked_csr_source(sparse.csr_matrix(X), w, CHUNKINGS[chunking], cosine)
+        mean, cov = reads.moments(source)
+        expected = np.cov(rows, rowvar=False, aweights=weights, bias=True)
+        np.testing.assert_allclose(mean, np.average(rows, axis=0, weights=weights), atol=1e-14)
+        np.testing.assert_allclose(cov.diagonal(), np.diagonal(expected), rtol=1e-9, atol=1e-14)
+        np.testing.assert_allclose(cov.matvec(v), expected @ v, rtol=1e-9, atol=1e-12)
+        if d <= D:
+            np.testing.assert_allclose(cov.dense(), expected, rtol=1e-9, atol=1e-14)

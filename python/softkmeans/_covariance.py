@@ -27,6 +27,7 @@ __all__ = [
     "largest_eigenpair",
     "product_block",
     "row_sum_block",
+    "second_moment_block",
 ]
 
 # Up to this d the covariance is formed (d x d, 2 MiB) and eigvalsh'd.
@@ -89,6 +90,13 @@ def diagonal_block(rows, w, scale, mean):
         chunk -= mean
         out += wc @ (chunk * chunk)
     return out, 0.0
+
+
+def second_moment_block(rows, w, scale):
+    """(sum_i w_i s_i^2 x_i x_i^T (d, d) float64,) of a block of CSR rows."""
+    w2 = w if scale is None else w * scale**2
+    weighted = rows.multiply(w2[:, None]).tocsr()
+    return (np.asarray((rows.T @ weighted).toarray(), dtype=np.float64),)
 
 
 class Covariance:
@@ -186,11 +194,7 @@ class Covariance:
         if self._matrix is None:
             if self.d > DENSE_D:
                 raise ValueError(f"a covariance of d = {self.d} > {DENSE_D} is not formed")
-            second = np.zeros((self.d, self.d))
-            for rows, w, scale in self._blocks():  # CSR rows (dense ones are formed at once)
-                w2 = w if scale is None else w * scale**2
-                weighted = rows.multiply(w2[:, None]).tocsr()
-                second += np.asarray((rows.T @ weighted).toarray(), dtype=np.float64)
+            (second,) = self._reduce(second_moment_block)  # CSR rows (dense ones are formed)
             self._matrix = second / self.W - np.outer(self.mean, self.mean)
         return self._matrix
 

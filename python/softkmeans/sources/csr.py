@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _sparse
 from .._covariance import Covariance
+from . import reads
 from .dense import LocalSource
+from .runner import run
 
 __all__ = ["CSRSource"]
 
@@ -29,15 +31,16 @@ class CSRSource(LocalSource):
     def blocks(self):
         yield 0, self.shape[0], self.data
 
-    def _operator(self):
-        if self._covariance is None:
-            self._covariance = Covariance.of(self.data, self.weights, self.n_threads)
-        return self._covariance
-
     def covariance(self):
-        """(weighted mean (d,), the covariance operator) of X's rows."""
-        cov = self._operator()
-        return cov.mean, cov
+        """(weighted mean (d,), the covariance operator) of X's rows: each of its reads
+        a COVARIANCE pass (`softkmeans.sources.reads`), made once."""
+        if self._covariance is None:
+            self._covariance = Covariance.of_passes(self.covariance_pass, self.n_threads)
+        return self._covariance.mean, self._covariance
+
+    def covariance_pass(self, block_fn, *args):
+        """The COVARIANCE pass of block_fn over X (`Covariance.of_passes`'s reduce)."""
+        return run(self, reads.COVARIANCE, None, block_fn, *args)
 
     def rows(self, idx):
         return self.data[np.asarray(idx, dtype=np.int64)].toarray()

@@ -47,10 +47,8 @@ from .runner import Pass, run, transformed
 __all__ = [
     "DaskSource",
     "check_collection",
-    "distinct_rows",
     "is_collection",
     "kmeans_parallel_passes",
-    "positive",
     "seeding_sample",
 ]
 
@@ -275,17 +273,6 @@ def kmeans_parallel_passes(source):
         if rows > 0
     ]
     return DaskParallelPasses(blocks, compute, source.n_threads)
-
-
-def positive(source):
-    """(n,) bool w > 0 of a `DaskSource`, computed; None where no weights were given."""
-    return None if source.weights is None else compute(source.weights > 0)[0]
-
-
-def distinct_rows(source, keep):
-    """The number of distinct rows of a `DaskSource` (keep: the rows counted, or None)."""
-    rows = compute(source.data if keep is None else source.data[keep])[0]
-    return np.unique(rows, axis=0).shape[0]
 
 
 def _check_total_weight(W):

@@ -35,14 +35,16 @@ import copy
 
 import numpy as np
 
-from .._covariance import Covariance
+from .. import _sparse
+from . import reads
 from .csr import CSRSource
 from .dense import SCAN_BYTES, ArraySource, LocalSource, file_backed
-from .runner import RowMap, run
+from .runner import RowMap, run, run_blocks
 
 __all__ = [
     "BLOCK_ENTRIES",
     "NO_DIRECTION",
+    "ROW_NORMS",
     "UnitCSRSource",
     "normalize_rows",
     "normalized",
@@ -104,6 +106,20 @@ def _has_direction(rows):
     return rows.any(axis=1)
 
 
+def _norms64(rows):
+    """(n,) float64: the rows' Euclidean norms, their squares summed in float64 (a dense
+    block given in float64; a CSR block's stored values, row by row)."""
+    if _sparse.is_sparse(rows):
+        values = rows.data.astype(np.float64)
+        row_of = np.repeat(np.arange(rows.shape[0]), np.diff(rows.indptr))
+        return np.sqrt(np.bincount(row_of, weights=values * values, minlength=rows.shape[0]))
+    return np.sqrt(np.einsum("ij,ij->i", rows, rows))
+
+
+def _row_norms(rows):
+    return _norms64(rows if _sparse.is_sparse(rows) else rows.astype(np.float64))
+
+
 def normalize_rows(rows):
     """A dense block's rows x / ||x|| (each scaled in float64, rounded once to the rows'
     dtype; a zero row stays 0), SCAN_BYTES of float64 at a time."""
@@ -111,12 +127,13 @@ def normalize_rows(rows):
     step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
     for s in range(0, rows.shape[0], step):
         chunk = rows[s : s + step].astype(np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->i", chunk, chunk))
-        out[s : s + chunk.shape[0]] = _scale(chunk, norms)
+        out[s : s + chunk.shape[0]] = _scale(chunk, _norms64(chunk))
     return out
 
 
 HAS_DIRECTION = RowMap("has-direction", _has_direction, np.bool_)
+# The rows' norms (the scales of a CSR X's normalized rows).
+ROW_NORMS = RowMap("row-norms", _row_norms, np.float64)
 
 
 def _dense_normalized(source, fit):
@@ -145,20 +162,11 @@ class UnitCSRSource(CSRSource):
     """The normalized rows of a CSR source, scaled block by block (never copied whole)."""
 
     def __init__(self, source, fit=True):
-        X = source.data
-        super().__init__(X, None, n_threads=source.n_threads)
-        n = X.shape[0]
-        lengths = np.diff(X.indptr)
-        norms = np.zeros(n)
-        for a, b in self.spans():
-            vals = X.data[X.indptr[a] : X.indptr[b]].astype(np.float64)
-            row_of = np.repeat(np.arange(b - a), lengths[a:b])
-            norms[a:b] = np.bincount(row_of, weights=vals * vals, minlength=b - a)
-        self.row_norms = np.sqrt(norms)
+        super().__init__(source.data, None, n_threads=source.n_threads)
+        self.row_norms = run_blocks(self.stored_blocks(), source.weights, ROW_NORMS)
         _hold_weights(self, _direction_weights(self.row_norms, source, fit))
         with np.errstate(divide="ignore"):
             self.row_scale = np.where(self.row_norms > 0, 1.0 / self.row_norms, 0.0)
-        self._unit_covariance = None
         self.directions = True
 
     def subset(self, idx):
@@ -175,14 +183,22 @@ class UnitCSRSource(CSRSource):
             yield start, stop
             start = stop
 
-    def scaled_block(self, start, stop, columns):
-        """Rows start..stop-1 normalized, as a canonical CSR of `columns` columns."""
+    def stored_blocks(self):
+        """(start, stop, rows) of X as stored (unscaled: views of its arrays), in spans."""
+        for start, stop in self.spans():
+            yield start, stop, self.scaled_block(start, stop, self.data.shape[1], scaled=False)
+
+    def scaled_block(self, start, stop, columns, scaled=True):
+        """Rows start..stop-1 normalized (scaled: else as stored), as a canonical CSR of
+        `columns` columns."""
         from scipy import sparse
 
         X = self.data
         lo, hi = X.indptr[start], X.indptr[stop]
-        scale = np.repeat(self.row_scale[start:stop], np.diff(X.indptr[start : stop + 1]))
-        vals = (X.data[lo:hi] * scale).astype(self.dtype)
+        vals = X.data[lo:hi]
+        if scaled:
+            scale = np.repeat(self.row_scale[start:stop], np.diff(X.indptr[start : stop + 1]))
+            vals = (vals * scale).astype(self.dtype)
         block = sparse.csr_matrix(
             (vals, X.indices[lo:hi], X.indptr[start : stop + 1] - lo),
             shape=(stop - start, columns),
@@ -201,16 +217,11 @@ class UnitCSRSource(CSRSource):
         dense = self.data[idx].toarray().astype(np.float64)
         return _scale(dense, self.row_norms[idx]).astype(self.dtype)
 
-    def _weighted_covariance(self):
-        if self._unit_covariance is None:
-            self._unit_covariance = Covariance.of(
-                self.data, self.weights, self.n_threads, row_scale=self.row_scale
-            )
-        return self._unit_covariance
-
-    def covariance(self):
-        cov = self._weighted_covariance()
-        return cov.mean, cov
+    def covariance_pass(self, block_fn, *args):
+        """The COVARIANCE pass of block_fn over the normalized rows: X's stored spans, each
+        row scaled in float64 by the block functions (never rounded to X's dtype)."""
+        return run_blocks(self.stored_blocks(), self.weights, reads.COVARIANCE, self.row_scale,
+                          block_fn, *args)  # fmt: skip
 
 
 def _has_direction(X):

@@ -2,8 +2,8 @@
 variances (the tolerance), which weights are positive, the number of distinct rows (a
 warning's cause), the rows seeding draws from, and k-means||'s passes.
 
-Each is one function of a source, here where the kinds of source are known; the
-Dask source's answers (computed on the cluster) are in `softkmeans.sources.dask_source`.
+Each is one function of a source, here where the kinds of source are known; what reads
+X (or a Dask source's weights) is a pass of the runner, in this process or on Dask.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from .. import _sparse
 from .dense import FEATURE_MOMENTS, FeatureMoments
 from .kmeans_parallel_blocks import LocalParallelPasses
 from .reads import moments
-from .runner import Pass, run
+from .runner import Pass, concat, run
 
 __all__ = [
     "DISTINCT_ROWS",
+    "POSITIVE",
     "feature_variances",
     "kmeans_parallel_passes",
     "n_distinct_rows",
@@ -41,41 +42,45 @@ def feature_variances(source):
 
 
 def positive(source):
-    """(n,) bool, w > 0, or None when every weight is positive."""
-    if source.kind == "dask":
-        from .dask_source import positive as dask_positive
-
-        return dask_positive(source)
-    out = source.weights > 0
+    """(n,) bool, w > 0, or None when every weight is positive (a Dask source's weights
+    read by the `POSITIVE` pass; an in-process source holds them in memory)."""
+    if source.unit_weights:
+        return None
+    out = run(source, POSITIVE) if source.kind == "dask" else source.weights > 0
     return None if out.all() else out
 
 
+def _positive_block(rows, w, start):
+    return w > 0
+
+
+# Which weights are positive, block by block (a Dask source's weights live on its workers).
+POSITIVE = Pass("positive", _positive_block, concat)
+
+
 def n_distinct_rows(source):
-    """The number of distinct rows of positive weight.
-
-    NOTE: for cosine's sources, distinct rows as given (an upper bound of the distinct
-    directions: two rows one a multiple of the other count twice) where X is CSR; only
-    the empty-cluster warning's message reads it."""
-    keep = positive(source)
-    if source.kind == "dask":
-        from .dask_source import distinct_rows
-
-        return distinct_rows(source, keep)
-    if source.kind == "csr":
-        return _sparse.n_distinct_rows(source.data if keep is None else source.data[keep])
-    return run(source, DISTINCT_ROWS).shape[0]
+    """The number of distinct rows of positive weight (for cosine: of distinct
+    directions, the rows as normalized)."""
+    return len(run(source, DISTINCT_ROWS))
 
 
 def _distinct_block(rows, w, start):
-    """The distinct rows of positive weight of a dense block, sorted."""
-    return np.unique(rows[w > 0], axis=0)
+    """The distinct rows of positive weight of a block, sorted: an array of rows (dense),
+    a list of row keys (CSR, `softkmeans._sparse.distinct_rows`)."""
+    kept = rows[w > 0]
+    if _sparse.is_sparse(kept):
+        return _sparse.distinct_rows(kept)
+    return np.unique(kept, axis=0)
 
 
 def _distinct_merge(parts):
+    if isinstance(parts[0], list):
+        return sorted(set().union(*parts))
     return np.unique(np.concatenate(parts), axis=0)
 
 
-# The distinct rows of positive weight of a dense X (its number: `n_distinct_rows`).
+# The distinct rows of positive weight of X, in this process or on Dask (their number:
+# `n_distinct_rows`).
 DISTINCT_ROWS = Pass("distinct_rows", _distinct_block, _distinct_merge)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _native, _sparse, _stats
 from .._covariance import DENSE_D, Covariance
 from .nearest import CentroidGrouping, NearestCentroid
-from .runner import Pass, RowMap, run, transformed_blocks
+from .runner import Pass, RowMap, run
 
 __all__ = [
     "augment",
@@ -212,9 +212,11 @@ def merge_moments(parts):
 MOMENTS = Pass("moments", _moments_block, merge_moments)
 
 
-def _covariance_block(rows, w, start, block_fn, *args):
-    """One block's share of a `Covariance` operator's pass (its block_fn)."""
-    return block_fn(rows, w, None, *args)
+def _covariance_block(rows, w, start, row_scale, block_fn, *args):
+    """One block's share of a `Covariance` operator's pass (its block_fn); row_scale:
+    None, or cosine's scales (n,) of the rows of a CSR X read unscaled."""
+    scale = None if row_scale is None else row_scale[start : start + rows.shape[0]]
+    return block_fn(rows, w, scale, *args)
 
 
 def _sum_parts(parts):
@@ -229,31 +231,22 @@ COVARIANCE = Pass("covariance", _covariance_block, _sum_parts)
 
 
 def moments(source):
-    """(weighted mean (d,), weighted population covariance): an operator
-    (`softkmeans._covariance.Covariance`: ``diagonal()``, ``lambda_max()``; no (d, d) array
-    past DENSE_D features) for an in-process source, dense or CSR, and past DENSE_D on
-    Dask (each product one pass, COVARIANCE); the (d, d) array of the MOMENTS pass on
-    Dask up to DENSE_D."""
-    if source.kind == "dask" and source.shape[1] > DENSE_D:
-        cov = Covariance.of_passes(
-            lambda block_fn, *args: run(source, COVARIANCE, block_fn, *args), source.n_threads
-        )
-        _check_total_weight(cov.W)
-        return cov.mean, cov
+    """(weighted mean (d,), weighted population covariance) of the source's rows: the (d, d)
+    array of the MOMENTS pass up to DENSE_D features; past it an operator
+    (`softkmeans._covariance.Covariance`: ``diagonal()``, ``lambda_max()``; no (d, d)
+    array), each product one COVARIANCE pass (a CSR source's operator at every d:
+    `softkmeans.sources.csr.CSRSource.covariance`). Both passes run by the runner, so an
+    in-process source and a Dask one over the same blocks give the same bits."""
     if source.kind == "csr":
-        return source.covariance()
-    if source.kind == "dense":
-        W = float(source.weights.sum())
-        if not np.isfinite(W):
-            raise ValueError("sample_weight must have a finite sum; rescale the weights")
-        if not W > 0:
-            raise ValueError("sample_weight must have a positive sum")
-        cov = Covariance(
-            lambda: (
-                (rows, source.weights[a:b], None) for a, b, rows in transformed_blocks(source)
-            ),
+        mean, cov = source.covariance()
+        _check_total_weight(cov.W)
+        return mean, cov
+    if source.shape[1] > DENSE_D:
+        cov = Covariance.of_passes(
+            lambda block_fn, *args: run(source, COVARIANCE, None, block_fn, *args),
             source.n_threads,
         )
+        _check_total_weight(cov.W)
         return cov.mean, cov
     W, mean, cov = run(source, MOMENTS, source.n_threads)
     _check_total_weight(W)

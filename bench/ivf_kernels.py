@@ -114,6 +114,25 @@ def distance_fraction(n, d, k, *, steps=8, n_threads=2, seed=0, groups=None, X=N
     return out
 
 
+def _add_faiss(cases, X, C, n_threads):
+    """cases["faiss"]: faiss's exact flat search (IndexFlatL2, k=1) of X over C, at
+    n_threads; the skip reason printed where faiss is not there."""
+    try:
+        P.require("faiss")
+        import faiss
+    except P.PeerUnavailable as e:
+        print(P.skip_message("faiss", e))
+        return
+    index = faiss.IndexFlatL2(X.shape[1])
+    index.add(C)
+
+    def faiss_search():
+        with P.thread_limit(n_threads):
+            return index.search(X, 1)
+
+    cases["faiss"] = faiss_search
+
+
 def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False):
     """The group-pruned assignment (`NearestCentroid`, the grouping included) vs the plain
     `assign` pass and faiss `IndexFlatL2.search(X, 1)` on the same rows: median seconds of
@@ -131,20 +150,7 @@ def assignment_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
         "pruned": lambda: NearestCentroid(C, n_threads)(X),
         "kernel": lambda: _native.assign_grouped(X, C, group, n_threads),
     }
-    try:
-        P.require("faiss")
-        import faiss
-
-        index = faiss.IndexFlatL2(d)
-        index.add(C)
-
-        def faiss_search():
-            with P.thread_limit(n_threads):
-                return index.search(X, 1)
-
-        cases["faiss"] = faiss_search
-    except P.PeerUnavailable as e:
-        print(P.skip_message("faiss", e))
+    _add_faiss(cases, X, C, n_threads)
     t0 = time.perf_counter()
     NearestCentroid(C, n_threads)
     grouping = time.perf_counter() - t0
@@ -273,20 +279,7 @@ def real_descriptors(n, k=4096, *, n_threads=2, repeats=3):
             X, C, "hard", 0.0, w, n_threads, sums=False, labels=True
         ),
     }
-    try:
-        P.require("faiss")
-        import faiss
-
-        index = faiss.IndexFlatL2(X.shape[1])
-        index.add(C)
-
-        def faiss_search():
-            with P.thread_limit(n_threads):
-                return index.search(X, 1)
-
-        cases["faiss"] = faiss_search
-    except P.PeerUnavailable as e:
-        print(P.skip_message("faiss", e))
+    _add_faiss(cases, X, C, n_threads)
     med = {name: r.median for name, r in P.interleaved(cases, repeats=repeats, warmup=0).items()}
     shape = f"n={n} d={X.shape[1]} k={k} threads={n_threads}, load {table.load_average()}"
     print(

@@ -208,3 +208,23 @@ def assert_same_bits(ref, got, what):
                 f"{what}: output {i} differs in {diff.size} of {x.size} entries "
                 f"(max |diff| {np.max(np.abs(x[diff] - y[diff])):.3g})"
             )
+
+
+def unequal_blobs(n, d, k, seed=0, dtype=np.float64):
+    """(X (n, d), C (k, d) drawn from X): k blobs whose sizes grow as j^2, the balanced
+    tests' data (cluster sizes far from equal, so the balanced assignment moves rows)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d)) * 4
+    p = np.arange(1, k + 1, dtype=float) ** 2
+    X = centres[rng.choice(k, size=n, p=p / p.sum())] + rng.normal(size=(n, d))
+    return X.astype(dtype), X[rng.choice(n, k, replace=False)].astype(dtype)
+
+
+def lp_optimum(D, counts):
+    """The least cost of an assignment of the rows of D (n, k) with these counts (an
+    exact solver, scipy's linear_sum_assignment, on the expanded problem)."""
+    from scipy.optimize import linear_sum_assignment
+
+    slots = np.repeat(np.arange(D.shape[1]), counts)
+    rows, cols = linear_sum_assignment(D[:, slots])
+    return float(D[rows, slots[cols]].sum())

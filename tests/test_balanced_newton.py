@@ -11,33 +11,18 @@ Newton start (the optimum is unique on continuous data).
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment
 
-from conftest import DTYPES, THREAD_COUNTS
+from conftest import DTYPES, THREAD_COUNTS, lp_optimum, unequal_blobs
 from softkmeans import _native, sources
 from softkmeans._balance import integer_targets
 from softkmeans.fit import balanced_repair
-
-
-def _blobs(n, d, k, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(k, d)) * 4
-    p = np.arange(1, k + 1, dtype=float) ** 2
-    X = centres[rng.choice(k, size=n, p=p / p.sum())] + rng.normal(size=(n, d))
-    return X.astype(dtype), X[rng.choice(n, k, replace=False)].astype(dtype)
-
-
-def _lp_optimum(D, counts):
-    slots = np.repeat(np.arange(D.shape[1]), counts)
-    rows, cols = linear_sum_assignment(D[:, slots])
-    return float(D[rows, slots[cols]].sum())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [1, 3, 7])
 @pytest.mark.parametrize("band", [np.inf, 6.0])
 def test_candidates_are_the_m_best_biased_columns(dtype, m, band):
-    X, C = _blobs(2000, 5, 7, seed=m, dtype=dtype)
+    X, C = unequal_blobs(2000, 5, 7, seed=m, dtype=dtype)
     g = np.random.default_rng(2).normal(scale=4.0, size=7)
     g[3] = g[4]  # equal offsets: ties between columns go to the smaller j
     D = _native.sq_distances(X, C, 1)
@@ -65,7 +50,7 @@ def test_newton_outputs_are_their_definition_and_near_the_counts():
     # Every column a candidate (a cold start: the best few at g = 0 may not hold the
     # rows that a small cluster needs).
     n, k, m = 20_000, 12, 12
-    X, C = _blobs(n, 4, k, seed=3)
+    X, C = unequal_blobs(n, 4, k, seed=3)
     targets = integer_targets(np.full(k, n / k), n)
     g0 = np.zeros(k)
     labels0, _, _, _, cand, cand_dist, _ = _native.biased_hard_stats_candidates(
@@ -96,10 +81,10 @@ def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
     newton = balanced_repair._newton_start
     monkeypatch.setattr(balanced_repair, "_newton_start", lambda *a: calls.append(1) or newton(*a))
     n, k = 240, 6
-    X, C = _blobs(n, 3, k, seed=11, dtype=dtype)
+    X, C = unequal_blobs(n, 3, k, seed=11, dtype=dtype)
     counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
     D = _native.sq_distances(X, C, 1).astype(np.float64)
-    best = _lp_optimum(D, counts)
+    best = lp_optimum(D, counts)
     for n_threads in THREAD_COUNTS:
         source = sources.source_of(X, n_threads=n_threads)
         labels, _, stats, own = balanced_repair.CountsRepair(source, counts).solve(C)
@@ -117,7 +102,7 @@ def test_newton_start_gives_the_labels_of_the_plain_repair(monkeypatch):
     # Along a path of centroids (warm starts), with and without the Newton start: the
     # same labels at every step (continuous data: the optimum is unique).
     n, k = 4000, 8
-    X, C = _blobs(n, 5, k, seed=6)
+    X, C = unequal_blobs(n, 5, k, seed=6)
     counts = integer_targets(np.full(k, n / k), n)
     source = sources.source_of(X)
     with_newton = balanced_repair.CountsRepair(source, counts)
@@ -143,7 +128,7 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)  # the sample's offsets first
     monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # a thin boundary
     n, k = 400, 6
-    X, C = _blobs(n, 3, k, seed=20 + seed)
+    X, C = unequal_blobs(n, 3, k, seed=20 + seed)
     counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
     solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
     jump = np.random.default_rng(seed).normal(scale=1.5, size=(4,) + C.shape)
@@ -153,4 +138,4 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
         D = _native.sq_distances(X, Ct, 1)
         assert np.array_equal(np.bincount(labels, minlength=k), counts), t
         cost = float(D[np.arange(n), labels].sum())
-        assert cost == pytest.approx(_lp_optimum(D, counts), rel=1e-12), t
+        assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12), t

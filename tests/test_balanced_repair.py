@@ -11,22 +11,13 @@ kernel distances, for every local input kind and thread count.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
 
-from conftest import DTYPES, THREAD_COUNTS
+from conftest import DTYPES, THREAD_COUNTS, lp_optimum, unequal_blobs
 from softkmeans import _balance, _native, sources
 from softkmeans._balance import check_targets, integer_targets
 from softkmeans.fit import balanced_repair
 from softkmeans.fit.balanced import BalancedProblem
 from softkmeans.sources import dense
-
-
-def _unequal_blobs(n, d, k, seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(k, d)) * 4
-    p = np.arange(1, k + 1, dtype=float) ** 2
-    X = centres[rng.choice(k, size=n, p=p / p.sum())] + rng.normal(size=(n, d))
-    return X.astype(dtype), X[rng.choice(n, k, replace=False)].astype(dtype)
 
 
 @pytest.fixture
@@ -39,7 +30,7 @@ def simd_levels():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("d, k", [(3, 5), (16, 20), (40, 7)])
 def test_fused_pass_is_its_definition_bit_for_bit(dtype, d, k, simd_levels):
-    X, C = _unequal_blobs(3000, d, k, seed=d, dtype=dtype)
+    X, C = unequal_blobs(3000, d, k, seed=d, dtype=dtype)
     g = np.random.default_rng(1).normal(scale=3.0, size=k)
     g[2] = g[1] + 1e-3  # offsets near one another: close biased costs
     w = np.ones(X.shape[0])
@@ -63,7 +54,7 @@ def test_fused_pass_is_its_definition_bit_for_bit(dtype, d, k, simd_levels):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fused_pass_at_zero_offsets_is_the_hard_step(dtype):
     # Same accumulator, same order: every output the plain hard step's bits.
-    X, C = _unequal_blobs(2000, 16, 20, seed=2, dtype=dtype)
+    X, C = unequal_blobs(2000, 16, 20, seed=2, dtype=dtype)
     w = np.random.default_rng(0).integers(0, 3, size=X.shape[0]).astype(np.float64)
     for n_threads in THREAD_COUNTS:
         labels, _, _, stats = _native.biased_hard_stats(X, C, np.zeros(20), w, n_threads)
@@ -87,14 +78,6 @@ def _as_kind(X, kind, tmp_path, monkeypatch):
     return X
 
 
-def _lp_optimum(D, counts):
-    """The least cost of an assignment of the rows of D (n, k) with these counts (an
-    exact solver on the expanded problem)."""
-    slots = np.repeat(np.arange(D.shape[1]), counts)
-    rows, cols = linear_sum_assignment(D[:, slots])
-    return float(D[rows, slots[cols]].sum())
-
-
 TARGETS = [{"balance": "equal"}, {"balance": [6.0, 12.0, 18.0, 27.0]}, {"max_cluster_size": 18}]
 
 
@@ -106,7 +89,7 @@ def test_repaired_assignment_is_the_lp_optimum(
     targets, kind, dtype, n_threads, tmp_path, monkeypatch
 ):
     n, k = 63, 4
-    X, C = _unequal_blobs(n, 3, k, seed=3, dtype=dtype)
+    X, C = unequal_blobs(n, 3, k, seed=3, dtype=dtype)
     source = sources.source_of(_as_kind(X, kind, tmp_path, monkeypatch), n_threads=n_threads)
     spec = check_targets(targets.get("balance"), targets.get("max_cluster_size"), k, n, n, True)
     problem = BalancedProblem(source, spec)
@@ -118,10 +101,10 @@ def test_repaired_assignment_is_the_lp_optimum(
         assert counts.max() <= 18
         # the optimum over capacities: slack slots of cost 0 for the spare room
         Dz = np.vstack([D, np.zeros((18 * k - n, k))])
-        best = _lp_optimum(Dz, np.full(k, 18))
+        best = lp_optimum(Dz, np.full(k, 18))
     else:
         assert np.array_equal(counts, integer_targets(spec.masses, n))
-        best = _lp_optimum(D, counts)
+        best = lp_optimum(D, counts)
     cost = float(D[np.arange(n), labels].sum())
     assert cost == pytest.approx(best, rel=1e-12, abs=1e-12)
     assert np.array_equal(own, D[np.arange(n), labels])
@@ -138,7 +121,7 @@ def test_warm_start_is_the_cold_solve(dtype, monkeypatch):
     # the labels of a solve from zero offsets (every row repaired at first).
     monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)
     n, k = 3000, 6
-    X, C = _unequal_blobs(n, 4, k, seed=4, dtype=dtype)
+    X, C = unequal_blobs(n, 4, k, seed=4, dtype=dtype)
     source = sources.source_of(X)
     counts = integer_targets(np.full(k, n / k), n)
     warm = balanced_repair.CountsRepair(source, counts)
@@ -172,7 +155,7 @@ def test_the_repair_widens_a_boundary_that_was_too_thin(monkeypatch):
 
     monkeypatch.setattr(balanced_repair.CountsRepair, "_repair", counted)
     n, k = 500, 6
-    X, C = _unequal_blobs(n, 4, k, seed=1)
+    X, C = unequal_blobs(n, 4, k, seed=1)
     counts = integer_targets(np.full(k, n / k), n)
     solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
     solver.solve(C)
@@ -181,7 +164,7 @@ def test_the_repair_widens_a_boundary_that_was_too_thin(monkeypatch):
     labels, _, _, _ = solver.solve(C)
     D = _native.sq_distances(X, C, 1)
     assert np.array_equal(np.bincount(labels, minlength=k), counts)
-    assert float(D[np.arange(n), labels].sum()) == pytest.approx(_lp_optimum(D, counts), rel=1e-12)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
     repaired = [rows for rows, done in calls if done]
     assert len(repaired) > 1 and repaired[-1] < n, calls  # widened, yet not to every row
 
@@ -254,7 +237,7 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
         lambda self, *args: calls.append(1) or presolve(self, *args),
     )  # fmt: skip
     n, k = 600, 4
-    X, C = _unequal_blobs(n, 3, k, seed=7)
+    X, C = unequal_blobs(n, 3, k, seed=7)
     masses = targets["balance"]
     masses = np.full(k, n / k) if isinstance(masses, str) else np.array(masses) * n / 63
     counts = integer_targets(masses, n)
@@ -262,4 +245,4 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
     D = _native.sq_distances(X, C, 1)
     assert calls, "the presolve did not run"
     assert np.array_equal(np.bincount(labels, minlength=k), counts)
-    assert float(D[np.arange(n), labels].sum()) == pytest.approx(_lp_optimum(D, counts), rel=1e-12)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)

@@ -35,16 +35,31 @@ __all__ = [
 # Rows allowed to move at the first try, per unit of count error, beyond those within
 # the band (the shortest paths need a few candidates per move); 4x at each retry.
 ROWS_PER_MOVE = 8
-# The band of the first try: this times the spread of the offsets' last change.
-BAND_FACTOR = 2.0
+# The band of the first try: this times the spread of the offsets' last change, at most
+# BAND_ROWS x the rows allowed (the early iterations' changes are wide: their band took
+# every row at 1e5 x 16, k = 64, where 4x the rows allowed did).
+BAND_FACTOR, BAND_ROWS = 2.0, 16
 # A repair that fails TRIES times takes every row.
 TRIES = 4
-# A start whose count error is above PRESOLVE_ERROR x n rows first takes the offsets of
-# PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a pass there (with
-# candidates within PRESOLVE_BAND x the spread of that change); one above
-# NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best columns
-# (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k).
+# A start whose count error is above PRESOLVE_ERROR x n rows, and above the error that
+# the sample's own offsets leave (about n sqrt(k / PRESOLVE_ROWS): each cluster's count
+# estimated from ~PRESOLVE_ROWS / k rows; measured at 1e5 x 16, k = 64: 6,300-6,800
+# rows, where warm starts missed by 1,100-3,000 and the presolve made them worse), first
+# takes the offsets of PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a
+# pass there (with candidates within PRESOLVE_BAND x the spread of that change), kept
+# when it misses the counts by less. One above NEWTON_ERROR x max(k, n / NEWTON_ROWS)
+# rows then takes Newton's offsets on each row's CANDIDATES best columns (at most
+# NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k); below, the repair's shortest paths
+# take the error directly (a move costs ~1.4 us at k = 64, Newton a pass over every
+# row's candidates per step).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
+NEWTON_ROWS = 1 << 60
+# The rounds of a repair: the rows outside the boundary that its offsets' change makes
+# violate complementary slackness join it, and it runs again from there.
+ROUNDS = 6
+# A round checks the rows that the bound leaves open when they are at most this many per
+# boundary row; else the repair widens the boundary (4x).
+UNSURE_PER_ROW = 2
 # A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).
@@ -210,43 +225,108 @@ class CountsRepair:
         p = biased_pass(self.source, C, g, self.m, self.band)
         n, k = p.labels.size, g.size
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
-        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
-            g = self._presolve(C, g, n)
+        noise = n * np.sqrt(k / PRESOLVE_ROWS)
+        if off > max(PRESOLVE_ERROR * n, noise) and n >= 2 * PRESOLVE_ROWS:
+            g_pre = self._presolve(C, g, n)
             # the sample's offsets are near: candidates within a share of their change
-            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
-            p = biased_pass(self.source, C, g, self.m, band)
-            off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
-            off += self.slack
+            band = PRESOLVE_BAND * float(np.ptp(g_pre - g_in)) or np.inf
+            p_pre = biased_pass(self.source, C, g_pre, self.m, band)
+            off_pre = int(np.abs(np.bincount(p_pre.labels, minlength=k) - self.targets).sum())
+            if off_pre + self.slack < off:
+                g, p, off = g_pre, p_pre, off_pre + self.slack
         start = _pass_start(p, g)
-        if self.m and off > NEWTON_ERROR * k:
+        if self.m and off > NEWTON_ERROR * max(k, n // NEWTON_ROWS):
             start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
-        labels, margin = start.labels, start.margin
-        counts = np.bincount(labels, minlength=k)
+        counts = np.bincount(start.labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)
         want = ROWS_PER_MOVE * (off // 2 + k)
-        band = BAND_FACTOR * self.reach[labels]
+        band = BAND_FACTOR * self.reach[start.labels]
         for tries in range(TRIES + 1):
-            boundary = _boundary(margin, band, want, tries == TRIES)
-            boundary = _with_leavers(boundary, labels, margin, (2 << tries) * excess)
-            out = self._repair(C, start, boundary)
+            boundary = _boundary(start.margin, band, want, tries == TRIES)
+            boundary = _with_leavers(boundary, start.labels, start.margin, (2 << tries) * excess)
+            out = self._repair_rounds(C, p, g, start, boundary)
             if out is not None:
-                change = out[0] - start.g
-                # A row of cluster a keeps its label while each offset g_j rose, less
-                # g_a, by at most its gap: max(change) - change_a.
-                reach = change.max() - change
-                after = margin - reach[labels]
-                if min_outside(after, boundary) >= 0:
-                    # A cold start's change says nothing of the next solve's (from here).
-                    self.reach = reach if self.warm else np.zeros(k)
-                    self.warm, self.last = True, (boundary, out[2], after)
-                    spread = float(np.ptp(out[0] - g_in))
-                    self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
-                    return self._accept(p, start, boundary, *out)
+                boundary, end, g_new, owner, D = out
+                change = g_new - start.g
+                # A cold start's change says nothing of the next solve's (from here).
+                self.reach = (change.max() - change) if self.warm else np.zeros(k)
+                self.warm, self.last = True, (boundary, D, end.margin)
+                spread = float(np.ptp(g_new - g_in))
+                self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
+                return self._accept(p, end, boundary, g_new, owner, D)
             # NOTE: not a band of the failed change: a repair of too few rows overshoots
             # (measured: 20x the spread of the full repair's change).
             want = 4 * max(want, boundary.size)
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
+
+    def _repair_rounds(self, C, p, gp, start, boundary):
+        """(boundary, the `Start` of the last round, offsets, owners of the boundary rows
+        then the slack rows, their D) of the repair from start on the rows boundary, the
+        rows outside it that the offsets' change makes violate complementary slackness
+        added and repaired again from there (at most ROUNDS times); None when a repair
+        cannot reach the counts or the rounds do not settle."""
+        for _ in range(ROUNDS):
+            out = self._repair(C, start, boundary)
+            if out is None:
+                return None
+            g_new, owner, D = out
+            change = g_new - start.g
+            # A row of cluster a keeps its label while each offset g_j rose, less g_a, by
+            # at most its gap: max(change) - change_a. The rows that bound leaves open are
+            # checked on all their distances at g_new.
+            after = start.margin - (change.max() - change)[start.labels]
+            after[boundary] = np.inf
+            unsure = np.flatnonzero(after < 0)
+            if unsure.size > UNSURE_PER_ROW * boundary.size:
+                return None  # the offsets moved far: a wider boundary is cheaper
+            labels = start.labels.copy()
+            labels[boundary] = owner[: boundary.size]
+            own = start.own.copy()
+            own[boundary] = D[np.arange(boundary.size), owner[: boundary.size]]
+            violators = self._violators(C, p, gp, g_new, unsure, labels, own, after)
+            after[boundary] = 0.0
+            start = Start(g_new, labels, after, own)
+            if violators.size == 0:
+                return boundary, start, g_new, owner, D
+            boundary = np.union1d(boundary, violators)
+            self.slack_owner = owner[-self.slack :] if self.slack else self.slack_owner
+        return None
+
+    def _violators(self, C, p, gp, g, rows, labels, own, margin):
+        """The rows (of `rows`) whose label is not an argmin of D - g (within the
+        repair's tie); the others' margins (n,) set to lower bounds on their gaps at g,
+        in place. First on the candidates of the pass p at offsets gp (their D, and the
+        floor on the other columns less the most an offset rose since), then on every
+        column where that leaves a row open."""
+        if rows.size == 0 or p.cand.shape[1] == 0:
+            return self._violators_on_d(C, g, rows, labels, margin)
+        cand, cd = p.cand[rows], p.cand_dist[rows].astype(np.float64)
+        va = own[rows] - g[labels[rows]]
+        held = cand >= 0
+        v = np.where(held, cd - g[np.maximum(cand, 0)], np.inf)
+        v[cand == labels[rows][:, None]] = np.inf
+        u = float(np.finfo(p.floor.dtype).eps)
+        floor = p.floor[rows].astype(np.float64)
+        floor = floor - 8.0 * u * (np.abs(floor) + 4.0 * float(np.abs(gp).max())) - float(
+            (g - gp).max())
+        gap = np.minimum(v.min(axis=1), floor) - va
+        bad = v.min(axis=1) - va < -_tie(cd)
+        margin[rows] = gap
+        open_ = (gap < 0) & ~bad
+        return np.union1d(rows[bad], self._violators_on_d(C, g, rows[open_], labels, margin))
+
+    def _violators_on_d(self, C, g, rows, labels, margin):
+        """_violators on every column (the rows' D from the kernel)."""
+        if rows.size == 0:
+            return rows
+        D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
+        v = D.astype(np.float64) - g
+        own = v[np.arange(rows.size), labels[rows]]
+        v[np.arange(rows.size), labels[rows]] = np.inf
+        gap = v.min(axis=1) - own
+        margin[rows] = gap
+        return rows[gap < -_tie(D)]
 
     def _presolve(self, C, g, n):
         """Offsets near the optimum's when the start misses the counts by much: those of
@@ -269,10 +349,10 @@ class CountsRepair:
         return g_sub if status == 0 else g
 
     def _repair(self, C, start, boundary):
-        """(offsets, owners of the boundary rows then the slack rows, their D (float64),
-        their rows) by successive shortest paths from the start's offsets; None when the
+        """(offsets, owners of the boundary rows then the slack rows, their D (float64))
+        by successive shortest paths from the start's offsets; None when the
         other rows' labels leave a count out of reach."""
-        k, nb = self.targets.size, boundary.size
+        k = self.targets.size
         fixed = np.bincount(start.labels, minlength=k)
         fixed -= np.bincount(start.labels[boundary], minlength=k)
         targets = self.targets - fixed
@@ -282,15 +362,15 @@ class CountsRepair:
         D = _native.sq_distances(rows, C, self.source.n_threads).astype(np.float64)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
-        tie = 1e-12 * max(float(D.mean()) if nb else 0.0, np.finfo(np.float64).tiny)
+        tie = _tie(D)
         # Every boundary row may move; first through its EDGES best moves only, then
         # (when complementary slackness fails on one of them) through all.
         status, owner, g_new, _, _ = _native.balanced_counts(
             cost, targets, start.g, owner, 1, np.inf, EDGES, tie, 2
         )
-        return None if status != 0 else (g_new, owner, D, rows)
+        return None if status != 0 else (g_new, owner, D)
 
-    def _accept(self, p, start, boundary, g_new, owner, D, rows):
+    def _accept(self, p, start, boundary, g_new, owner, D):
         """The labels after the repair, and the pass's statistics corrected by every row
         whose label is not the pass's (unit weights)."""
         nb, k = boundary.size, self.targets.size
@@ -311,16 +391,22 @@ class CountsRepair:
         return labels, self.g.copy(), _stats.BlockStats(p.stats.weight, N, S, J, J, np.nan), own
 
 
+def _tie(D):
+    """The repair's tolerance on a tie (float64), relative to the mean of distances D."""
+    return 1e-12 * max(float(D.mean()) if D.size else 0.0, np.finfo(np.float64).tiny)
+
+
 def _boundary(margin, band, want, everything):
     """The rows that may move (sorted): those whose margin is within their band (n,),
-    and at least the want of smallest margin; every row when asked or when that is half
-    of them."""
+    at least the want and at most BAND_ROWS x want of smallest margin; every row when
+    asked or when that is half of them."""
     n = margin.size
     if everything or 2 * want >= n:
         return np.arange(n)
     near = np.flatnonzero(margin <= band)
-    if near.size < want:
-        near = np.sort(np.argpartition(margin, want)[:want])
+    if near.size < want or near.size > BAND_ROWS * want:
+        take = want if near.size < want else BAND_ROWS * want
+        near = np.sort(np.argpartition(margin, take)[:take])
     return np.arange(n) if 2 * near.size >= n else near
 
 

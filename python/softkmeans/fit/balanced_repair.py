@@ -41,19 +41,17 @@ ROWS_PER_MOVE = 8
 BAND_FACTOR, BAND_ROWS = 2.0, 16
 # A repair that fails TRIES times takes every row.
 TRIES = 4
-# A start whose count error is above PRESOLVE_ERROR x n rows, and above the error that
-# the sample's own offsets leave (about n sqrt(k / PRESOLVE_ROWS): each cluster's count
-# estimated from ~PRESOLVE_ROWS / k rows; measured at 1e5 x 16, k = 64: 6,300-6,800
-# rows, where warm starts missed by 1,100-3,000 and the presolve made them worse), first
-# takes the offsets of PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a
-# pass there (with candidates within PRESOLVE_BAND x the spread of that change), kept
-# when it misses the counts by less. One above NEWTON_ERROR x max(k, n / NEWTON_ROWS)
-# rows then takes Newton's offsets on each row's CANDIDATES best columns (at most
-# NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k); below, the repair's shortest paths
-# take the error directly (a move costs ~1.4 us at k = 64, Newton a pass over every
-# row's candidates per step).
+# A start whose count error, estimated on PRESOLVE_ROWS evenly spaced rows, is above
+# PRESOLVE_ERROR x n rows and above PRESOLVE_NOISE x the error that the sample's own
+# offsets leave (about n sqrt(k / PRESOLVE_ROWS): each cluster's count estimated from
+# ~PRESOLVE_ROWS / k rows; measured at 1e5 x 16, k = 64: 6,300-6,800 rows, where warm
+# starts missed by 1,100-3,000 and the presolve made them worse) first takes the
+# offsets of those rows (`CountsRepair._presolve`), and the pass is made there (with
+# candidates within PRESOLVE_BAND x the spread of that change): one pass, not a pass to
+# see the error and another after. One above NEWTON_ERROR x k rows then takes Newton's
+# offsets on each row's CANDIDATES best columns (at most NEWTON_STEPS steps, stopping
+# at NEWTON_ENOUGH x k).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
-NEWTON_ROWS = 1 << 60
 # The rounds of a repair: the rows outside the boundary that its offsets' change makes
 # violate complementary slackness join it, and it runs again from there.
 ROUNDS = 6
@@ -64,7 +62,7 @@ UNSURE_PER_ROW = 2
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
-PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND = 0.01, 8192, 1.0
+PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 1.5
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -221,21 +219,19 @@ class CountsRepair:
         """(labels (n,), offsets g (k,) with max 0, BlockStats at the labels, each row's
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
-        g_in = g
-        p = biased_pass(self.source, C, g, self.m, self.band)
-        n, k = p.labels.size, g.size
+        g_in, n, k = g, self.source.shape[0], g.size
+        band = self.band
+        if n >= 2 * PRESOLVE_ROWS:
+            sample = self._sample(C, n)
+            if _sample_error(sample, g, n) > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(
+                    k / PRESOLVE_ROWS)):  # fmt: skip
+                g = self._presolve(sample, g)
+                # the sample's offsets are near: candidates within a share of their change
+                band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
+        p = biased_pass(self.source, C, g, self.m, band)
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
-        noise = n * np.sqrt(k / PRESOLVE_ROWS)
-        if off > max(PRESOLVE_ERROR * n, noise) and n >= 2 * PRESOLVE_ROWS:
-            g_pre = self._presolve(C, g, n)
-            # the sample's offsets are near: candidates within a share of their change
-            band = PRESOLVE_BAND * float(np.ptp(g_pre - g_in)) or np.inf
-            p_pre = biased_pass(self.source, C, g_pre, self.m, band)
-            off_pre = int(np.abs(np.bincount(p_pre.labels, minlength=k) - self.targets).sum())
-            if off_pre + self.slack < off:
-                g, p, off = g_pre, p_pre, off_pre + self.slack
         start = _pass_start(p, g)
-        if self.m and off > NEWTON_ERROR * max(k, n // NEWTON_ROWS):
+        if self.m and off > NEWTON_ERROR * k:
             start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
         counts = np.bincount(start.labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
@@ -328,17 +324,24 @@ class CountsRepair:
         margin[rows] = gap
         return rows[gap < -_tie(D)]
 
-    def _presolve(self, C, g, n):
-        """Offsets near the optimum's when the start misses the counts by much: those of
-        PRESOLVE_ROWS evenly spaced rows with the counts scaled to them (the quantiles
-        that the offsets are, estimated on a sample), from g: Newton on their distances
-        to every centroid, or, with slack rows, the exact shortest paths."""
-        m, k = PRESOLVE_ROWS, g.size
+    def _sample(self, C, n):
+        """(D, targets, slack) of PRESOLVE_ROWS evenly spaced rows: their distances to C
+        and the counts scaled to them (slack: the slack rows' share)."""
+        m = PRESOLVE_ROWS
         rows = (np.arange(m, dtype=np.int64) * n) // m
         D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
         slack = (self.slack * m) // n
         targets = _balance.integer_targets(self.targets * ((m + slack) / self.targets.sum()),
                                            m + slack)  # fmt: skip
+        return D, targets, slack
+
+    def _presolve(self, sample, g):
+        """Offsets near the optimum's when the start misses the counts by much: those of
+        the sample (`_sample`: the quantiles that the offsets are, estimated on a
+        sample), from g: Newton on their distances to every centroid, or, with slack
+        rows, the exact shortest paths."""
+        D, targets, slack = sample
+        m, k = D.shape[0], g.size
         if not slack:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
             return _native.balanced_newton(every, D, targets, g, NEWTON_STEPS, NEWTON_ENOUGH * k)[1]
@@ -389,6 +392,15 @@ class CountsRepair:
         N = p.stats.cluster_weights + np.bincount(new, minlength=k) - np.bincount(old, minlength=k)
         J = p.stats.distortion + float((own[moved] - p.dist[moved].astype(np.float64)).sum())
         return labels, self.g.copy(), _stats.BlockStats(p.stats.weight, N, S, J, J, np.nan), own
+
+
+def _sample_error(sample, g, n):
+    """The count error of the offsets g estimated on the sample (`CountsRepair._sample`),
+    in rows of n (the slack rows: unassigned)."""
+    D, targets, _ = sample
+    labels = _balance.biased_argmin(D, g)[0]
+    off = np.abs(np.bincount(labels, minlength=targets.size) - targets).sum()
+    return float(off) * n / D.shape[0]
 
 
 def _tie(D):

@@ -63,6 +63,8 @@ UNSURE_PER_ROW = 2
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
 PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 1.5
+# Distances (rows x k) below which the repair's reads of rows run on one thread.
+SMALL_WORK = 1 << 20
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -334,7 +336,7 @@ class CountsRepair:
         """_violators on every column (the rows' D from the kernel)."""
         if rows.size == 0:
             return rows
-        D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
+        D = self._distances(rows, C)
         v = D.astype(np.float64) - g
         own = v[np.arange(rows.size), labels[rows]]
         v[np.arange(rows.size), labels[rows]] = np.inf
@@ -342,12 +344,20 @@ class CountsRepair:
         margin[rows] = gap
         return rows[gap < -_tie(D)]
 
+    def _distances(self, rows, C):
+        """D (rows, k) of the source's rows `rows` (the kernel's), on one thread where they
+        are few (SMALL_WORK: a parallel call of a few thousand rows waited 8-18 ms for its
+        second thread on this loaded 2-core machine, against 0.06 ms on one)."""
+        few = rows.size * C.shape[0] <= SMALL_WORK
+        threads = 1 if few else self.source.n_threads
+        return _native.sq_distances(_kernel_rows(self.source, rows), C, threads)
+
     def _sample(self, C, n):
         """(D, targets, slack) of PRESOLVE_ROWS evenly spaced rows: their distances to C
         and the counts scaled to them (slack: the slack rows' share)."""
         m = PRESOLVE_ROWS
         rows = (np.arange(m, dtype=np.int64) * n) // m
-        D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
+        D = self._distances(rows, C)
         slack = (self.slack * m) // n
         targets = _balance.integer_targets(self.targets * ((m + slack) / self.targets.sum()),
                                            m + slack)  # fmt: skip
@@ -379,8 +389,7 @@ class CountsRepair:
         targets = self.targets - fixed
         if (targets < 0).any():
             return None
-        rows = _kernel_rows(self.source, boundary)
-        D = _native.sq_distances(rows, C, self.source.n_threads).astype(np.float64)
+        D = self._distances(boundary, C).astype(np.float64)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
         tie = _tie(D)

@@ -52,6 +52,10 @@ TRIES = 4
 # offsets on each row's CANDIDATES best columns (at most NEWTON_STEPS steps, stopping
 # at NEWTON_ENOUGH x k).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
+# Newton reads the rows whose gap is below NEWTON_REACH x the spread of the offsets'
+# last change, and starts again (at most NEWTON_RESTARTS times) while it stops above
+# NEWTON_AGAIN x its enough.
+NEWTON_REACH, NEWTON_RESTARTS, NEWTON_AGAIN = 2.0, 2, 4
 # The rounds of a repair: the rows outside the boundary that its offsets' change makes
 # violate complementary slackness join it, and it runs again from there.
 ROUNDS = 6
@@ -174,28 +178,37 @@ def _pass_start(p, g):
     return Start(g, p.labels, margin, p.dist.astype(np.float64))
 
 
-def _newton_start(p, g, targets, enough):
+def _newton_start(p, g, targets, enough, reach=np.inf):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
     row's candidates (`_native.balanced_newton`, many rows a step). A row's margin is
     its gap among its candidates, and below the bound on the columns outside them: at
     g their biased values were at least the pass's floor (in X's dtype, less its
     rounding), and each has since fallen by at most the most any offset rose.
 
-    Newton reads the rows with two candidates or more (a row of one keeps its label
-    there, and costs Newton a read of its row at every start and finish: 12 ms of a
-    15 ms call at 1e5 rows, k = 64, late in a fit); the others keep the pass's label,
-    their margin the pass's less the most an offset rose relative to theirs."""
+    Newton reads the rows with two candidates or more and a gap below reach (how far
+    the offsets are expected to move; a row of one keeps its label there, and costs
+    Newton a read of its row at every start and finish: 12 ms of a 15 ms call at 1e5
+    rows, k = 64, late in a fit); the others keep the pass's label, their margin the
+    pass's less the most an offset rose relative to theirs. A Newton that stops above
+    NEWTON_AGAIN x enough (its steps spent, or stalled) starts again from where it
+    stopped, at most NEWTON_RESTARTS times."""
     start = _pass_start(p, g)
-    some = np.flatnonzero(p.cand[:, 1] >= 0) if p.cand.shape[1] > 1 else np.arange(0)
+    if p.cand.shape[1] < 2:
+        return start
+    some = np.flatnonzero((p.cand[:, 1] >= 0) & (p.gap < reach))
     if some.size == 0:
         return start
     rest = np.bincount(np.delete(p.labels, some), minlength=targets.size)
     if (rest > targets).any():
         some = np.arange(p.labels.size)
         rest[:] = 0
-    _, g_new, labels, own, gap = _native.balanced_newton(
-        p.cand[some], p.cand_dist[some], targets - rest, g, NEWTON_STEPS, enough
-    )[:5]
+    cand, cand_dist, g_new = p.cand[some], p.cand_dist[some], g
+    for _ in range(NEWTON_RESTARTS + 1):
+        err, g_new, labels, own, gap = _native.balanced_newton(
+            cand, cand_dist, targets - rest, g_new, NEWTON_STEPS, enough
+        )[:5]
+        if err <= NEWTON_AGAIN * enough:
+            break
     if np.isfinite(p.floor).any():
         u = float(np.finfo(p.floor.dtype).eps)
         floor = p.floor[some].astype(np.float64)
@@ -252,7 +265,8 @@ class CountsRepair:
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
         start = _pass_start(p, g)
         if self.m and off > NEWTON_ERROR * k:
-            start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
+            reach = NEWTON_REACH * self.band / CANDIDATE_BAND
+            start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k, reach)
         counts = np.bincount(start.labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)

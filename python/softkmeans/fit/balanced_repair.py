@@ -338,8 +338,8 @@ class CountsRepair:
         v[cand == labels[rows][:, None]] = np.inf
         u = float(np.finfo(p.floor.dtype).eps)
         floor = p.floor[rows].astype(np.float64)
-        floor = floor - 8.0 * u * (np.abs(floor) + 4.0 * float(np.abs(gp).max())) - float(
-            (g - gp).max())
+        floor -= 8.0 * u * (np.abs(floor) + 4.0 * float(np.abs(gp).max()))
+        floor -= float((g - gp).max())  # the most a column outside fell since
         gap = np.minimum(v.min(axis=1), floor) - va
         bad = v.min(axis=1) - va < -_tie(cd)
         margin[rows] = gap

@@ -67,6 +67,9 @@ UNSURE_PER_ROW = 2
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
 PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 1.5
+# The last boundary's rows (at most, evenly spaced) that move the offsets with the
+# centroids (`CountsRepair._predicted`).
+PREDICT_ROWS = 1 << 15
 # Distances (rows x k) below which the repair's reads of rows run on one thread.
 SMALL_WORK = 1 << 20
 # The moves to a boundary row's best other clusters that the first repair takes.
@@ -249,17 +252,25 @@ class CountsRepair:
         self.reach, self.warm = np.zeros(k), False
         # (boundary rows, their D, every row's margin at the end) of the last solve
         self.last = None
+        # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
+        self.prev = None
 
     def solve(self, C, g=None):
         """(labels (n,), offsets g (k,) with max 0, BlockStats at the labels, each row's
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
+        predict = g is None and self.prev is not None
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         g_in, n, k = g, self.source.shape[0], g.size
         band = self.band
         if n >= 2 * PRESOLVE_ROWS:
             sample = self._sample(C, n)
-            if _sample_error(sample, g, n) > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(
-                    k / PRESOLVE_ROWS)):  # fmt: skip
+            error = _sample_error(sample, g, n)
+            if predict:
+                moved = self._predicted(C)
+                moved_error = _sample_error(sample, moved, n)
+                if moved_error < error:
+                    g, error = moved, moved_error
+            if error > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(k / PRESOLVE_ROWS)):
                 g = self._presolve(sample, g)
                 # the sample's offsets are near: candidates within a share of their change
                 band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
@@ -281,7 +292,9 @@ class CountsRepair:
                 # A cold start's change says nothing of the next solve's (from here).
                 self.reach = (change.max() - change) if self.warm else np.zeros(k)
                 self.warm, self.last = True, (boundary, D, end.margin)
-                spread = float(np.ptp(g_new - g_in))
+                some = np.arange(0, boundary.size, -(-boundary.size // PREDICT_ROWS))
+                self.prev = (C, boundary[some], D[some], owner[some])
+                spread = float(np.ptp(g_new - g))  # from the pass's offsets
                 self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
                 return self._accept(p, end, boundary, g_new, owner, D)
             # NOTE: not a band of the failed change: a repair of too few rows overshoots
@@ -384,6 +397,31 @@ class CountsRepair:
         few = rows.size * C.shape[0] <= SMALL_WORK
         threads = 1 if few else self.source.n_threads
         return _native.sq_distances(_kernel_rows(self.source, rows), C, threads)
+
+    def _predicted(self, C):
+        """The last offsets moved with the centroids (to C): the change of g_l - g_a that
+        keeps each of the last boundary's rows (label a, next best l) at its place, the
+        change of its D_il - D_ia, fitted by least squares over those rows (a graph
+        Laplacian on the k clusters). A start only: the pass and the repair at whatever
+        offsets are exact."""
+        _, rows, D_old, labels = self.prev
+        k = self.g.size
+        D_new = self._distances(rows, C).astype(np.float64)
+        v = D_old - self.g
+        at = np.arange(rows.size)
+        v[at, labels] = np.inf
+        nxt = np.argmin(v, axis=1)
+        dD = D_new - D_old
+        rhs = dD[at, nxt] - dD[at, labels]
+        L = np.zeros((k, k))
+        np.add.at(L, (labels, labels), 1.0)
+        np.add.at(L, (nxt, nxt), 1.0)
+        np.add.at(L, (labels, nxt), -1.0)
+        np.add.at(L, (nxt, labels), -1.0)
+        b = np.bincount(nxt, rhs, minlength=k) - np.bincount(labels, rhs, minlength=k)
+        L[np.diag_indices(k)] += 1e-9 * max(float(np.diag(L).max()), 1.0)
+        change = np.linalg.solve(L, b)
+        return self.g + change - change.max()
 
     def _sample(self, C, n):
         """(D, targets, slack) of PRESOLVE_ROWS evenly spaced rows: their distances to C

@@ -39,10 +39,13 @@ def _counted(monkeypatch, owner, name, record):
     return calls
 
 
+@pytest.mark.parametrize("recheck", [False, True], ids=["newton-margins", "recheck-pass"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, monkeypatch):
+def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, recheck, monkeypatch):
     # Along a path of centroids the warm solves take every shortcut (forced by the
-    # constants) and still give the exact assignment's labels, counts and cost.
+    # constants) and still give the exact assignment's labels, counts and cost; with
+    # recheck, the repair starts from a pass at Newton's offsets (exact gaps).
+    monkeypatch.setattr(balanced_repair, "RECHECK_ROWS", 0 if recheck else 10**9)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 64)  # the sample's offsets
     monkeypatch.setattr(balanced_repair, "PRESOLVE_NOISE", 0.0)
     monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # thin first boundaries
@@ -55,6 +58,9 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, monk
     presolves = _counted(monkeypatch, balanced_repair.CountsRepair, "_presolve", lambda a, o: 1)
     rounds = _counted(monkeypatch, balanced_repair.CountsRepair, "_violators",
                       lambda a, o: (a[5].size, o.size))  # fmt: skip
+    passes = _counted(monkeypatch, balanced_repair, "biased_pass", lambda a, o: o.cand.shape[1])
+    predicted = _counted(monkeypatch, balanced_repair.CountsRepair, "_predicted",
+                         lambda a, o: 1)  # fmt: skip
     newton_rows = _counted(monkeypatch, balanced_repair._native, "balanced_newton",
                            lambda a, o: a[0].shape[0])  # fmt: skip
     n, k = 1500, 6
@@ -72,5 +78,7 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, monk
         assert np.array_equal(own, D[np.arange(n), labels]), t
         assert stats.distortion == pytest.approx(float(D[np.arange(n), exact].sum()), rel=1e-9)
     assert presolves, "the presolve did not run"
+    assert predicted, "the offsets were not moved with the centroids"
+    assert (0 in passes) == recheck, passes  # a pass at Newton's offsets, or none
     assert any(found for _, found in rounds), f"no round found a violator: {rounds}"
     assert 0 < min(newton_rows[1:]) < n, newton_rows  # Newton read a subset of the rows

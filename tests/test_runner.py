@@ -52,6 +52,7 @@ def _arguments(C, n_threads=1):
     groups = np.arange(K) % 2  # two groups of centroids: the group-pruned passes
     closest = np.where(labels == 0, np.inf, np.arange(N) / N)  # some rows infinitely far
     cand = np.array([3, 400, 999], dtype=np.int64)  # rows of X (the kernels' indices)
+    offsets = np.linspace(-1.5, 0.0, K)  # a balanced fit's g (k,) float64
     return {
         "softkmeans.sources.reads.STATS": ((), (C, "softmax", 0.7, n_threads, True, True)),
         "softkmeans.sources.reads.NEAREST_STATS": ((), (C, groups, n_threads)),
@@ -82,6 +83,10 @@ def _arguments(C, n_threads=1):
         "softkmeans.fit.balanced_passes.CANDIDATES": ((), (C, 2, n_threads)),
         "softkmeans.fit.balanced_passes.SQ_DISTANCES": ((), (C, n_threads)),
         "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
+        # The balanced pass at offsets g: labels, gaps, N, S, J and 3 candidates a row
+        # within a band of 2 (and none, the band infinite).
+        "softkmeans.fit.balanced_repair.BIASED": ((), (C, offsets, n_threads, 3, 2.0)),
+        "unbanded BIASED": ((), (C, offsets, n_threads, 0, np.inf)),
         # k-means++: the distances to the nearest centre so far, read by each block.
         "softkmeans.fit.seeding.CLOSEST": ((), (closest, C[:1], 3, n_threads)),
         "softkmeans.fit.seeding.POTENTIALS": ((), (closest, C[1:4], cand, n_threads)),

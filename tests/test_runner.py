@@ -73,6 +73,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.queries.POSITIVE": ((), ()),
+        "softkmeans.sources.queries.WEIGHTS": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.sources.normalized.ROW_NORMS": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),

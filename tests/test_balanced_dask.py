@@ -11,12 +11,11 @@ gives equal bytes for equal blocks: SPEC.md, "Passes").
 import numpy as np
 import pytest
 
-from conftest import lp_optimum, unequal_blobs
+from conftest import chunked_source, lp_optimum, unequal_blobs
 from softkmeans import SoftKMeans, _native
 from softkmeans._balance import integer_targets
 from softkmeans.fit.driver import Fitter
 from softkmeans.fit.params import FitParams
-from softkmeans.sources import dense
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -30,28 +29,6 @@ CASES = {
     "capacities": (dict(max_cluster_size=90), False),
     "weighted": (dict(balance="equal"), True),
 }
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
-class _ChunkedSource(dense.ArraySource):
-    """An in-memory X read in the given row chunks (a Dask array's blocks)."""
-
-    def __init__(self, X, w, chunks):
-        super().__init__(X, w, n_threads=1, checked=True)
-        self.bounds = np.concatenate([[0], np.cumsum(chunks)])
-
-    def blocks(self):
-        for start, stop in zip(self.bounds[:-1], self.bounds[1:]):
-            yield int(start), int(stop), self.data[start:stop]
 
 
 def _data(weighted):
@@ -79,7 +56,7 @@ def test_a_balanced_dask_fit_is_the_in_process_fit_over_the_same_blocks(client, 
     wd = None if w is None else da.from_array(w, chunks=(chunks,))
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), wd, n_threads=1, scan=True)
     there = _fit(remote, C0, balance)
-    here = _fit(_ChunkedSource(X, w, chunks), C0, balance)
+    here = _fit(chunked_source(X, w, chunks), C0, balance)
     for name in ("labels_", "cluster_centers_", "balance_offsets_"):
         assert here[name].tobytes() == there[name].tobytes(), name
     assert here["inertia_"] == there["inertia_"]

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import softkmeans
+from conftest import chunked_source
 from softkmeans import _covariance
-from softkmeans.sources import dense, reads, runner
+from softkmeans.sources import reads, runner
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -115,18 +116,6 @@ def _read(path, passes):
     return next(p for q, p in passes.items() if q.endswith("." + path.split()[-1]))
 
 
-class _ChunkedSource(dense.ArraySource):
-    """An in-memory X read in the given row chunks."""
-
-    def __init__(self, X, w, chunks):
-        super().__init__(X, w, n_threads=1, checked=True)
-        self.bounds = np.concatenate([[0], np.cumsum(chunks)])
-
-    def blocks(self):
-        for start, stop in zip(self.bounds[:-1], self.bounds[1:]):
-            yield int(start), int(stop), self.data[start:stop]
-
-
 def _bytes(value):
     """The bytes of a pass's result (arrays, floats, tuples, lists, None), nested."""
     if value is None:
@@ -140,16 +129,6 @@ def _bytes(value):
     if isinstance(value, (tuple, list)):
         return b"(" + b",".join(_bytes(v) for v in value) + b")"
     raise TypeError(f"no bytes for {type(value).__name__}")
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +198,7 @@ def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(
 
     X, w, C = (a.astype(dtype) if a.dtype.kind == "f" and a.ndim == 2 else a for a in problem)
     chunks = CHUNKINGS[chunking]
-    local = _ChunkedSource(X, w, chunks)
+    local = chunked_source(X, w, chunks)
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
                         n_threads=1)  # fmt: skip
     assert remote.block_passes.client is client
@@ -264,7 +243,7 @@ def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatc
         Xd, wd = da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,))
         there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
     assert sorted(jobs) == [2, 3]
-    assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))
+    assert _bytes(there) == _bytes(runner.run(chunked_source(X, w, chunks), reads.STATS, *args))
 
 
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
@@ -363,7 +342,7 @@ def test_the_moments_of_an_in_process_source_are_those_on_dask(client, chunking,
     X = rng.normal(size=(N, d)) * rng.uniform(0.5, 3.0, size=d) + 1.0
     w = rng.uniform(0.5, 2.0, size=N)
     chunks = CHUNKINGS[chunking]
-    local = _ChunkedSource(X, w, chunks)
+    local = chunked_source(X, w, chunks)
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
                         n_threads=1)  # fmt: skip
     (mean, cov), (mean_d, cov_d) = reads.moments(local), reads.moments(remote)

@@ -19,11 +19,13 @@ from .runner import Pass, concat, run
 __all__ = [
     "DISTINCT_ROWS",
     "POSITIVE",
+    "WEIGHTS",
     "feature_variances",
     "kmeans_parallel_passes",
     "n_distinct_rows",
     "positive",
     "seeding_sample",
+    "weights",
 ]
 
 
@@ -48,6 +50,25 @@ def positive(source):
         return None
     out = run(source, POSITIVE) if source.kind == "dask" else source.weights > 0
     return None if out.all() else out
+
+
+def weights(source):
+    """(n,) float64: the weights in this process (all ones without sample_weight), for
+    a solver that runs here on every row (a balanced fit's): a Dask source's read by the
+    `WEIGHTS` pass, an in-process source's those it holds."""
+    if source.kind != "dask":
+        return source.weights
+    if source.unit_weights:
+        return np.ones(source.shape[0])
+    return run(source, WEIGHTS)
+
+
+def _weights_block(rows, w, start):
+    return w
+
+
+# The weights, block by block (a Dask source's live on its workers).
+WEIGHTS = Pass("weights", _weights_block, concat)
 
 
 def _positive_block(rows, w, start):

@@ -21,9 +21,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
-from ..sources.runner import transformed_blocks
+from ..sources.runner import Pass, run
 
 __all__ = [
+    "BIASED",
     "BiasedPass",
     "CountsRepair",
     "Start",
@@ -128,27 +129,35 @@ def _unfused_block(rows, C, g, w, n_threads, m, band):
     return (labels, gap, dist, stats, *_unfused_candidates(D, g, m, band))
 
 
-def biased_pass(source, C, g, m=0, band=np.inf):
-    """`BiasedPass` of every row of a local source at centroids C (X's dtype) and offsets
-    g (k,) float64, with at most m candidates a row within band of its best: the fused
-    native pass per dense block, the unfused one per CSR block; blocks merged in order."""
-    g = np.ascontiguousarray(g, dtype=np.float64)
-    parts = []
-    for start, stop, rows in transformed_blocks(source):
-        w = source.weights[start:stop]
-        if sp.issparse(rows):
-            parts.append(_unfused_block(rows, C, g, w, source.n_threads, m, band))
-        else:
-            parts.append(
-                _native.biased_hard_stats_candidates(rows, C, g, w, source.n_threads, m, band)
-            )
-    if len(parts) == 1:
-        return BiasedPass(*parts[0])
+def _biased_block(rows, w, start, C, g, n_threads, m, band):
+    """The block's `BiasedPass` fields: the fused native pass for a dense block, the
+    unfused one for a CSR block (which no fused kernel reads)."""
+    if sp.issparse(rows):
+        return _unfused_block(rows, C, g, w, n_threads, m, band)
+    return _native.biased_hard_stats_candidates(rows, C, g, w, n_threads, m, band)
+
+
+def _merge_biased(parts):
+    """Consecutive blocks' fields in block order: the rows' arrays concatenated, the
+    statistics added in order (`_stats.merge`)."""
     labels, gap, dist, stats, cand, cand_dist, floor = zip(*parts)
-    return BiasedPass(
+    return (
         np.concatenate(labels), np.concatenate(gap), np.concatenate(dist), _stats.merge(stats),
         np.concatenate(cand), np.concatenate(cand_dist), np.concatenate(floor),
     )  # fmt: skip
+
+
+# args: C (k, d) in X's dtype, g (k,) float64, n_threads, m, band.
+BIASED = Pass("balanced-biased", _biased_block, _merge_biased)
+
+
+def biased_pass(source, C, g, m=0, band=np.inf):
+    """`BiasedPass` of every row of a source at centroids C (X's dtype) and offsets g
+    (k,) float64, with at most m candidates a row within band of its best: the `BIASED`
+    pass, run by the runner (in this process or on Dask; the rows' fields come back to
+    this process, where the repair runs)."""
+    g = np.ascontiguousarray(g, dtype=np.float64)
+    return BiasedPass(*run(source, BIASED, C, g, source.n_threads, m, float(band)))
 
 
 def _kernel_rows(source, idx):

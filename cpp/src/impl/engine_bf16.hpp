@@ -190,8 +190,8 @@ template <typename T>
   for (index_t q = 0; q < LR; ++q) thr[q] = _mm512_loadu_ps(s.thr.data() + q * W);
   for (index_t j = 0; j < kl; ++j)
     for (index_t q = 0; q < LR; ++q) {
-      unsigned mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(s.lo.data() + j * G + q * W), thr[q],
-                                         _CMP_LE_OQ);
+      unsigned mask =
+          _mm512_cmp_ps_mask(_mm512_loadu_ps(s.lo.data() + j * G + q * W), thr[q], _CMP_LE_OQ);
       for (; mask != 0; mask &= mask - 1) {
         const index_t r = q * W + __builtin_ctz(mask);
         s.cand[r * kl + s.n_cand[r]++] = static_cast<std::int32_t>(j);

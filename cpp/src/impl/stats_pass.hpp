@@ -253,7 +253,7 @@ void stats_rows_hard(const StatsPass<T>& p, const Acc& acc, ChunkStats& chunk, W
     obj += rounded_product(wi, m1);
     J += rounded_product(wi, m1);
   }
-  for (index_t r = 0; r < rows; ++r) acc.one_hot(tile, X + r * d, w[r], mins[r].a);
+  acc.one_hot_rows(tile, X, w, mins, rows);
   chunk.set_sums(W, obj, J, mm);
   acc.block_end(tile, ws, rows);
 }

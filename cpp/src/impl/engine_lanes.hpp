@@ -411,11 +411,34 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     }
   }
   if (one_block) return;
+  // As reduce_group, over the centroid blocks: unclamped where every row's
+  // norm rules out inf and NaN; then a group whose smallest distances all
+  // came out positive is done, and any other is reduced again, clamped, over
+  // all centroids at once (each lane folds them in increasing j either way).
+  bool unclamped = true;
+  for (index_t g = 0; g < groups; ++g)
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q)
+      unclamped &= all_less(st[(3 * g + 2) * LR + q], vset<T>(xn_unclamped));
   for (index_t j0 = 0; j0 < kl; j0 += kc) {
     const index_t j1 = std::min(kl, j0 + kc);
-    for (index_t g = 0; g < groups; ++g)
-      lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
-                 st + (3 * g + 1) * LR, si + g * LR);
+    for (index_t g = 0; g < groups; ++g) {
+      const V* xn = st + (3 * g + 2) * LR;
+      V *v1 = st + 3 * g * LR, *v2 = v1 + LR;
+      if (unclamped)
+        lanes_min2<false>(xt + g * d * G, xn, j0, j1, v1, v2, si + g * LR);
+      else
+        lanes_min2(xt + g * d * G, xn, j0, j1, v1, v2, si + g * LR);
+    }
+  }
+  for (index_t g = 0; g < groups && unclamped; ++g) {
+    bool positive = true;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) positive &= all_less(V{}, st[3 * g * LR + q]);
+    if (positive) continue;
+    reset_lanes(g, ws);
+    lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, 0, kl, st + 3 * g * LR,
+               st + (3 * g + 1) * LR, si + g * LR);
   }
   for (index_t g = 0; g < groups; ++g) emit(g);
 }

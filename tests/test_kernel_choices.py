@@ -2,13 +2,13 @@
 
 Each kernel choice this machine has (tile bytes, the direct path's lane threshold, the
 lane reduction's register blocking and pipelining, the prefetch distance, the bf16
-candidate pass and its thresholds) is forced through the override and every entry point's output bytes are
-compared with those of the choices made for this CPU: every kind, float32 and float64,
-dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes put each
-choice on both of its sides: the direct path below and above small_k, the lane reduction
-with one and many centroid blocks, the bf16 pass engaged by its thresholds and forced on
-everywhere. SOFTKMEANS_TEST_ALL_VARIANTS=1 (CI) runs every variant at every thread count;
-by default each variant runs at one of them.
+candidate pass and its thresholds) is forced through the override and every entry point's
+output bytes are compared with those of the choices made for this CPU: every kind, float32
+and float64, dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes
+put each choice on both of its sides: the direct path below and above small_k, the lane
+reduction with one and many centroid blocks and at d = 16 (lane_pipeline), the bf16 pass
+engaged by its thresholds and forced on everywhere. SOFTKMEANS_TEST_ALL_VARIANTS=1 (CI)
+runs every variant at every thread count; by default each variant runs at one of them.
 """
 
 from __future__ import annotations

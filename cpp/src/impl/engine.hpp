@@ -260,6 +260,7 @@ struct Engine {
   void reset_lanes(index_t g, Workspace<T>& ws) const;
   index_t lane_block() const;
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;
+  void reduce_blocks(index_t groups, index_t kc, Workspace<T>& ws) const;
   void reduce_group(const T* xg, V* s, VI* i1) const;
 
 #ifdef SOFTKMEANS_BF16

@@ -411,10 +411,23 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     }
   }
   if (one_block) return;
-  // As reduce_group, over the centroid blocks: unclamped where every row's
-  // norm rules out inf and NaN; then a group whose smallest distances all
-  // came out positive is done, and any other is reduced again, clamped, over
-  // all centroids at once (each lane folds them in increasing j either way).
+  reduce_blocks(groups, kc, ws);
+  for (index_t g = 0; g < groups; ++g) emit(g);
+}
+
+// lane_rows_min2's reduction of the packed groups (ws.xt, norms in ws.lanes)
+// against centroid blocks of kc, each block against every group, into the
+// groups' running minima (+inf and 0 on entry).
+// As reduce_group, over the centroid blocks: unclamped where every row's
+// norm rules out inf and NaN; then a group whose smallest distances all
+// came out positive is done, and any other is reduced again, clamped, over
+// all centroids at once (each lane folds them in increasing j either way).
+template <typename T>
+inline void Engine<T>::reduce_blocks(index_t groups, index_t kc, Workspace<T>& ws) const {
+  constexpr index_t G = LR * W;
+  const T* xt = ws.xt.data();
+  V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
+  VI* si = ws.lane_idx.data();  // (groups, LR): i1
   bool unclamped = true;
   for (index_t g = 0; g < groups; ++g)
 #pragma GCC unroll 16
@@ -440,7 +453,6 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, 0, kl, st + 3 * g * LR,
                st + (3 * g + 1) * LR, si + g * LR);
   }
-  for (index_t g = 0; g < groups; ++g) emit(g);
 }
 
 // lanes_min2 of a packed group (xg, norms s[2 LR ..)) against all kl

@@ -270,3 +270,26 @@ def test_narrow_softmax_step_is_the_dense_steps_bytes(k, dtype, restore_choices)
             _native.set_kernel_choices("narrow_softmax_min_dim=0," + spec)
             got = softkmeans.centroid_step(X, C, sigma, sample_weight=w, n_threads=2)
             assert_same_bits(ref, bits_of(got), f"{spec}, k = {k}, sigma = {sigma}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+def test_rows_on_centroids_over_many_centroid_blocks(dtype, restore_choices):
+    """Every centroid is a row (its distance 0, the kernel's within rounding of it) where the
+    lane reduction takes the centroids in several blocks (k d past lane_block_bytes), first
+    unclamped: no distance below 0, and the bytes of the reduction in one block."""
+    n, d, k = 3_001, 100, 200
+    X, C = make_blobs(n, d, k, dtype=dtype, seed=11)
+    X[: 3 * k : 3] = C
+    w = np.random.default_rng(3).uniform(0.5, 2.0, size=n)
+
+    def outputs():
+        labels, dist = softkmeans.assign(X, C, n_threads=2)
+        step = softkmeans.centroid_step(X, C, 1.0, kind="hard", sample_weight=w, n_threads=2)
+        return labels, dist, softkmeans.margins(X, C, n_threads=2), step
+
+    _native.set_kernel_choices("lane_block_bytes=1073741824")
+    one_block = bits_of(outputs())
+    _native.set_kernel_choices("lane_block_bytes=4096")
+    labels, dist, margins, step = outputs()
+    assert dist.min() >= 0.0 and margins.min() >= 0.0
+    assert_same_bits(one_block, bits_of((labels, dist, margins, step)), "several blocks")

@@ -1,14 +1,14 @@
 """Choices made for speed never change a bit (SPEC.md; issue 33, item 1).
 
 Each kernel choice this machine has (tile bytes, the direct path's lane threshold, the
-lane reduction's register blocking, the prefetch distance, the bf16 candidate pass and its
-thresholds) is forced through the override and every entry point's output bytes are
-compared with those of the choices made for this CPU: every kind, float32 and float64,
-dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes put each
-choice on both of its sides: the direct path below and above small_k, the lane reduction
-with one and many centroid blocks, the bf16 pass engaged by its thresholds and forced on
-everywhere. SOFTKMEANS_TEST_ALL_VARIANTS=1 (CI) runs every variant at every thread count;
-by default each variant runs at one of them.
+lane reduction's register blocking and pipelining, the prefetch distance, the bf16
+candidate pass and its thresholds) is forced through the override and every entry point's
+output bytes are compared with those of the choices made for this CPU: every kind, float32
+and float64, dense and CSR, the bounded and grouped hard paths, 1 to 3 threads. The shapes
+put each choice on both of its sides: the direct path below and above small_k, the lane
+reduction with one and many centroid blocks and at d = 16 (lane_pipeline), the bf16 pass
+engaged by its thresholds and forced on everywhere. SOFTKMEANS_TEST_ALL_VARIANTS=1 (CI)
+runs every variant at every thread count; by default each variant runs at one of them.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ VARIANTS = {
     "small_k_none": "small_k=0",
     "small_k_all": "small_k=1000000",
     "lane_blocking_2x8": "lane_blocking=2x8",
+    "lane_pipeline_off": "lane_pipeline=off",
+    "lane_pipeline_on": "lane_pipeline=on",
     "prefetch_none": "prefetch_groups=0",
     "prefetch_far": "prefetch_groups=4",
     "tiny_blocks": "dist_block_bytes=1,softmax_block_bytes=1,softmax_group_bytes=1,"
@@ -50,12 +52,13 @@ if _native.bf16_available():
     VARIANTS["all_changed_bf16"] = VARIANTS["all_changed"] + "," + everywhere
 
 # (n, d, k): the direct path at k below and above small_k (and the lane accumulator's
-# k <= 16), the lane reduction (d = 37: one and many 32 KiB centroid blocks), the bf16
+# k <= 16), the lane reduction (d = 37: one and many 32 KiB centroid blocks; d = 16, where
+# lane_pipeline engages, k = 100 a tail of 4 centroids past its steps of 8), the bf16
 # pass engaged by the default thresholds (d = 64, k = 1024) and below them (k = 600), the
 # narrow softmax accumulation (few centroids at wide d: one group and three, a tail of d).
 # n k d >= 2^20 where threads matter (kSerialWork).
-SHAPES = [(60_001, 2, 9), (9_001, 3, 100), (2_003, 37, 71), (1_201, 64, 600), (517, 64, 1024),
-          (1_201, 300, 5), (701, 257, 20)]
+SHAPES = [(60_001, 2, 9), (9_001, 3, 100), (2_003, 37, 71), (4_001, 16, 100), (1_201, 64, 600),
+          (517, 64, 1024), (1_201, 300, 5), (701, 257, 20)]
 SHAPE_IDS = [f"n{n}-d{d}-k{k}" for n, d, k in SHAPES]
 DTYPES = (np.float32, np.float64)
 
@@ -170,6 +173,7 @@ def test_build_info_reports_every_choice_and_why():
         "lane_block_bytes",
         "small_k",
         "lane_blocking",
+        "lane_pipeline",
         "prefetch_groups",
         "bf16",
         "bf16_min_dim",
@@ -240,6 +244,8 @@ def test_probe_makes_the_probed_choices():
     choices = eval(_in_subprocess(env, REPORT))
     assert choices["bf16"]["source"] == "probe"
     assert choices["bf16"]["value"] in ("on", "off")
+    assert choices["lane_pipeline"]["source"] == "probe"
+    assert choices["lane_pipeline"]["value"] in ("on", "off")
     assert choices["lane_blocking"]["source"].startswith("override")
 
 
@@ -264,3 +270,26 @@ def test_narrow_softmax_step_is_the_dense_steps_bytes(k, dtype, restore_choices)
             _native.set_kernel_choices("narrow_softmax_min_dim=0," + spec)
             got = softkmeans.centroid_step(X, C, sigma, sample_weight=w, n_threads=2)
             assert_same_bits(ref, bits_of(got), f"{spec}, k = {k}, sigma = {sigma}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
+def test_rows_on_centroids_over_many_centroid_blocks(dtype, restore_choices):
+    """Every centroid is a row (its distance 0, the kernel's within rounding of it) where the
+    lane reduction takes the centroids in several blocks (k d past lane_block_bytes), first
+    unclamped: no distance below 0, and the bytes of the reduction in one block."""
+    n, d, k = 3_001, 100, 200
+    X, C = make_blobs(n, d, k, dtype=dtype, seed=11)
+    X[: 3 * k : 3] = C
+    w = np.random.default_rng(3).uniform(0.5, 2.0, size=n)
+
+    def outputs():
+        labels, dist = softkmeans.assign(X, C, n_threads=2)
+        step = softkmeans.centroid_step(X, C, 1.0, kind="hard", sample_weight=w, n_threads=2)
+        return labels, dist, softkmeans.margins(X, C, n_threads=2), step
+
+    _native.set_kernel_choices("lane_block_bytes=1073741824")
+    one_block = bits_of(outputs())
+    _native.set_kernel_choices("lane_block_bytes=4096")
+    labels, dist, margins, step = outputs()
+    assert dist.min() >= 0.0 and margins.min() >= 0.0
+    assert_same_bits(one_block, bits_of((labels, dist, margins, step)), "several blocks")

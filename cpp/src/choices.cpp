@@ -64,8 +64,10 @@ struct TableRow {
 };
 
 const TableRow kTable[] = {
-    // The defaults of KernelChoices were measured here (config.hpp's history).
-    {"AuthenticAMD", 26, 2, "AMD Zen 5 (EPYC)", "2 (full-width 512-bit)", "", true},
+    // The defaults of KernelChoices were measured here (config.hpp's history),
+    // and lane_pipeline (choices.hpp).
+    {"AuthenticAMD", 26, 2, "AMD Zen 5 (EPYC)", "2 (full-width 512-bit)", "lane_pipeline=on",
+     true},
     // Issue 33's measurement (2 cores, 51a283d): the bf16 pass made the hard
     // step 0.75x and 0.70x as fast at (2e5, 256, 1024) and (1e5, 768, 1024).
     {"GenuineIntel", 6, 207, "Intel Emerald Rapids", "2 (ports 0 and 5)", "bf16=off", false},
@@ -133,6 +135,7 @@ const std::vector<Field>& fields() {
          return true;
        },
        [](const KernelChoices& c) { return std::string(c.lane_blocking ? "2x8" : "4x4"); }, true},
+      switch_field("lane_pipeline", &KernelChoices::lane_pipeline, true),
       count_field("prefetch_groups", &KernelChoices::prefetch_groups, 0),
       switch_field("bf16", &KernelChoices::bf16, true),
       count_field("bf16_min_dim", &KernelChoices::bf16_min_dim, 0),

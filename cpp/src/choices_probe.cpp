@@ -71,6 +71,14 @@ std::string probe_kernel_choices(const std::vector<std::string>& names) {
     if (const Kernels<float>* t = probe_float_kernels(false))
       add(fastest(*t, blobs(4096, 64, 256), {"lane_blocking=4x4", "lane_blocking=2x8"}));
   }
+  if (wanted("lane_pipeline")) {
+    // The pipelined lane reduction where it engages (d = 16), few centroids:
+    // its steps' folds are a large part of the work.
+    if (const Kernels<float>* t = probe_float_kernels(false)) {
+      set_probe_choice(spec);
+      add(fastest(*t, blobs(4096, 16, 64), {"lane_pipeline=off", "lane_pipeline=on"}));
+    }
+  }
   if (wanted("bf16")) {
     // The pass against the float path where the table of Zen 5 found it
     // 1.3-1.4x faster (d = 256, k = 1024), with the lane blocking just chosen.

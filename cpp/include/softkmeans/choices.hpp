@@ -10,8 +10,8 @@
 // different bits: they are part of the contract).
 //
 // SOFTKMEANS_KERNEL_CHOICES: comma-separated name=value pairs, names as in
-// KernelChoices (bf16=off, small_k=32, lane_blocking=2x8, prefetch_groups=2,
-// ...), booleans on/off, sizes in bytes; the single word "probe" (alone or
+// KernelChoices (bf16=off, small_k=32, lane_blocking=2x8, lane_pipeline=on,
+// prefetch_groups=2, ...), booleans on/off, sizes in bytes; the single word "probe" (alone or
 // first) probes whatever the table says. SOFTKMEANS_BF16=0 is bf16=off.
 #pragma once
 
@@ -55,6 +55,13 @@ struct KernelChoices {
   // vectors of rows x broadcast centroids on AVX-512), 1 half the rows by
   // twice the centroids (2 x 8): fewer row loads, more broadcasts.
   int lane_blocking = 0;
+  // At d = 16 (the lane reduction's LR LC on AVX-512), rows in the lanes
+  // against 2 LC centroids at a time, each step's distances folded while the
+  // next step's are formed (impl/engine_lanes.hpp, lanes_piped). On Zen 5
+  // (its table row), one thread, the hard step 0.93-0.96x the time at
+  // (1e6, 16, 64). Off by default: it depends on how the CPU's scheduler
+  // takes a burst of the fold's min/max/compare operations.
+  bool lane_pipeline = false;
   // The lane reduction requests the rows this many groups ahead from memory
   // while it reduces one (0: none).
   index_t prefetch_groups = 1;

@@ -247,6 +247,11 @@ struct Engine {
   void lanes_min2_part(const T* xg, const V* xnv, index_t q0, index_t j_begin, index_t j_end,
                        V* v1p, V* v2p, VI* i1p) const;
   template <bool Clamp, index_t QR, index_t CB>
+  bool piped() const;
+  template <index_t QR, index_t CB>
+  void lanes_piped(const T* xg, index_t q0, index_t j_begin, index_t j_end, const V* xn, V* v1,
+                   V* v2, VI* i1) const;
+  template <bool Clamp, index_t QR, index_t CB>
   void lanes_step(const T* xg, index_t q0, index_t j0, const V* xn, V* v1, V* v2, VI* i1) const;
   void pack_group(const T* X, index_t r0, index_t rn, T* xg, V* xn,
                   const index_t* which = nullptr) const;
@@ -255,6 +260,7 @@ struct Engine {
   void reset_lanes(index_t g, Workspace<T>& ws) const;
   index_t lane_block() const;
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;
+  void reduce_blocks(index_t groups, index_t kc, Workspace<T>& ws) const;
   void reduce_group(const T* xg, V* s, VI* i1) const;
 
 #ifdef SOFTKMEANS_BF16

@@ -51,14 +51,16 @@ inline void Engine<T>::order_lanes(const std::vector<index_t>& centroid_of_slot)
 // Clamp false: the distances unclamped, for the caller that checks (see
 // reduce_group) that they were all positive, when clamping changes nothing.
 // The register blocking is a kernel choice (softkmeans/choices.hpp): all LR
-// row vectors against LC centroids at a time, or half of them against 2 LC.
-// Either way each lane folds its centroids in increasing j: the same bits.
+// row vectors against LC centroids at a time, or half of them against 2 LC;
+// so is, at d = LR LC (16 on AVX-512), the latter software-pipelined
+// (lanes_piped). Each way each lane folds its centroids in increasing j:
+// the same bits.
 template <typename T>
 template <bool Clamp>
 inline void Engine<T>::lanes_min2(const T* xg, const V* xnv, index_t j_begin, index_t j_end, V* v1p,
                                   V* v2p, VI* i1p) const {
   if constexpr (LR % 2 == 0) {
-    if (ch.lane_blocking == 1) {
+    if (ch.lane_blocking == 1 || piped<Clamp, LR / 2, 2 * LC>()) {
       for (index_t q0 = 0; q0 < LR; q0 += LR / 2)
         lanes_min2_part<Clamp, LR / 2, 2 * LC>(xg, xnv, q0, j_begin, j_end, v1p, v2p, i1p);
       return;
@@ -85,6 +87,12 @@ inline void Engine<T>::lanes_min2_part(const T* xg, const V* xnv, index_t q0, in
     i1[q] = i1p[q0 + q];
   }
   index_t j0 = j_begin;
+  if constexpr (!Clamp && QR * CB == LR * LC) {
+    if (piped<Clamp, QR, CB>()) {
+      j0 = j_end - (j_end - j_begin) % CB;
+      lanes_piped<QR, CB>(xg, q0, j_begin, j0, xn, v1, v2, i1);
+    }
+  }
   for (; j0 + CB <= j_end; j0 += CB) lanes_step<Clamp, QR, CB>(xg, q0, j0, xn, v1, v2, i1);
   if constexpr (CB > LC)
     for (; j0 < j_end; j0 += LC) lanes_step<Clamp, QR, LC>(xg, q0, j0, xn, v1, v2, i1);
@@ -137,6 +145,75 @@ template <bool Clamp, index_t QR, index_t CB>
       v1[q] = vmin(v1[q], dist);
     }
   }
+}
+
+// Whether lanes_min2_part<Clamp, QR, CB> takes lanes_piped: unclamped, the
+// kernel choice lane_pipeline, half the row vectors against 2 LC centroids
+// (4 x 4 pipelined spilled: 1.4x the time at d = 16), d = QR CB.
+template <typename T>
+template <bool Clamp, index_t QR, index_t CB>
+inline bool Engine<T>::piped() const {
+  return !Clamp && ch.lane_pipeline && QR * 2 == LR && CB == 2 * LC && d == QR * CB;
+}
+
+// lanes_min2_part's steps from j_begin to j_end (multiples of CB) at d = QR
+// CB, unclamped, software-pipelined: the FMAs of a step are interleaved with
+// the fold of the previous step's distances, one distance per coordinate, in
+// the fold's order (each lane's centroids in increasing j): the same
+// operations on the same values, the same bits. Where the fold follows all
+// of a step's FMAs (lanes_step), its 16 distances wait on the step's last
+// multiply-adds, fill the scheduler and hold the next step's back: on Zen 5,
+// one thread, about 50 cycles a step at d = 16 beyond its 136 FMA cycles.
+template <typename T>
+template <index_t QR, index_t CB>
+inline void Engine<T>::lanes_piped(const T* xg, index_t q0, index_t j_begin, index_t j_end,
+                                   const V* xn, V* v1, V* v2, VI* i1) const {
+  constexpr index_t D = QR * CB;
+  alignas(64) V prev[QR * CB];
+  const V m2 = vset<T>(T(-2));
+  const index_t panel = D * LC;
+  const auto fold = [&](index_t i, index_t jp) {
+    const index_t c = i / QR, q = i % QR;
+    const V u = vfma(prev[q * CB + c], m2, xn[q] + vset<T>(cnl[jp + c]));
+    const VI lt = u < v1[q];
+    v2[q] = vmin(v2[q], vmax(v1[q], u));
+    i1[q] = lt ? VI{} + static_cast<Int>(jp + c) : i1[q];
+    v1[q] = vmin(v1[q], u);
+  };
+  const auto step = [&](index_t j0, index_t jp, auto with_fold) {
+    const T* cb = cl.data() + j0 * D;
+    // The rows' loads stay in each step: seen invariant, GCC hoisted them
+    // out of the centroid loop and spilled them.
+    const T* xs = xg;
+    asm("" : "+r"(xs));
+    V a[QR][CB];
+#pragma GCC unroll 16
+    for (index_t q = 0; q < QR; ++q)
+#pragma GCC unroll 16
+      for (index_t c = 0; c < CB; ++c) a[q][c] = V{};
+#pragma GCC unroll 16
+    for (index_t l = 0; l < D; ++l) {
+      V xv[QR];
+#pragma GCC unroll 16
+      for (index_t q = 0; q < QR; ++q) xv[q] = vload(xs + (l * LR + q0 + q) * W);
+#pragma GCC unroll 16
+      for (index_t c = 0; c < CB; ++c) {
+        const V cv = vset<T>(cb[(c / LC) * panel + l * LC + c % LC]);
+#pragma GCC unroll 16
+        for (index_t q = 0; q < QR; ++q) a[q][c] = vfma(xv[q], cv, a[q][c]);
+      }
+      if constexpr (decltype(with_fold)::value) fold(l, jp);
+    }
+#pragma GCC unroll 16
+    for (index_t q = 0; q < QR; ++q)
+#pragma GCC unroll 16
+      for (index_t c = 0; c < CB; ++c) prev[q * CB + c] = a[q][c];
+  };
+  if (j_begin >= j_end) return;
+  step(j_begin, 0, std::false_type{});
+  for (index_t j0 = j_begin + CB; j0 < j_end; j0 += CB) step(j0, j0 - CB, std::true_type{});
+#pragma GCC unroll 16
+  for (index_t i = 0; i < D; ++i) fold(i, j_end - CB);
 }
 
 // xg [out] (d, LR W): rows X[r0 .. r0 + rn) minus the shift, transposed
@@ -334,13 +411,48 @@ inline void Engine<T>::lane_rows_min2(const T* X, index_t rows, RowMin<T>* out,
     }
   }
   if (one_block) return;
+  reduce_blocks(groups, kc, ws);
+  for (index_t g = 0; g < groups; ++g) emit(g);
+}
+
+// lane_rows_min2's reduction of the packed groups (ws.xt, norms in ws.lanes)
+// against centroid blocks of kc, each block against every group, into the
+// groups' running minima (+inf and 0 on entry).
+// As reduce_group, over the centroid blocks: unclamped where every row's
+// norm rules out inf and NaN; then a group whose smallest distances all
+// came out positive is done, and any other is reduced again, clamped, over
+// all centroids at once (each lane folds them in increasing j either way).
+template <typename T>
+inline void Engine<T>::reduce_blocks(index_t groups, index_t kc, Workspace<T>& ws) const {
+  constexpr index_t G = LR * W;
+  const T* xt = ws.xt.data();
+  V* st = ws.lanes.data();      // (groups, 3, LR): v1, v2, xn
+  VI* si = ws.lane_idx.data();  // (groups, LR): i1
+  bool unclamped = true;
+  for (index_t g = 0; g < groups; ++g)
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q)
+      unclamped &= all_less(st[(3 * g + 2) * LR + q], vset<T>(xn_unclamped));
   for (index_t j0 = 0; j0 < kl; j0 += kc) {
     const index_t j1 = std::min(kl, j0 + kc);
-    for (index_t g = 0; g < groups; ++g)
-      lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, j0, j1, st + 3 * g * LR,
-                 st + (3 * g + 1) * LR, si + g * LR);
+    for (index_t g = 0; g < groups; ++g) {
+      const V* xn = st + (3 * g + 2) * LR;
+      V *v1 = st + 3 * g * LR, *v2 = v1 + LR;
+      if (unclamped)
+        lanes_min2<false>(xt + g * d * G, xn, j0, j1, v1, v2, si + g * LR);
+      else
+        lanes_min2(xt + g * d * G, xn, j0, j1, v1, v2, si + g * LR);
+    }
   }
-  for (index_t g = 0; g < groups; ++g) emit(g);
+  for (index_t g = 0; g < groups && unclamped; ++g) {
+    bool positive = true;
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q) positive &= all_less(V{}, st[3 * g * LR + q]);
+    if (positive) continue;
+    reset_lanes(g, ws);
+    lanes_min2(xt + g * d * G, st + (3 * g + 2) * LR, 0, kl, st + 3 * g * LR,
+               st + (3 * g + 1) * LR, si + g * LR);
+  }
 }
 
 // lanes_min2 of a packed group (xg, norms s[2 LR ..)) against all kl

@@ -77,6 +77,7 @@ def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
     # Few candidates (m = 2: the bound on the columns outside decides many rows), every
     # thread count: sizes exact and the least cost of the expanded assignment problem.
     monkeypatch.setattr(balanced_repair, "CANDIDATES", m)
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     calls = []
     newton = balanced_repair._newton_start
     monkeypatch.setattr(balanced_repair, "_newton_start", lambda *a: calls.append(1) or newton(*a))
@@ -101,6 +102,7 @@ def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
 def test_newton_start_gives_the_labels_of_the_plain_repair(monkeypatch):
     # Along a path of centroids (warm starts), with and without the Newton start: the
     # same labels at every step (continuous data: the optimum is unique).
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     n, k = 4000, 8
     X, C = unequal_blobs(n, 5, k, seed=6)
     counts = integer_targets(np.full(k, n / k), n)
@@ -123,6 +125,7 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
     # floor (less the offsets' rise since the pass) must bound them; the centroids jump
     # between solves, so the offsets move far.
     monkeypatch.setattr(balanced_repair, "CANDIDATES", 2)
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     monkeypatch.setattr(balanced_repair, "CANDIDATE_BAND", 0.25)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_BAND", 0.05)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)  # the sample's offsets first
@@ -139,3 +142,35 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
         assert np.array_equal(np.bincount(labels, minlength=k), counts), t
         cost = float(D[np.arange(n), labels].sum())
         assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12), t
+
+
+def test_passes_without_candidates_then_a_jump_are_the_lp_optimum(monkeypatch):
+    # A pass near the counts predicts the next one near too: it takes no candidates
+    # (m = 0). When the centroids then jump, Newton needs them: a second pass gives them.
+    # Every solve must be the optimum, and both kinds of pass must have run.
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)
+    widths = []
+    biased_pass = balanced_repair.biased_pass
+
+    def recording(source, C, g, m=0, band=np.inf):
+        widths.append(m)
+        return biased_pass(source, C, g, m, band)
+
+    monkeypatch.setattr(balanced_repair, "biased_pass", recording)
+    n, k = 600, 5
+    X, C = unequal_blobs(n, 3, k, seed=31)
+    counts = integer_targets(np.full(k, n / k), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    drift = np.random.default_rng(4).normal(size=C.shape)
+    steps = [0.0, 0.001, 0.002, 2.0, 2.001]  # near, near, a jump, near
+    for t, step in enumerate(steps):
+        Ct = C + step * drift
+        widths.append("|")
+        labels = solver.solve(Ct)[0]
+        D = _native.sq_distances(X, Ct, 1).astype(np.float64)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
+        cost = float(D[np.arange(n), labels].sum())
+        assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12), t
+    solves = " ".join(map(str, widths)).split("|")[1:]
+    assert any(s.split() == ["0"] for s in solves), widths  # a pass without candidates
+    assert any(s.split() == ["0", str(k)] for s in solves), widths  # a jump: again with

@@ -39,17 +39,23 @@ ROWS_PER_MOVE = 8
 BAND_FACTOR = 2.0
 # A repair that fails TRIES times takes every row.
 TRIES = 4
-# A start whose count error is above PRESOLVE_ERROR x n rows first takes the offsets of
-# PRESOLVE_ROWS evenly spaced rows (`CountsRepair._presolve`) and a pass there (with
-# candidates within PRESOLVE_BAND x the spread of that change); one above
-# NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best columns
-# (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k).
-NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
+# A start whose count error is above PRESOLVE_ERROR x n rows (n >= 2 PRESOLVE_ROWS)
+# first takes the offsets of evenly spaced rows, PRESOLVE_ROWS or n / PRESOLVE_SHARE
+# if fewer
+# (`CountsRepair._presolve`), and a pass there (with candidates within PRESOLVE_BAND x
+# the spread of that change); above NEWTON_MIN_K clusters, one above NEWTON_ERROR x k
+# rows then takes Newton's offsets on each row's CANDIDATES best columns (at most
+# NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k). Measured on bench/balanced.py's
+# 20,000 x 6 blobs, 3 runs, CPU time of one thread: a sample of n / 10 rows, not 8192,
+# and no Newton start at k = 10 took 0.40 s to 0.29 s (the shortest paths' heaps hold
+# k - 1 edges a row, Newton reads 8 a row in each of its ~10 evaluations: at k = 16 the
+# two were even, at k = 32 Newton 11 % faster, at 1e5 x 16, k = 64, 40 %).
+NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 10, 16
 # A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
-PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND = 0.01, 8192, 1.0
+PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_SHARE, PRESOLVE_BAND = 0.01, 8192, 10, 1.0
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -193,12 +199,16 @@ class CountsRepair:
         k = self.targets.size
         self.g = np.zeros(k)
         self.slack_owner = np.full(slack, -1, dtype=np.int64)
-        # Candidates a row for the Newton start (none with slack rows: the sample's),
-        # those within band of the row's best (inf: the first solve).
-        self.m, self.band = (0 if slack else min(k, CANDIDATES)), np.inf
+        # Candidates a row for the Newton start (none with slack rows: the sample's,
+        # nor at few clusters), those within band of the row's best (inf: the first
+        # solve).
+        self.m = 0 if slack or k <= NEWTON_MIN_K else min(k, CANDIDATES)
+        self.band = np.inf
         # How far each cluster's offset fell behind the one that rose most, at the last
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
+        # Whether the next pass takes the candidates (the last one missed by much).
+        self.newton = True
         # (boundary rows, their D, every row's margin at the end) of the last solve
         self.last = None
 
@@ -207,20 +217,9 @@ class CountsRepair:
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         g_in = g
-        p = biased_pass(self.source, C, g, self.m, self.band)
-        n, k = p.labels.size, g.size
-        off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
-        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
-            g = self._presolve(C, g, n)
-            # the sample's offsets are near: candidates within a share of their change
-            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
-            p = biased_pass(self.source, C, g, self.m, band)
-            off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
-            off += self.slack
-        start = _pass_start(p, g)
-        if self.m and off > NEWTON_ERROR * k:
-            start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
+        p, start = self._start(C, g)
         labels, margin = start.labels, start.margin
+        k = g.size
         counts = np.bincount(labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)
@@ -248,12 +247,41 @@ class CountsRepair:
             want = 4 * max(want, boundary.size)
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
 
-    def _presolve(self, C, g, n):
+    def _start(self, C, g):
+        """(the pass, the repair's `Start`) from the offsets g: a pass there (with each
+        row's candidates only when the last solve's pass missed the counts by more than
+        NEWTON_ERROR x k: Newton reads them), then, when it misses by much, the offsets
+        of a sample of rows and a pass at them, then Newton's offsets when it still
+        misses by more than NEWTON_ERROR x k."""
+        n, k = self.source.shape[0], g.size
+        wide = self.m if self.newton else 0  # (no candidates: the pass is 3x cheaper)
+        p = biased_pass(self.source, C, g, wide, self.band)
+        off = self._off(p.labels)
+        self.newton = off > NEWTON_ERROR * k
+        sample = min(PRESOLVE_ROWS, n // PRESOLVE_SHARE)
+        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
+            g_in, g = g, self._presolve(C, g, n, sample)
+            # the sample's offsets are near: candidates within a share of their change
+            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
+            p = biased_pass(self.source, C, g, self.m, band)
+            off = self._off(p.labels)
+        elif self.newton and wide < self.m:  # a jump: the candidates after all
+            p = biased_pass(self.source, C, g, self.m, self.band)
+        if self.m and off > NEWTON_ERROR * k:
+            return p, _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
+        return p, _pass_start(p, g)
+
+    def _off(self, labels):
+        """The count error sum_j |N_j - t_j| of labels (the slack rows all off)."""
+        counts = np.bincount(labels, minlength=self.targets.size)
+        return int(np.abs(counts - self.targets).sum()) + self.slack
+
+    def _presolve(self, C, g, n, m):
         """Offsets near the optimum's when the start misses the counts by much: those of
-        PRESOLVE_ROWS evenly spaced rows with the counts scaled to them (the quantiles
-        that the offsets are, estimated on a sample), from g: Newton on their distances
-        to every centroid, or, with slack rows, the exact shortest paths."""
-        m, k = PRESOLVE_ROWS, g.size
+        m evenly spaced rows with the counts scaled to them (the quantiles that the
+        offsets are, estimated on a sample), from g: Newton on their distances to every
+        centroid, or, with slack rows, the exact shortest paths."""
+        k = g.size
         rows = (np.arange(m, dtype=np.int64) * n) // m
         D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
         slack = (self.slack * m) // n

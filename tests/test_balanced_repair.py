@@ -246,3 +246,21 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
     assert calls, "the presolve did not run"
     assert np.array_equal(np.bincount(labels, minlength=k), counts)
     assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+
+
+def test_small_solves_read_on_one_thread_and_leave_the_source_alone(monkeypatch):
+    # Below SERIAL_SOLVE_WORK multiply-adds a pass, a solve reads on one thread (a copy of
+    # the source: the caller's keeps its count for the rest of the fit), and still gives
+    # the optimum; at or above it, the source itself.
+    n, k = 400, 4
+    X, C = unequal_blobs(n, 3, k, seed=12)
+    counts = integer_targets(np.full(k, n / k), n)
+    source = sources.source_of(X, n_threads=3)
+    solver = balanced_repair.CountsRepair(source, counts)
+    assert solver.source.n_threads == 1 and source.n_threads == 3
+    labels = solver.solve(C)[0]
+    D = _native.sq_distances(X, C, 1).astype(np.float64)
+    assert np.array_equal(np.bincount(labels, minlength=k), counts)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+    monkeypatch.setattr(balanced_repair, "SERIAL_SOLVE_WORK", n * k * 3)
+    assert balanced_repair.CountsRepair(source, counts).source is source

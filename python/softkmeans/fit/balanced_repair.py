@@ -41,16 +41,16 @@ BAND_FACTOR = 2.0
 # A repair that fails TRIES times takes every row.
 TRIES = 4
 # A start whose count error is above PRESOLVE_ERROR x n rows (n >= 2 PRESOLVE_ROWS)
-# first takes the offsets of evenly spaced rows, PRESOLVE_ROWS or n / PRESOLVE_SHARE
-# if fewer
-# (`CountsRepair._presolve`), and a pass there (with candidates within PRESOLVE_BAND x
-# the spread of that change); above NEWTON_MIN_K clusters, one above NEWTON_ERROR x k
-# rows then takes Newton's offsets on each row's CANDIDATES best columns (at most
-# NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k). Measured on bench/balanced.py's
-# 20,000 x 6 blobs, 3 runs, CPU time of one thread: a sample of n / 10 rows, not 8192,
-# and no Newton start at k = 10 took 0.40 s to 0.29 s (the shortest paths' heaps hold
-# k - 1 edges a row, Newton reads 8 a row in each of its ~10 evaluations: at k = 16 the
-# two were even, at k = 32 Newton 11 % faster, at 1e5 x 16, k = 64, 40 %).
+# first takes the offsets of evenly spaced rows, PRESOLVE_ROWS or n / PRESOLVE_SHARE if
+# fewer (`CountsRepair._presolve`), and a pass there (with candidates within
+# PRESOLVE_BAND x the spread of that change); above NEWTON_MIN_K clusters, one above
+# NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best
+# columns (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k). Measured on
+# bench/balanced.py's 20,000 x 6 blobs, k = 10, n_init = 3, CPU time of one thread:
+# a sample of n / 10 rows (not 8192) and no Newton start took the fit from 0.36 s to
+# 0.25 s. The shortest paths' heaps hold k - 1 edges a row, Newton reads 8 a row at
+# each of ~10 evaluations: at k = 16 the two were even, at k = 32 Newton was 11 %
+# faster, at 1e5 x 16, k = 64, 40 %.
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 10, 16
 # A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
 # change at the last solve of its best (the columns it may move to, if the next change
@@ -218,8 +218,6 @@ class CountsRepair:
         # How far each cluster's offset fell behind the one that rose most, at the last
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
-        # Whether the next pass takes the candidates (the last one missed by much).
-        self.newton = True
         # (boundary rows, their D, every row's margin at the end) of the last solve
         self.last = None
 
@@ -228,9 +226,20 @@ class CountsRepair:
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         g_in = g
-        p, start = self._start(C, g)
+        p = biased_pass(self.source, C, g, self.m, self.band)
+        n, k = p.labels.size, g.size
+        off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
+        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
+            g = self._presolve(C, g, n, min(PRESOLVE_ROWS, n // PRESOLVE_SHARE))
+            # the sample's offsets are near: candidates within a share of their change
+            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
+            p = biased_pass(self.source, C, g, self.m, band)
+            off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
+            off += self.slack
+        start = _pass_start(p, g)
+        if self.m and off > NEWTON_ERROR * k:
+            start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
         labels, margin = start.labels, start.margin
-        k = g.size
         counts = np.bincount(labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)
@@ -257,35 +266,6 @@ class CountsRepair:
             # (measured: 20x the spread of the full repair's change).
             want = 4 * max(want, boundary.size)
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
-
-    def _start(self, C, g):
-        """(the pass, the repair's `Start`) from the offsets g: a pass there (with each
-        row's candidates only when the last solve's pass missed the counts by more than
-        NEWTON_ERROR x k: Newton reads them), then, when it misses by much, the offsets
-        of a sample of rows and a pass at them, then Newton's offsets when it still
-        misses by more than NEWTON_ERROR x k."""
-        n, k = self.source.shape[0], g.size
-        wide = self.m if self.newton else 0  # (no candidates: the pass is 3x cheaper)
-        p = biased_pass(self.source, C, g, wide, self.band)
-        off = self._off(p.labels)
-        self.newton = off > NEWTON_ERROR * k
-        sample = min(PRESOLVE_ROWS, n // PRESOLVE_SHARE)
-        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
-            g_in, g = g, self._presolve(C, g, n, sample)
-            # the sample's offsets are near: candidates within a share of their change
-            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
-            p = biased_pass(self.source, C, g, self.m, band)
-            off = self._off(p.labels)
-        elif self.newton and wide < self.m:  # a jump: the candidates after all
-            p = biased_pass(self.source, C, g, self.m, self.band)
-        if self.m and off > NEWTON_ERROR * k:
-            return p, _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
-        return p, _pass_start(p, g)
-
-    def _off(self, labels):
-        """The count error sum_j |N_j - t_j| of labels (the slack rows all off)."""
-        counts = np.bincount(labels, minlength=self.targets.size)
-        return int(np.abs(counts - self.targets).sum()) + self.slack
 
     def _presolve(self, C, g, n, m):
         """Offsets near the optimum's when the start misses the counts by much: those of

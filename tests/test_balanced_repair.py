@@ -264,3 +264,23 @@ def test_small_solves_read_on_one_thread_and_leave_the_source_alone(monkeypatch)
     assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
     monkeypatch.setattr(balanced_repair, "SERIAL_SOLVE_WORK", n * k * 3)
     assert balanced_repair.CountsRepair(source, counts).source is source
+
+
+def test_presolve_of_a_small_source_takes_a_share_of_its_rows(monkeypatch):
+    # Where n / PRESOLVE_SHARE rows are fewer than PRESOLVE_ROWS the sample is those
+    # (60 of 600 here, not 100): the solve is still the optimum.
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 100)
+    sizes = []
+    presolve = balanced_repair.CountsRepair._presolve
+    monkeypatch.setattr(
+        balanced_repair.CountsRepair, "_presolve",
+        lambda self, C, g, n, m: sizes.append(m) or presolve(self, C, g, n, m),
+    )  # fmt: skip
+    n, k = 600, 4
+    X, C = unequal_blobs(n, 3, k, seed=8)
+    counts = integer_targets(np.full(k, n / k), n)
+    labels = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)[0]
+    D = _native.sq_distances(X, C, 1)
+    assert sizes == [n // balanced_repair.PRESOLVE_SHARE]
+    assert np.array_equal(np.bincount(labels, minlength=k), counts)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)

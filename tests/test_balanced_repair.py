@@ -284,3 +284,24 @@ def test_presolve_of_a_small_source_takes_a_share_of_its_rows(monkeypatch):
     assert sizes == [n // balanced_repair.PRESOLVE_SHARE]
     assert np.array_equal(np.bincount(labels, minlength=k), counts)
     assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_counts_kernel_moving_many_rows_through_long_edge_lists_is_the_optimum(seed):
+    # Every row, every edge, one try (no check to fall back on), from offsets far off: the
+    # edge lists hold hundreds of rows each and hundreds of rows move, so each list's heap
+    # is refilled from its reserve many times. Complementary slackness on every row and
+    # the least cost of the expanded assignment problem.
+    rng = np.random.default_rng(seed)
+    n, k = 1200, 5
+    D = rng.normal(size=(n, k)) ** 2 + rng.uniform(0, 3, size=k)
+    counts = integer_targets(np.full(k, n / k), n)
+    g = rng.normal(scale=2.0, size=k)
+    status, owner, g_out, moves, _ = _native.balanced_counts(
+        D, counts, g, np.full(n, -1, dtype=np.int64), 1, np.inf, k, 0.0, 1
+    )
+    assert status == 0 and moves > 200
+    assert np.array_equal(np.bincount(owner, minlength=k), counts)
+    value = D - g_out
+    assert (value[np.arange(n), owner] <= value.min(axis=1) + 1e-12).all()
+    assert float(D[np.arange(n), owner].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)

@@ -228,3 +228,29 @@ def lp_optimum(D, counts):
     slots = np.repeat(np.arange(D.shape[1]), counts)
     rows, cols = linear_sum_assignment(D[:, slots])
     return float(D[rows, slots[cols]].sum())
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A Client of a 2-process LocalCluster, one thread a worker (the Dask passes' tests),
+    one per test module that asks for it."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def chunked_source(X, w, chunks):
+    """An in-memory X (and weights w, None: unit) read in the given row chunks, those of
+    a Dask array of X: the in-process runner over the Dask runner's blocks."""
+    from softkmeans.sources import dense
+
+    class ChunkedSource(dense.ArraySource):
+        def blocks(self):
+            for start, stop in zip(bounds[:-1], bounds[1:]):
+                yield int(start), int(stop), self.data[start:stop]
+
+    bounds = np.concatenate([[0], np.cumsum(chunks)])
+    return ChunkedSource(X, w, n_threads=1, checked=True)

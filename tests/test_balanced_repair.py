@@ -266,24 +266,27 @@ def test_small_solves_read_on_one_thread_and_leave_the_source_alone(monkeypatch)
     assert balanced_repair.CountsRepair(source, counts).source is source
 
 
-def test_presolve_of_a_small_source_takes_a_share_of_its_rows(monkeypatch):
-    # Where n / PRESOLVE_SHARE rows are fewer than PRESOLVE_ROWS the sample is those
-    # (60 of 600 here, not 100): the solve is still the optimum.
-    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 100)
-    sizes = []
-    presolve = balanced_repair.CountsRepair._presolve
-    monkeypatch.setattr(
-        balanced_repair.CountsRepair, "_presolve",
-        lambda self, C, g, n, m: sizes.append(m) or presolve(self, C, g, n, m),
-    )  # fmt: skip
+def test_no_sample_below_a_share_of_the_rows(monkeypatch):
+    # The presolve's sample is drawn from PRESOLVE_SHARE x PRESOLVE_ROWS rows on (600 rows:
+    # a sample of 40 is, one of 100 is not); either way the solve is the optimum.
     n, k = 600, 4
     X, C = unequal_blobs(n, 3, k, seed=8)
     counts = integer_targets(np.full(k, n / k), n)
-    labels = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)[0]
     D = _native.sq_distances(X, C, 1)
-    assert sizes == [n // balanced_repair.PRESOLVE_SHARE]
-    assert np.array_equal(np.bincount(labels, minlength=k), counts)
-    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+    sample = balanced_repair.CountsRepair._sample
+    drawn = []
+    monkeypatch.setattr(
+        balanced_repair.CountsRepair, "_sample",
+        lambda self, C, n: drawn.append(self.targets.sum()) or sample(self, C, n),
+    )  # fmt: skip
+    for rows, want in ((40, True), (100, False)):
+        monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", rows)
+        drawn.clear()
+        labels = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)[0]
+        assert bool(drawn) == want, rows
+        assert np.array_equal(np.bincount(labels, minlength=k), counts)
+        cost = float(D[np.arange(n), labels].sum())
+        assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

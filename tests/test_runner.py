@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import softkmeans
+from conftest import chunked_source
 from softkmeans import _covariance
-from softkmeans.sources import dense, reads, runner
+from softkmeans.sources import reads, runner
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -52,6 +53,7 @@ def _arguments(C, n_threads=1):
     groups = np.arange(K) % 2  # two groups of centroids: the group-pruned passes
     closest = np.where(labels == 0, np.inf, np.arange(N) / N)  # some rows infinitely far
     cand = np.array([3, 400, 999], dtype=np.int64)  # rows of X (the kernels' indices)
+    offsets = np.linspace(-1.5, 0.0, K)  # a balanced fit's g (k,) float64
     return {
         "softkmeans.sources.reads.STATS": ((), (C, "softmax", 0.7, n_threads, True, True)),
         "softkmeans.sources.reads.NEAREST_STATS": ((), (C, groups, n_threads)),
@@ -72,6 +74,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.queries.POSITIVE": ((), ()),
+        "softkmeans.sources.queries.WEIGHTS": ((), ()),
         "softkmeans.sources.normalized.HAS_DIRECTION": ((), ()),
         "softkmeans.sources.normalized.ROW_NORMS": ((), ()),
         "softkmeans.fit.relocation.LABEL_DISTANCES": ((), (C, None, False, n_threads)),
@@ -82,6 +85,10 @@ def _arguments(C, n_threads=1):
         "softkmeans.fit.balanced_passes.CANDIDATES": ((), (C, 2, n_threads)),
         "softkmeans.fit.balanced_passes.SQ_DISTANCES": ((), (C, n_threads)),
         "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
+        # The balanced pass at offsets g: labels, gaps, N, S, J and 3 candidates a row
+        # within a band of 2 (and none, the band infinite).
+        "softkmeans.fit.balanced_repair.BIASED": ((), (C, offsets, n_threads, 3, 2.0)),
+        "unbanded BIASED": ((), (C, offsets, n_threads, 0, np.inf)),
         # k-means++: the distances to the nearest centre so far, read by each block.
         "softkmeans.fit.seeding.CLOSEST": ((), (closest, C[:1], 3, n_threads)),
         "softkmeans.fit.seeding.POTENTIALS": ((), (closest, C[1:4], cand, n_threads)),
@@ -109,18 +116,6 @@ def _read(path, passes):
     return next(p for q, p in passes.items() if q.endswith("." + path.split()[-1]))
 
 
-class _ChunkedSource(dense.ArraySource):
-    """An in-memory X read in the given row chunks."""
-
-    def __init__(self, X, w, chunks):
-        super().__init__(X, w, n_threads=1, checked=True)
-        self.bounds = np.concatenate([[0], np.cumsum(chunks)])
-
-    def blocks(self):
-        for start, stop in zip(self.bounds[:-1], self.bounds[1:]):
-            yield int(start), int(stop), self.data[start:stop]
-
-
 def _bytes(value):
     """The bytes of a pass's result (arrays, floats, tuples, lists, None), nested."""
     if value is None:
@@ -134,16 +129,6 @@ def _bytes(value):
     if isinstance(value, (tuple, list)):
         return b"(" + b",".join(_bytes(v) for v in value) + b")"
     raise TypeError(f"no bytes for {type(value).__name__}")
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +198,7 @@ def test_every_pass_gives_the_same_bytes_in_process_and_on_dask(
 
     X, w, C = (a.astype(dtype) if a.dtype.kind == "f" and a.ndim == 2 else a for a in problem)
     chunks = CHUNKINGS[chunking]
-    local = _ChunkedSource(X, w, chunks)
+    local = chunked_source(X, w, chunks)
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
                         n_threads=1)  # fmt: skip
     assert remote.block_passes.client is client
@@ -258,7 +243,7 @@ def test_a_worker_of_two_threads_runs_its_blocks_in_two_jobs(problem, monkeypatc
         Xd, wd = da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,))
         there = runner.run(DaskSource(Xd, wd, n_threads=1), reads.STATS, *args)
     assert sorted(jobs) == [2, 3]
-    assert _bytes(there) == _bytes(runner.run(_ChunkedSource(X, w, chunks), reads.STATS, *args))
+    assert _bytes(there) == _bytes(runner.run(chunked_source(X, w, chunks), reads.STATS, *args))
 
 
 @pytest.mark.parametrize("chunking", list(CHUNKINGS))
@@ -357,7 +342,7 @@ def test_the_moments_of_an_in_process_source_are_those_on_dask(client, chunking,
     X = rng.normal(size=(N, d)) * rng.uniform(0.5, 3.0, size=d) + 1.0
     w = rng.uniform(0.5, 2.0, size=N)
     chunks = CHUNKINGS[chunking]
-    local = _ChunkedSource(X, w, chunks)
+    local = chunked_source(X, w, chunks)
     remote = DaskSource(da.from_array(X, chunks=(chunks, -1)), da.from_array(w, chunks=(chunks,)),
                         n_threads=1)  # fmt: skip
     (mean, cov), (mean_d, cov_d) = reads.moments(local), reads.moments(remote)

@@ -185,3 +185,26 @@ def test_distinct_rows_over_blocks_count_each_row_once(monkeypatch):
     source = sources.source_of(np.asfortranarray(X), w)
     assert len(list(source.blocks())) > 40
     assert queries.n_distinct_rows(source) == np.unique(X[5:], axis=0).shape[0] == 27
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("collide", [False, True])
+def test_distinct_dense_rows_are_numpys_even_when_hashes_collide(monkeypatch, dtype, collide):
+    """The distinct rows found by hashing are np.unique's (values, -0.0 equal to 0.0),
+    each at its first place; where every row hashes alike (collisions everywhere), the
+    different rows are still told apart."""
+    from softkmeans.sources import queries
+
+    rng = np.random.default_rng(5)
+    X = rng.integers(-2, 3, size=(3000, 4)).astype(dtype)  # at most 625 distinct rows
+    X[::7, 0] = -0.0 * X[::7, 0]  # zeros of both signs in the same column
+    X[::11] = rng.standard_normal((X[::11].shape[0], 4))  # rows seen once
+    if collide:
+        monkeypatch.setattr(queries, "_row_hashes", lambda rows: np.zeros(len(rows), np.uint64))
+    got = queries.distinct_dense_rows(X)
+    expected = np.unique(X, axis=0)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(np.unique(got, axis=0), expected)
+    if not collide:  # each distinct row at its first place, in X's order
+        first = sorted(np.unique(X, axis=0, return_index=True)[1])
+        np.testing.assert_array_equal(got, X[first])

@@ -1,6 +1,6 @@
 """Balanced (size-constrained) K-Means (SPEC.md, "Balanced (size-constrained) assignments").
 
-Hard, unit weights and k <= MAX_K_TRANSFER in this process (masses rounded to counts,
+Hard, unit weights and k <= MAX_K_TRANSFER (masses rounded to counts,
 or capacities made two-sided by slack rows of cost 0): each Lloyd iteration makes one
 fused pass at the last offsets g (`balanced_repair.CountsRepair`: labels, gaps, each
 row's candidates and N, S, J at once), moves g toward the counts by Newton steps on the
@@ -9,7 +9,7 @@ cluster graph over the rows near a tie, checked on every row (complementary slac
 the optimum); N, S, J are the pass's, corrected by the rows whose label changed.
 
 Otherwise (weights, more clusters, or when that does not settle) each iteration makes
-one candidates pass (`LocalSource.candidates`: the M_CANDIDATES nearest centroids of
+one candidates pass (`balanced_passes.candidates`: the M_CANDIDATES nearest centroids of
 every row and the next distance, a lower bound on all the others) and solves the
 assignment on that sparse candidate graph by an auction (Bertsekas' forward auction for
 similar objects, epsilon-scaled, warm-started from the previous iteration's prices).
@@ -27,6 +27,10 @@ iteration of the soft assignment, and predict with the fitted offsets.
 
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.
+
+Every read of X is a runner pass (`balanced_passes`, `balanced_repair.BIASED`), in this
+process or on a Dask source's workers; the solver (the repair, the auction, Sinkhorn's
+offsets) runs in this process on (n,) vectors, as k-means|| does.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _balance, _native, _stats
-from ..sources import reads
+from ..sources import queries, reads
 from .balanced_passes import candidates, label_sums
 from .balanced_repair import CountsRepair, min_outside
 from .steps import History, run_steps
@@ -88,7 +92,8 @@ def biased_labels(source, C, g):
     Ca = with_offsets(C, g, source.dtype)
     stats, labels = reads.stats(reads.augmented(source), Ca, "hard", 0.0, sums=False, labels=True)
     b = g.max() - g
-    return labels, float(stats.distortion - np.bincount(labels, source.weights, b.size) @ b)
+    w = queries.weights(source)
+    return labels, float(stats.distortion - np.bincount(labels, w, b.size) @ b)
 
 
 def biased_responsibilities(source, C, g, sigma):
@@ -174,7 +179,7 @@ class BalancedProblem:
     """
 
     def __init__(self, source, targets):
-        w = source.weights
+        self.weights = w = queries.weights(source)  # (n,) here: the solver runs here
         self.source, self.targets = source, targets
         self.live = np.flatnonzero(w > 0)
         self.w = w[self.live]
@@ -199,9 +204,9 @@ class BalancedProblem:
         self.owner = np.full(n + self.slack, -1, dtype=np.int64)  # phases start from the last
         self.width = M_CANDIDATES
         self.last = None  # the centroids of the last solve
-        # Integer counts (unit weights; capacities through the slack rows) in this
-        # process: one fused pass and a repair of the boundary rows (`CountsRepair`).
-        fused = source.unit_weights and 1 < k <= MAX_K_TRANSFER and source.kind != "dask"
+        # Integer counts (unit weights; capacities through the slack rows): one fused
+        # pass and a repair of the boundary rows (`CountsRepair`).
+        fused = source.unit_weights and 1 < k <= MAX_K_TRANSFER
         if fused and targets.one_sided and spare > 0:
             self.slack = spare if spare <= 4 * n else 0
         exact_counts = source.unit_weights and (not targets.one_sided or self.slack or spare == 0)
@@ -314,17 +319,11 @@ def _weighted_cost(w, own):
 
 def targets_of(params, source, k, kind):
     """The `Targets` of a fit's balance / max_cluster_size (None: a plain fit), checked
-    against the kind, annealing and the source (in this process: the auction reads every
-    row's candidates)."""
+    against the kind, annealing and the weights."""
     if params.balance is None and params.max_cluster_size is None:
         return None
     _balance.check_balance_kind(kind, params.anneal)
-    if source.kind == "dask":
-        raise ValueError(
-            "balance / max_cluster_size need data in this process (an array, memmap or "
-            f"sparse matrix); got a {type(source).__name__}"
-        )
-    w = source.weights
+    w = queries.weights(source)
     return _balance.check_targets(
         params.balance, params.max_cluster_size, k, int((w > 0).sum()), float(w.sum()),
         source.unit_weights,
@@ -338,7 +337,7 @@ class _Sinkhorn:
         self.source, self.targets, self.sigma = reads.augmented(source), targets, sigma
         self.T = 2.0 * sigma * sigma
         self.g = np.zeros(targets.bounds.size)
-        self.W = float(source.weights.sum())
+        self.W = float(queries.weights(source).sum())
 
     def pass_at(self, C, tol, passes):
         """(BlockStats over [X, 0] at the last offsets, entropic objective), after at
@@ -379,7 +378,7 @@ def run_balanced(
             labels, _, own = problem.solve(C)
             if problem.stats is not None:
                 return step(problem.stats, C), 0.0, "hard"
-            N = np.bincount(labels, source.weights, minlength=k)
+            N = np.bincount(labels, problem.weights, minlength=k)
             J = _weighted_cost(problem.w, own)
             S = label_sums(source, labels, k)
             stats = _stats.BlockStats(float(N.sum()), N, S, J, J, np.nan)
@@ -387,7 +386,7 @@ def run_balanced(
 
         C, _, _ = run_steps(C, hard_step, **kw)
         labels, g, own = problem.solve(C, offsets=True)
-        N = np.bincount(labels, source.weights, minlength=k)
+        N = np.bincount(labels, problem.weights, minlength=k)
         J = _weighted_cost(problem.w, own)
         final = _stats.BlockStats(float(N.sum()), N, None, J, J, np.nan)
         return C, 0.0, history, (final, labels), g

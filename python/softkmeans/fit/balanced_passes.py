@@ -53,8 +53,9 @@ SQ_DISTANCES = RowMap("balanced-sq-distances", _sq_distances_block, np.float64, 
 
 
 def sq_distances(source, C):
-    """D (n, k) float64, D_ij = ||x_i - c_j||^2 (the kernel's, in X's dtype)."""
-    return run(source, SQ_DISTANCES, C, source.n_threads)
+    """D (n, k) float64, D_ij = ||x_i - c_j||^2 (the kernel's, in X's dtype), in this
+    process (a Dask source's row map computed: the auction reads it here)."""
+    return np.asarray(run(source, SQ_DISTANCES, C, source.n_threads))
 
 
 def _label_sums_block(rows, w, start, labels, k):

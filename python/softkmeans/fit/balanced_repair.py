@@ -22,9 +22,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
-from ..sources.runner import transformed_blocks
+from ..sources.runner import Pass, run
 
 __all__ = [
+    "BIASED",
     "BiasedPass",
     "CountsRepair",
     "Start",
@@ -36,35 +37,63 @@ __all__ = [
 # Rows allowed to move at the first try, per unit of count error, beyond those within
 # the band (the shortest paths need a few candidates per move); 4x at each retry.
 ROWS_PER_MOVE = 8
-# The band of the first try: this times the spread of the offsets' last change.
-BAND_FACTOR = 2.0
+# The band of the first try: this times the spread of the offsets' last change, at most
+# BAND_ROWS x the rows allowed (the early iterations' changes are wide: their band took
+# every row at 1e5 x 16, k = 64, where 4x the rows allowed did).
+BAND_FACTOR, BAND_ROWS = 2.0, 16
 # A repair that fails TRIES times takes every row.
 TRIES = 4
-# A start whose count error is above PRESOLVE_ERROR x n rows (n >= 2 PRESOLVE_ROWS)
-# first takes the offsets of evenly spaced rows, PRESOLVE_ROWS or n / PRESOLVE_SHARE if
-# fewer (`CountsRepair._presolve`), and a pass there (with candidates within
-# PRESOLVE_BAND x the spread of that change); above NEWTON_MIN_K clusters, one above
-# NEWTON_ERROR x k rows then takes Newton's offsets on each row's CANDIDATES best
-# columns (at most NEWTON_STEPS steps, stopping at NEWTON_ENOUGH x k). Measured on
-# bench/balanced.py's 20,000 x 6 blobs, k = 10, n_init = 3, CPU time of one thread:
-# a sample of n / 10 rows (not 8192) and no Newton start took the fit from 0.36 s to
-# 0.25 s. The shortest paths' heaps hold k - 1 edges a row, Newton reads 8 a row at
-# each of ~10 evaluations: at k = 16 the two were even, at k = 32 Newton was 11 %
-# faster, at 1e5 x 16, k = 64, 40 %.
+# A start whose count error, estimated on PRESOLVE_ROWS evenly spaced rows, is above
+# PRESOLVE_ERROR x n rows and above PRESOLVE_NOISE x the error that the sample's own
+# offsets leave (about n sqrt(k / PRESOLVE_ROWS): each cluster's count estimated from
+# ~PRESOLVE_ROWS / k rows; measured at 1e5 x 16, k = 64: 6,300-6,800 rows, where warm
+# starts missed by 1,100-3,000 and the presolve made them worse) first takes the
+# offsets of those rows (`CountsRepair._presolve`), and the pass is made there (with
+# candidates within PRESOLVE_BAND x the spread of that change): one pass, not a pass to
+# see the error and another after. One above NEWTON_ERROR x k rows then takes Newton's
+# offsets on each row's CANDIDATES best columns (at most NEWTON_STEPS steps, stopping
+# at NEWTON_ENOUGH x k), above NEWTON_MIN_K clusters: the shortest paths' heaps hold
+# k - 1 edges a row, Newton reads 8 a row at each of ~10 evaluations (measured on
+# bench/balanced.py's 20,000 x 6 blobs, 3 runs, CPU time of one thread: at k = 10 the
+# fit took 0.36 s with a Newton start and 0.29 s without, at k = 16 the two were even,
+# at k = 32 Newton was 11 % faster, at 1e5 x 16, k = 64, 40 %).
 NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 10, 16
+# Newton reads the rows whose gap is below NEWTON_REACH x the spread of the offsets'
+# last change, and starts again (at most NEWTON_RESTARTS times) while it stops above
+# NEWTON_AGAIN x its enough.
+NEWTON_REACH, NEWTON_RESTARTS, NEWTON_AGAIN = 2.0, 2, 4
+# Rows left open by Newton's margins, per row the first repair takes, above which a
+# pass at Newton's offsets gives their exact gaps (`CountsRepair._start`).
+RECHECK_ROWS = 4
+# The rounds of a repair: the rows outside the boundary that its offsets' change makes
+# violate complementary slackness join it, and it runs again from there.
+ROUNDS = 6
+# A round checks the rows that the bound leaves open when they are at most this many per
+# boundary row; else the repair widens the boundary (4x).
+UNSURE_PER_ROW = 2
 # A row's candidates: its columns within CANDIDATE_BAND x the spread of the offsets'
 # change at the last solve of its best (the columns it may move to, if the next change
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
-PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_SHARE, PRESOLVE_BAND = 0.01, 8192, 10, 1.0
-# The moves to a boundary row's best other clusters that the first repair takes.
-EDGES = 8
+PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 1.5
+# The sample is drawn from PRESOLVE_SHARE x PRESOLVE_ROWS rows on: it is labelled at
+# every solve, and a larger share of the rows costs more than it saves (bench/
+# balanced.py's 20,000 x 6, k = 10, CPU time of one thread: 0.31 s with a sample of
+# 8192 rows, 0.25 s of 2000, 0.21 s of 500, 0.19 s with none).
+PRESOLVE_SHARE = 8
+# The last boundary's rows (at most, evenly spaced) that move the offsets with the
+# centroids (`CountsRepair._predicted`).
+PREDICT_ROWS = 1 << 15
+# Distances (rows x k) below which the repair's reads of rows run on one thread.
+SMALL_WORK = 1 << 20
 # Below this many multiply-adds a pass (n x k x d) a solve reads X on one thread: its
 # passes are short next to its serial Newton and shortest paths, and a team waiting
 # between them spins (and on a busy machine waits for a descheduled thread). Measured
 # on bench/balanced.py's 20,000 x 6, k = 10 (1.2e6 a pass), n_threads=2, 2 cores under
 # other load: the fit took 0.38 s wall with two threads in its passes, 0.29 s with one.
 SERIAL_SOLVE_WORK = 1 << 23
+# The moves to a boundary row's best other clusters that the first repair takes.
+EDGES = 8
 
 
 class BiasedPass(NamedTuple):
@@ -116,27 +145,35 @@ def _unfused_block(rows, C, g, w, n_threads, m, band):
     return (labels, gap, dist, stats, *_unfused_candidates(D, g, m, band))
 
 
-def biased_pass(source, C, g, m=0, band=np.inf):
-    """`BiasedPass` of every row of a local source at centroids C (X's dtype) and offsets
-    g (k,) float64, with at most m candidates a row within band of its best: the fused
-    native pass per dense block, the unfused one per CSR block; blocks merged in order."""
-    g = np.ascontiguousarray(g, dtype=np.float64)
-    parts = []
-    for start, stop, rows in transformed_blocks(source):
-        w = source.weights[start:stop]
-        if sp.issparse(rows):
-            parts.append(_unfused_block(rows, C, g, w, source.n_threads, m, band))
-        else:
-            parts.append(
-                _native.biased_hard_stats_candidates(rows, C, g, w, source.n_threads, m, band)
-            )
-    if len(parts) == 1:
-        return BiasedPass(*parts[0])
+def _biased_block(rows, w, start, C, g, n_threads, m, band):
+    """The block's `BiasedPass` fields: the fused native pass for a dense block, the
+    unfused one for a CSR block (which no fused kernel reads)."""
+    if sp.issparse(rows):
+        return _unfused_block(rows, C, g, w, n_threads, m, band)
+    return _native.biased_hard_stats_candidates(rows, C, g, w, n_threads, m, band)
+
+
+def _merge_biased(parts):
+    """Consecutive blocks' fields in block order: the rows' arrays concatenated, the
+    statistics added in order (`_stats.merge`)."""
     labels, gap, dist, stats, cand, cand_dist, floor = zip(*parts)
-    return BiasedPass(
+    return (
         np.concatenate(labels), np.concatenate(gap), np.concatenate(dist), _stats.merge(stats),
         np.concatenate(cand), np.concatenate(cand_dist), np.concatenate(floor),
     )  # fmt: skip
+
+
+# args: C (k, d) in X's dtype, g (k,) float64, n_threads, m, band.
+BIASED = Pass("balanced-biased", _biased_block, _merge_biased)
+
+
+def biased_pass(source, C, g, m=0, band=np.inf):
+    """`BiasedPass` of every row of a source at centroids C (X's dtype) and offsets g
+    (k,) float64, with at most m candidates a row within band of its best: the `BIASED`
+    pass, run by the runner (in this process or on Dask; the rows' fields come back to
+    this process, where the repair runs)."""
+    g = np.ascontiguousarray(g, dtype=np.float64)
+    return BiasedPass(*run(source, BIASED, C, g, source.n_threads, m, float(band)))
 
 
 def _kernel_rows(source, idx):
@@ -172,25 +209,54 @@ def _pass_start(p, g):
     return Start(g, p.labels, margin, p.dist.astype(np.float64))
 
 
-def _newton_start(p, g, targets, enough):
+def _newton_start(p, g, targets, enough, reach=np.inf):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
     row's candidates (`_native.balanced_newton`, many rows a step). A row's margin is
     its gap among its candidates, and below the bound on the columns outside them: at
     g their biased values were at least the pass's floor (in X's dtype, less its
-    rounding), and each has since fallen by at most the most any offset rose."""
-    _, g_new, labels, own, gap = _native.balanced_newton(
-        p.cand, p.cand_dist, targets, g, NEWTON_STEPS, enough
-    )[:5]
+    rounding), and each has since fallen by at most the most any offset rose.
+
+    Newton reads the rows with two candidates or more and a gap below reach (how far
+    the offsets are expected to move; a row of one keeps its label there, and costs
+    Newton a read of its row at every start and finish: 12 ms of a 15 ms call at 1e5
+    rows, k = 64, late in a fit); the others keep the pass's label, their margin the
+    pass's less the most an offset rose relative to theirs. A Newton that stops above
+    NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its error)
+    starts again from where it stopped, at most NEWTON_RESTARTS times."""
+    start = _pass_start(p, g)
+    if p.cand.shape[1] < 2:
+        return start
+    some = np.flatnonzero((p.cand[:, 1] >= 0) & (p.gap < reach))
+    if some.size == 0:
+        return start
+    rest = np.bincount(np.delete(p.labels, some), minlength=targets.size)
+    if (rest > targets).any():
+        some = np.arange(p.labels.size)
+        rest[:] = 0
+    cand, cand_dist, g_new = p.cand[some], p.cand_dist[some], g
+    last = np.inf
+    for _ in range(NEWTON_RESTARTS + 1):
+        err, g_new, labels, own, gap = _native.balanced_newton(
+            cand, cand_dist, targets - rest, g_new, NEWTON_STEPS, enough
+        )[:5]
+        if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
+            break
+        last = err
     if np.isfinite(p.floor).any():
         u = float(np.finfo(p.floor.dtype).eps)
-        big = np.abs(p.floor).astype(np.float64) + 4.0 * np.abs(g).max()
-        floor = p.floor.astype(np.float64) - 8.0 * u * big
+        floor = p.floor[some].astype(np.float64)
+        floor -= 8.0 * u * (np.abs(floor) + 4.0 * np.abs(g).max())
         outside = floor - float((g_new - g).max()) - (own - g_new[labels])
         gap = np.minimum(gap, outside)
     u = float(np.finfo(np.float64).eps)
     finite = np.where(np.isfinite(gap), np.abs(gap), 0.0)
     margin = gap - 8.0 * u * (np.abs(own) + 3.0 * np.abs(g_new).max() + finite)
-    return Start(g_new, labels, margin - np.finfo(np.float64).tiny, own)
+    change = g_new - g
+    every = start.margin - (change.max() - change)[start.labels]
+    every[some] = margin - np.finfo(np.float64).tiny
+    all_labels, all_own = start.labels.copy(), start.own.copy()
+    all_labels[some], all_own[some] = labels, own
+    return Start(g_new, all_labels, every, all_own)
 
 
 class CountsRepair:
@@ -220,64 +286,204 @@ class CountsRepair:
         self.reach, self.warm = np.zeros(k), False
         # (boundary rows, their D, every row's margin at the end) of the last solve
         self.last = None
+        # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
+        self.prev = None
 
     def solve(self, C, g=None):
         """(labels (n,), offsets g (k,) with max 0, BlockStats at the labels, each row's
         D at its label (float64)). g: the start offsets (default: the last solve's)."""
+        predict = g is None and self.prev is not None
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
-        g_in = g
-        p = biased_pass(self.source, C, g, self.m, self.band)
-        n, k = p.labels.size, g.size
+        g_in, n, k = g, self.source.shape[0], g.size
+        band = self.band
+        if n >= PRESOLVE_SHARE * PRESOLVE_ROWS:
+            sample = self._sample(C, n)
+            error = _sample_error(sample, g, n)
+            if predict:
+                moved = self._predicted(C)
+                moved_error = _sample_error(sample, moved, n)
+                if moved_error < error:
+                    g, error = moved, moved_error
+            if error > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(k / PRESOLVE_ROWS)):
+                g = self._presolve(sample, g)
+                # the sample's offsets are near: candidates within a share of their change
+                band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
+        p = biased_pass(self.source, C, g, self.m, band)
         off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum()) + self.slack
-        if off > PRESOLVE_ERROR * n and n >= 2 * PRESOLVE_ROWS:
-            g = self._presolve(C, g, n, min(PRESOLVE_ROWS, n // PRESOLVE_SHARE))
-            # the sample's offsets are near: candidates within a share of their change
-            band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
-            p = biased_pass(self.source, C, g, self.m, band)
-            off = int(np.abs(np.bincount(p.labels, minlength=k) - self.targets).sum())
-            off += self.slack
-        start = _pass_start(p, g)
-        if self.m and off > NEWTON_ERROR * k:
-            start = _newton_start(p, g, self.targets, NEWTON_ENOUGH * k)
-        labels, margin = start.labels, start.margin
-        counts = np.bincount(labels, minlength=k)
+        g_pass = g
+        p, g, start = self._start(C, p, g, off)
+        counts = np.bincount(start.labels, minlength=k)
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)
         want = ROWS_PER_MOVE * (off // 2 + k)
-        band = BAND_FACTOR * self.reach[labels]
+        band = BAND_FACTOR * self.reach[start.labels]
         for tries in range(TRIES + 1):
-            boundary = _boundary(margin, band, want, tries == TRIES)
-            boundary = _with_leavers(boundary, labels, margin, (2 << tries) * excess)
-            out = self._repair(C, start, boundary)
+            boundary = _boundary(start.margin, band, want, tries == TRIES)
+            boundary = _with_leavers(boundary, start.labels, start.margin, (2 << tries) * excess)
+            out = self._repair_rounds(C, p, g, start, boundary)
             if out is not None:
-                change = out[0] - start.g
-                # A row of cluster a keeps its label while each offset g_j rose, less
-                # g_a, by at most its gap: max(change) - change_a.
-                reach = change.max() - change
-                after = margin - reach[labels]
-                if min_outside(after, boundary) >= 0:
-                    # A cold start's change says nothing of the next solve's (from here).
-                    self.reach = reach if self.warm else np.zeros(k)
-                    self.warm, self.last = True, (boundary, out[2], after)
-                    spread = float(np.ptp(out[0] - g_in))
-                    self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
-                    return self._accept(p, start, boundary, *out)
+                boundary, end, g_new, owner, D = out
+                change = g_new - start.g
+                # A cold start's change says nothing of the next solve's (from here).
+                self.reach = (change.max() - change) if self.warm else np.zeros(k)
+                self.warm, self.last = True, (boundary, D, end.margin)
+                some = np.arange(0, boundary.size, -(-boundary.size // PREDICT_ROWS))
+                self.prev = (C, boundary[some], D[some], owner[some])
+                spread = float(np.ptp(g_new - g_pass))  # from the first pass's offsets
+                self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
+                return self._accept(p, end, boundary, g_new, owner, D)
             # NOTE: not a band of the failed change: a repair of too few rows overshoots
             # (measured: 20x the spread of the full repair's change).
-            want = 4 * max(want, boundary.size)
+            want *= 4
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
 
-    def _presolve(self, C, g, n, m):
-        """Offsets near the optimum's when the start misses the counts by much: those of
-        m evenly spaced rows with the counts scaled to them (the quantiles that the
-        offsets are, estimated on a sample), from g: Newton on their distances to every
-        centroid, or, with slack rows, the exact shortest paths."""
+    def _start(self, C, p, g, off):
+        """(pass, its offsets, `Start`) for the repair from the pass p at offsets g that
+        misses the counts by off: Newton's when off is above NEWTON_ERROR x k. A Newton
+        that stalls above NEWTON_AGAIN x its enough on candidates within a band (the
+        offsets must move past them: measured 3,352 rows at 1e6, where the repair of
+        that error took every row, 2 s) takes a pass at g with every row's CANDIDATES
+        best columns, and Newton again. Where Newton's margins leave more rows open (< 0:
+        their floor less the offsets' rise says nothing) than RECHECK_ROWS x the first
+        repair takes, a pass at Newton's offsets gives every row's exact gap (early in a
+        fit at 1e6: the repair of the smallest margins failed on 50,000 rows 4 times and
+        took every row, 2.5 s, against a pass of 0.15-0.35 s)."""
         k = g.size
+        if not self.m or off <= NEWTON_ERROR * k:
+            return p, g, _pass_start(p, g)
+        enough = NEWTON_ENOUGH * k
+        start = _newton_start(p, g, self.targets, enough, NEWTON_REACH * self.band / CANDIDATE_BAND)
+        err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
+        if err > NEWTON_AGAIN * enough and np.isfinite(self.band):
+            # from g again: Newton's offsets there count only the rows among their
+            # candidates (measured: 812,048 rows off on every column)
+            p = biased_pass(self.source, C, g, self.m, np.inf)
+            start = _newton_start(p, g, self.targets, enough)
+            err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
+        if (start.margin < 0).sum() > RECHECK_ROWS * ROWS_PER_MOVE * (err // 2 + k):
+            p = biased_pass(self.source, C, start.g, 0)
+            return p, start.g, _pass_start(p, start.g)
+        return p, g, start
+
+    def _repair_rounds(self, C, p, gp, start, boundary):
+        """(boundary, the `Start` of the last round, offsets, owners of the boundary rows
+        then the slack rows, their D) of the repair from start on the rows boundary, the
+        rows outside it that the offsets' change makes violate complementary slackness
+        added and repaired again from there (at most ROUNDS times); None when a repair
+        cannot reach the counts or the rounds do not settle."""
+        for _ in range(ROUNDS):
+            out = self._repair(C, start, boundary)
+            if out is None:
+                return None
+            g_new, owner, D = out
+            change = g_new - start.g
+            # A row of cluster a keeps its label while each offset g_j rose, less g_a, by
+            # at most its gap: max(change) - change_a. The rows that bound leaves open are
+            # checked on all their distances at g_new.
+            after = start.margin - (change.max() - change)[start.labels]
+            after[boundary] = np.inf
+            unsure = np.flatnonzero(after < 0)
+            if unsure.size > UNSURE_PER_ROW * boundary.size:
+                return None  # the offsets moved far: a wider boundary is cheaper
+            labels = start.labels.copy()
+            labels[boundary] = owner[: boundary.size]
+            own = start.own.copy()
+            own[boundary] = D[np.arange(boundary.size), owner[: boundary.size]]
+            violators = self._violators(C, p, gp, g_new, unsure, labels, own, after)
+            after[boundary] = 0.0
+            start = Start(g_new, labels, after, own)
+            if violators.size == 0:
+                return boundary, start, g_new, owner, D
+            boundary = np.union1d(boundary, violators)
+            self.slack_owner = owner[-self.slack :] if self.slack else self.slack_owner
+        return None
+
+    def _violators(self, C, p, gp, g, rows, labels, own, margin):
+        """The rows (of `rows`) whose label is not an argmin of D - g (within the
+        repair's tie); the others' margins (n,) set to lower bounds on their gaps at g,
+        in place. First on the candidates of the pass p at offsets gp (their D, and the
+        floor on the other columns less the most an offset rose since), then on every
+        column where that leaves a row open."""
+        if rows.size == 0 or p.cand.shape[1] == 0:
+            return self._violators_on_d(C, g, rows, labels, margin)
+        cand, cd = p.cand[rows], p.cand_dist[rows].astype(np.float64)
+        va = own[rows] - g[labels[rows]]
+        held = cand >= 0
+        v = np.where(held, cd - g[np.maximum(cand, 0)], np.inf)
+        v[cand == labels[rows][:, None]] = np.inf
+        u = float(np.finfo(p.floor.dtype).eps)
+        floor = p.floor[rows].astype(np.float64)
+        floor -= 8.0 * u * (np.abs(floor) + 4.0 * float(np.abs(gp).max()))
+        floor -= float((g - gp).max())  # the most a column outside fell since
+        gap = np.minimum(v.min(axis=1), floor) - va
+        bad = v.min(axis=1) - va < -_tie(cd)
+        margin[rows] = gap
+        open_ = (gap < 0) & ~bad
+        return np.union1d(rows[bad], self._violators_on_d(C, g, rows[open_], labels, margin))
+
+    def _violators_on_d(self, C, g, rows, labels, margin):
+        """_violators on every column (the rows' D from the kernel)."""
+        if rows.size == 0:
+            return rows
+        D = self._distances(rows, C)
+        v = D.astype(np.float64) - g
+        own = v[np.arange(rows.size), labels[rows]]
+        v[np.arange(rows.size), labels[rows]] = np.inf
+        gap = v.min(axis=1) - own
+        margin[rows] = gap
+        return rows[gap < -_tie(D)]
+
+    def _distances(self, rows, C):
+        """D (rows, k) of the source's rows `rows` (the kernel's), on one thread where they
+        are few (SMALL_WORK: a parallel call of a few thousand rows waited 8-18 ms for its
+        second thread on this loaded 2-core machine, against 0.06 ms on one)."""
+        few = rows.size * C.shape[0] <= SMALL_WORK
+        threads = 1 if few else self.source.n_threads
+        return _native.sq_distances(_kernel_rows(self.source, rows), C, threads)
+
+    def _predicted(self, C):
+        """The last offsets moved with the centroids (to C): the change of g_l - g_a that
+        keeps each of the last boundary's rows (label a, next best l) at its place, the
+        change of its D_il - D_ia, fitted by least squares over those rows (a graph
+        Laplacian on the k clusters). A start only: the pass and the repair at whatever
+        offsets are exact."""
+        _, rows, D_old, labels = self.prev
+        k = self.g.size
+        D_new = self._distances(rows, C).astype(np.float64)
+        v = D_old - self.g
+        at = np.arange(rows.size)
+        v[at, labels] = np.inf
+        nxt = np.argmin(v, axis=1)
+        dD = D_new - D_old
+        rhs = dD[at, nxt] - dD[at, labels]
+        L = np.zeros((k, k))
+        np.add.at(L, (labels, labels), 1.0)
+        np.add.at(L, (nxt, nxt), 1.0)
+        np.add.at(L, (labels, nxt), -1.0)
+        np.add.at(L, (nxt, labels), -1.0)
+        b = np.bincount(nxt, rhs, minlength=k) - np.bincount(labels, rhs, minlength=k)
+        L[np.diag_indices(k)] += 1e-9 * max(float(np.diag(L).max()), 1.0)
+        change = np.linalg.solve(L, b)
+        return self.g + change - change.max()
+
+    def _sample(self, C, n):
+        """(D, targets, slack) of PRESOLVE_ROWS evenly spaced rows: their distances to C
+        and the counts scaled to them (slack: the slack rows' share)."""
+        m = PRESOLVE_ROWS
         rows = (np.arange(m, dtype=np.int64) * n) // m
-        D = _native.sq_distances(_kernel_rows(self.source, rows), C, self.source.n_threads)
+        D = self._distances(rows, C)
         slack = (self.slack * m) // n
         targets = _balance.integer_targets(self.targets * ((m + slack) / self.targets.sum()),
                                            m + slack)  # fmt: skip
+        return D, targets, slack
+
+    def _presolve(self, sample, g):
+        """Offsets near the optimum's when the start misses the counts by much: those of
+        the sample (`_sample`: the quantiles that the offsets are, estimated on a
+        sample), from g: Newton on their distances to every centroid, or, with slack
+        rows, the exact shortest paths."""
+        D, targets, slack = sample
+        m, k = D.shape[0], g.size
         if not slack:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
             return _native.balanced_newton(every, D, targets, g, NEWTON_STEPS, NEWTON_ENOUGH * k)[1]
@@ -288,28 +494,27 @@ class CountsRepair:
         return g_sub if status == 0 else g
 
     def _repair(self, C, start, boundary):
-        """(offsets, owners of the boundary rows then the slack rows, their D (float64),
-        their rows) by successive shortest paths from the start's offsets; None when the
+        """(offsets, owners of the boundary rows then the slack rows, their D (float64))
+        by successive shortest paths from the start's offsets; None when the
         other rows' labels leave a count out of reach."""
-        k, nb = self.targets.size, boundary.size
+        k = self.targets.size
         fixed = np.bincount(start.labels, minlength=k)
         fixed -= np.bincount(start.labels[boundary], minlength=k)
         targets = self.targets - fixed
         if (targets < 0).any():
             return None
-        rows = _kernel_rows(self.source, boundary)
-        D = _native.sq_distances(rows, C, self.source.n_threads).astype(np.float64)
+        D = self._distances(boundary, C).astype(np.float64)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
-        tie = 1e-12 * max(float(D.mean()) if nb else 0.0, np.finfo(np.float64).tiny)
+        tie = _tie(D)
         # Every boundary row may move; first through its EDGES best moves only, then
         # (when complementary slackness fails on one of them) through all.
         status, owner, g_new, _, _ = _native.balanced_counts(
             cost, targets, start.g, owner, 1, np.inf, EDGES, tie, 2
         )
-        return None if status != 0 else (g_new, owner, D, rows)
+        return None if status != 0 else (g_new, owner, D)
 
-    def _accept(self, p, start, boundary, g_new, owner, D, rows):
+    def _accept(self, p, start, boundary, g_new, owner, D):
         """The labels after the repair, and the pass's statistics corrected by every row
         whose label is not the pass's (unit weights)."""
         nb, k = boundary.size, self.targets.size
@@ -330,16 +535,31 @@ class CountsRepair:
         return labels, self.g.copy(), _stats.BlockStats(p.stats.weight, N, S, J, J, np.nan), own
 
 
+def _sample_error(sample, g, n):
+    """The count error of the offsets g estimated on the sample (`CountsRepair._sample`),
+    in rows of n (the slack rows: unassigned)."""
+    D, targets, _ = sample
+    labels = _balance.biased_argmin(D, g)[0]
+    off = np.abs(np.bincount(labels, minlength=targets.size) - targets).sum()
+    return float(off) * n / D.shape[0]
+
+
+def _tie(D):
+    """The repair's tolerance on a tie (float64), relative to the mean of distances D."""
+    return 1e-12 * max(float(D.mean()) if D.size else 0.0, np.finfo(np.float64).tiny)
+
+
 def _boundary(margin, band, want, everything):
     """The rows that may move (sorted): those whose margin is within their band (n,),
-    and at least the want of smallest margin; every row when asked or when that is half
-    of them."""
+    at least the want and at most BAND_ROWS x want of smallest margin; every row when
+    asked or when that is half of them."""
     n = margin.size
     if everything or 2 * want >= n:
         return np.arange(n)
     near = np.flatnonzero(margin <= band)
-    if near.size < want:
-        near = np.sort(np.argpartition(margin, want)[:want])
+    if near.size < want or near.size > BAND_ROWS * want:
+        take = want if near.size < want else BAND_ROWS * want
+        near = np.sort(np.argpartition(margin, take)[:take])
     return np.arange(n) if 2 * near.size >= n else near
 
 

@@ -42,7 +42,6 @@ __all__ = [
     "run_array",
     "run_blocks",
     "transformed",
-    "transformed_blocks",
 ]
 
 # Partials of up to this many consecutive blocks merge in one step: a tree whose shape
@@ -118,12 +117,6 @@ def transformed(rows, transforms):
     return rows
 
 
-def transformed_blocks(source):
-    """(start, stop, rows) of an in-process source after its transforms."""
-    for start, stop, rows in source.blocks():
-        yield start, stop, transformed(rows, source.transforms)
-
-
 def run(source, read, *args):
     """The pass or row map `read` over `source`, with args: its merged result."""
     if source.kind == "dask":
@@ -141,8 +134,8 @@ def run_blocks(blocks, weights, read, *args, transforms=()):
     """The pass or row map `read` over (start, stop, rows) blocks of X in row order (a
     source's, one array's, or those a copy of X writes as it reads them), `transforms`
     applied to each: its merged result."""
-    # A loop, not a comprehension over `transformed_blocks`: the transformed block is
-    # dropped before the next one is made (one block's copy alive at a time).
+    # A loop, not a comprehension: the transformed block is dropped before the next one
+    # is made (one block's copy alive at a time).
     parts = []
     for start, stop, rows in blocks:
         if transforms:

@@ -1,0 +1,85 @@
+"""Warm balanced solves through every shortcut of `softkmeans.fit.balanced_repair` (the
+presolve decided on a sample, Newton on a subset of rows and restarted, a first boundary
+capped, the repair's rounds over the rows its offsets' change leaves unsure) against the
+assignment problem solved exactly from nothing: scipy's linear_sum_assignment on the
+kernel's distances with each cluster expanded into its count of slots.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+from conftest import DTYPES, unequal_blobs
+from softkmeans import _native, sources
+from softkmeans._balance import integer_targets
+from softkmeans.fit import balanced_repair
+
+
+def _exact_labels(D, counts):
+    """The labels of the least-cost assignment with these counts (unique on continuous
+    data): an exact solver, independent of the repair."""
+    slots = np.repeat(np.arange(D.shape[1]), counts)
+    rows, cols = linear_sum_assignment(D[:, slots])
+    labels = np.empty(D.shape[0], dtype=np.int64)
+    labels[rows] = slots[cols]
+    return labels
+
+
+def _counted(monkeypatch, owner, name, record):
+    """Wraps owner.name to append what record(args, result) gives to a list."""
+    calls = []
+    fn = getattr(owner, name)
+
+    def wrapped(*args):
+        out = fn(*args)
+        calls.append(record(args, out))
+        return out
+
+    monkeypatch.setattr(owner, name, wrapped)
+    return calls
+
+
+@pytest.mark.parametrize("recheck", [False, True], ids=["newton-margins", "recheck-pass"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, recheck, monkeypatch):
+    # Along a path of centroids the warm solves take every shortcut (forced by the
+    # constants) and still give the exact assignment's labels, counts and cost; with
+    # recheck, the repair starts from a pass at Newton's offsets (exact gaps).
+    monkeypatch.setattr(balanced_repair, "RECHECK_ROWS", 0 if recheck else 10**9)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 64)  # the sample's offsets
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_NOISE", 0.0)
+    monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # thin first boundaries
+    monkeypatch.setattr(balanced_repair, "BAND_ROWS", 1)
+    monkeypatch.setattr(balanced_repair, "UNSURE_PER_ROW", 10**9)  # rounds, not widening
+    monkeypatch.setattr(balanced_repair, "NEWTON_REACH", 0.5)  # Newton on some rows
+    monkeypatch.setattr(balanced_repair, "NEWTON_AGAIN", 0)  # and restarted
+    monkeypatch.setattr(balanced_repair, "CANDIDATES", 2)  # the floor decides many rows
+    monkeypatch.setattr(balanced_repair, "CANDIDATE_BAND", 0.25)
+    presolves = _counted(monkeypatch, balanced_repair.CountsRepair, "_presolve", lambda a, o: 1)
+    rounds = _counted(monkeypatch, balanced_repair.CountsRepair, "_violators",
+                      lambda a, o: (a[5].size, o.size))  # fmt: skip
+    passes = _counted(monkeypatch, balanced_repair, "biased_pass", lambda a, o: o.cand.shape[1])
+    predicted = _counted(monkeypatch, balanced_repair.CountsRepair, "_predicted",
+                         lambda a, o: 1)  # fmt: skip
+    newton_rows = _counted(monkeypatch, balanced_repair._native, "balanced_newton",
+                           lambda a, o: a[0].shape[0])  # fmt: skip
+    n, k = 1500, 6
+    X, C = unequal_blobs(n, 3, k, seed=12, dtype=dtype)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    drift = np.random.default_rng(13).normal(scale=0.15, size=(5,) + C.shape)
+    for t in range(5):
+        Ct = (C + drift[: t + 1].sum(axis=0)).astype(dtype)
+        labels, _, stats, own = solver.solve(Ct)
+        D = _native.sq_distances(X, Ct, 1).astype(np.float64)
+        exact = _exact_labels(D, counts)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
+        assert np.array_equal(labels, exact), (t, int((labels != exact).sum()))
+        assert np.array_equal(own, D[np.arange(n), labels]), t
+        assert stats.distortion == pytest.approx(float(D[np.arange(n), exact].sum()), rel=1e-9)
+    assert presolves, "the presolve did not run"
+    assert predicted, "the offsets were not moved with the centroids"
+    assert (0 in passes) == recheck, passes  # a pass at Newton's offsets, or none
+    assert any(found for _, found in rounds), f"no round found a violator: {rounds}"
+    assert 0 < min(newton_rows[1:]) < n, newton_rows  # Newton read a subset of the rows

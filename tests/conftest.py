@@ -210,6 +210,17 @@ def assert_same_bits(ref, got, what):
             )
 
 
+def lloyd_step(stats, C):
+    """Lloyd's step from block statistics: each centroid with weight moves to the mean of
+    its rows (S_j / N_j, in C's dtype); an empty one stays (the bounded-step tests walk
+    the trajectories a fit takes with it)."""
+    N = stats.cluster_weights
+    out = np.array(C, copy=True)
+    held = N > 0
+    out[held] = (stats.sums[held] / N[held, None]).astype(C.dtype)
+    return out
+
+
 def unequal_blobs(n, d, k, seed=0, dtype=np.float64):
     """(X (n, d), C (k, d) drawn from X): k blobs whose sizes grow as j^2, the balanced
     tests' data (cluster sizes far from equal, so the balanced assignment moves rows)."""

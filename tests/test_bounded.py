@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import make_blobs
+from conftest import lloyd_step, make_blobs
 from softkmeans import SoftKMeans, _native
 from softkmeans.fit import driver
 from softkmeans.fit.bounded import BoundedHardPass
@@ -96,14 +96,6 @@ def _assert_matches_plain(X, C, C_prev, w, bounds, threads):
     return stats, n_computed
 
 
-def _lloyd(stats, C):
-    N = stats.cluster_weights
-    out = np.array(C, copy=True)
-    held = N > 0
-    out[held] = (stats.sums[held] / N[held, None]).astype(C.dtype)
-    return out
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("grouping", GROUPINGS)
@@ -120,7 +112,7 @@ def test_every_lloyd_step_equals_the_plain_step(simd_level, dtype, threads, grou
     for _ in range(15):
         stats, n_computed = _assert_matches_plain(X, C, C_prev, w, bounds, threads)
         skipped += n - n_computed
-        C_prev, C = C, _lloyd(stats, C)
+        C_prev, C = C, lloyd_step(stats, C)
     if k > 1:
         assert skipped > 0  # the bounds did skip rows (else this tests nothing)
 
@@ -189,7 +181,7 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
         for _ in range(6):
             stats, n_computed, _ = bounds.step(X, C, C_prev, w, threads)
             out.append((stats, n_computed, bounds.labels.copy(), bounds.lower.copy()))
-            C_prev, C = C, _lloyd(stats, C)
+            C_prev, C = C, lloyd_step(stats, C)
         runs.append(out)
     for other in runs[1:]:
         for (s1, n1, l1, lo1), (s2, n2, l2, lo2) in zip(runs[0], other):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import make_blobs
+from conftest import lloyd_step, make_blobs
 from softkmeans import SoftKMeans, _native
 from softkmeans.centroid_groups import ball_groups, principal_axis_groups
 from softkmeans.fit.bounded import BoundedHardPass
@@ -18,14 +18,6 @@ from softkmeans.sources import reads, source_of
 from softkmeans.sources.nearest import NearestCentroid
 
 GROUP_COUNTS = (1, 8, 16, 32, 64)
-
-
-def _lloyd_step(stats, C):
-    N = stats.cluster_weights
-    out = np.array(C, copy=True)
-    held = N > 0
-    out[held] = (stats.sums[held] / N[held, None]).astype(C.dtype)
-    return out
 
 
 def _bounded_trajectory(X, C, t, threads, steps):
@@ -46,7 +38,7 @@ def _bounded_trajectory(X, C, t, threads, steps):
         np.testing.assert_array_equal(stats.cluster_weights, ref.cluster_weights)
         np.testing.assert_array_equal(stats.sums, ref.sums)
         fractions.append(n_distances / (n * k))
-        C_prev, C = C, _lloyd_step(stats, C)
+        C_prev, C = C, lloyd_step(stats, C)
     stats, _, _ = _native.hard_stats_bounded(
         X, C, C_prev, w, labels, lower, group, threads, exact=True
     )

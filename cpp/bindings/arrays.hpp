@@ -39,6 +39,16 @@ carray<T> as_vector(const py::array& a, const char* name, index_t n) {
   return py::reinterpret_borrow<carray<T>>(a);
 }
 
+// Rejects points X (n, d) and centroids C (k, d) of different widths, or any
+// of n, d, k zero.
+template <typename T>
+void check_points(const carray<T>& X, const carray<T>& C) {
+  if (C.shape(1) != X.shape(1))
+    throw py::value_error("X and C must have the same number of columns");
+  if (X.shape(0) < 1 || X.shape(1) < 1 || C.shape(0) < 1)
+    throw py::value_error("X and C must be non-empty");
+}
+
 // Calls f(T{}) with T the dtype of X: float for float32, double otherwise (the
 // callee's as_matrix rejects anything but float64 there). By equivalence, not
 // identity: an equal but non-canonical float32 dtype object (e.g. a

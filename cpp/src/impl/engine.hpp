@@ -263,6 +263,10 @@ struct Engine {
   void prepare_bf16();
   void init_bf16(Workspace<T>& ws) const;
   bool bf16_group(const T* xg, const V* xnv, index_t rn, Workspace<T>& ws, float* dot) const;
+  void bf16_pack_rows(const T* xg, Bf16Scratch& s) const;
+  void bf16_bounds(Bf16Scratch& s, __m512* h2, float* dot) const;
+  void bf16_thresholds(const V* xnv, const __m512* h2, Bf16Scratch& s) const;
+  index_t bf16_candidates(Bf16Scratch& s) const;
   void bf16_exact(const T* X, const V* xnv, index_t rn, Workspace<T>& ws,
                   RowMin<T>* out) const;
 #endif

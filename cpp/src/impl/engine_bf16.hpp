@@ -82,79 +82,11 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
     for (index_t q = 0; q < LR; ++q)
       if (!all_less(xnv[q], vset<T>(static_cast<T>(kBf16MaxSquaredNorm)))) return false;
     Bf16Scratch& s = ws.bf16;
-    const index_t dh = (d + 1) / 2;
-    // The rows' pairs: coordinate 2p in the low half of lane q, 2p + 1 in the high.
-    for (index_t p = 0; p < dh; ++p)
-      for (index_t q = 0; q < LR; ++q) {
-        const __m512 even = (__m512)vload(xg + 2 * p * G + q * W);
-        const __m512 odd =
-            2 * p + 1 < d ? (__m512)vload(xg + (2 * p + 1) * G + q * W) : _mm512_setzero_ps();
-        const __m512i lo16 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(even));
-        const __m512i hi16 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(odd));
-        _mm512_storeu_si512(s.xbf.data() + p * G + q * W,
-                            _mm512_or_si512(lo16, _mm512_slli_epi32(hi16, 16)));
-      }
-    // a~ of LR W rows x LC centroids in registers; lo stored, hi's two
-    // smallest kept per row.
-    const float inf = std::numeric_limits<float>::infinity();
-    __m512 h1[LR], h2[LR];
-    for (index_t q = 0; q < LR; ++q) h1[q] = h2[q] = _mm512_set1_ps(inf);
-    const __m512 minus2 = _mm512_set1_ps(-2.0f);
-    for (index_t j0 = 0; j0 < kl; j0 += LC) {
-      const std::uint32_t* cb = cbf.data() + j0 / LC * dh * LC;
-      __m512 acc[LR][LC];
-#pragma GCC unroll 16
-      for (index_t q = 0; q < LR; ++q)
-#pragma GCC unroll 16
-        for (index_t c = 0; c < LC; ++c) acc[q][c] = _mm512_setzero_ps();
-      for (index_t p = 0; p < dh; ++p) {
-        __m512bh xv[LR];
-#pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q)
-          xv[q] = (__m512bh)_mm512_loadu_si512(s.xbf.data() + p * G + q * W);
-#pragma GCC unroll 16
-        for (index_t c = 0; c < LC; ++c) {
-          const __m512bh cv = (__m512bh)_mm512_set1_epi32(static_cast<int>(cb[p * LC + c]));
-#pragma GCC unroll 16
-          for (index_t q = 0; q < LR; ++q) acc[q][c] = _mm512_dpbf16_ps(acc[q][c], xv[q], cv);
-        }
-      }
-#pragma GCC unroll 16
-      for (index_t c = 0; c < LC; ++c) {
-        const __m512 lo_c = _mm512_set1_ps(cn_lo[j0 + c]), hi_c = _mm512_set1_ps(cn_hi[j0 + c]);
-#pragma GCC unroll 16
-        for (index_t q = 0; q < LR; ++q) {
-          const __m512 hi = _mm512_fmadd_ps(acc[q][c], minus2, hi_c);
-          _mm512_storeu_ps(s.lo.data() + (j0 + c) * G + q * W,
-                           _mm512_fmadd_ps(acc[q][c], minus2, lo_c));
-          h2[q] = _mm512_min_ps(h2[q], _mm512_max_ps(h1[q], hi));
-          h1[q] = _mm512_min_ps(h1[q], hi);
-          if (dot != nullptr) _mm512_storeu_ps(dot + (j0 + c) * G + q * W, acc[q][c]);
-        }
-      }
-    }
-    // Thresholds max(-xn, hi_(2)) + 2 e, rounded up (bf16_bound.hpp).
-    for (index_t q = 0; q < LR; ++q)
-      for (index_t l = 0; l < W; ++l) {
-        const double xn = static_cast<double>(xnv[q][l]);
-        const double h = static_cast<double>(h2[q][l]);
-        s.thr[q * W + l] = float_up(std::max(-xn, h) + 2 * bf16_share(xn, d));
-      }
-    // Each row's candidates, in increasing slot order.
-    std::fill(s.n_cand.begin(), s.n_cand.end(), 0);
-    index_t total = 0;
-    __m512 thr[LR];
-    for (index_t q = 0; q < LR; ++q) thr[q] = _mm512_loadu_ps(s.thr.data() + q * W);
-    for (index_t j = 0; j < kl; ++j)
-      for (index_t q = 0; q < LR; ++q) {
-        unsigned mask = _mm512_cmp_ps_mask(_mm512_loadu_ps(s.lo.data() + j * G + q * W), thr[q],
-                                           _CMP_LE_OQ);
-        for (; mask != 0; mask &= mask - 1) {
-          const index_t r = q * W + __builtin_ctz(mask);
-          s.cand[r * kl + s.n_cand[r]++] = static_cast<std::int32_t>(j);
-          ++total;
-        }
-      }
+    bf16_pack_rows(xg, s);
+    __m512 h2[LR];  // each row's second smallest hi over all centroids
+    bf16_bounds(s, h2, dot);
+    bf16_thresholds(xnv, h2, s);
+    const index_t total = bf16_candidates(s);
     (void)rn;
     // The recomputation costs about d / 2 cycles a candidate, the float
     // path about d / 32 a centroid and row, and the bf16 products already paid
@@ -164,6 +96,109 @@ inline bool Engine<T>::bf16_group(const T* xg, const V* xnv, index_t rn, Workspa
     // with ~3 candidates, bench/bf16.py, are unchanged.)
     return dot != nullptr || total * 32 <= G * kl;
   }
+}
+
+// bf16_group's steps, float only (T = float wherever they are instantiated).
+// Always inlined: bf16_bounds' h2 stays in registers, as in one function.
+
+// The rows' pairs (s.xbf, (ceil(d / 2), G)): coordinate 2p in the low half of
+// lane q, 2p + 1 in the high (0 past d).
+template <typename T>
+[[gnu::always_inline]] inline void Engine<T>::bf16_pack_rows(const T* xg, Bf16Scratch& s) const {
+  constexpr index_t G = LR * W;
+  const index_t dh = (d + 1) / 2;
+  for (index_t p = 0; p < dh; ++p)
+    for (index_t q = 0; q < LR; ++q) {
+      const __m512 even = (__m512)vload(xg + 2 * p * G + q * W);
+      const __m512 odd =
+          2 * p + 1 < d ? (__m512)vload(xg + (2 * p + 1) * G + q * W) : _mm512_setzero_ps();
+      const __m512i lo16 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(even));
+      const __m512i hi16 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(odd));
+      _mm512_storeu_si512(s.xbf.data() + p * G + q * W,
+                          _mm512_or_si512(lo16, _mm512_slli_epi32(hi16, 16)));
+    }
+}
+
+// a~ of LR W rows x LC centroids in registers (vdpbf16ps over s.xbf and cbf):
+// lo of every centroid and row stored (s.lo), hi's two smallest kept per row,
+// the second returned in h2 [out] (LR,). dot [out, nullable] (kl, G): a~.
+template <typename T>
+[[gnu::always_inline]] inline void Engine<T>::bf16_bounds(Bf16Scratch& s, __m512* h2,
+                                                          float* dot) const {
+  constexpr index_t G = LR * W;
+  const index_t dh = (d + 1) / 2;
+  const float inf = std::numeric_limits<float>::infinity();
+  __m512 h1[LR];
+  for (index_t q = 0; q < LR; ++q) h1[q] = h2[q] = _mm512_set1_ps(inf);
+  const __m512 minus2 = _mm512_set1_ps(-2.0f);
+  for (index_t j0 = 0; j0 < kl; j0 += LC) {
+    const std::uint32_t* cb = cbf.data() + j0 / LC * dh * LC;
+    __m512 acc[LR][LC];
+#pragma GCC unroll 16
+    for (index_t q = 0; q < LR; ++q)
+#pragma GCC unroll 16
+      for (index_t c = 0; c < LC; ++c) acc[q][c] = _mm512_setzero_ps();
+    for (index_t p = 0; p < dh; ++p) {
+      __m512bh xv[LR];
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q)
+        xv[q] = (__m512bh)_mm512_loadu_si512(s.xbf.data() + p * G + q * W);
+#pragma GCC unroll 16
+      for (index_t c = 0; c < LC; ++c) {
+        const __m512bh cv = (__m512bh)_mm512_set1_epi32(static_cast<int>(cb[p * LC + c]));
+#pragma GCC unroll 16
+        for (index_t q = 0; q < LR; ++q) acc[q][c] = _mm512_dpbf16_ps(acc[q][c], xv[q], cv);
+      }
+    }
+#pragma GCC unroll 16
+    for (index_t c = 0; c < LC; ++c) {
+      const __m512 lo_c = _mm512_set1_ps(cn_lo[j0 + c]), hi_c = _mm512_set1_ps(cn_hi[j0 + c]);
+#pragma GCC unroll 16
+      for (index_t q = 0; q < LR; ++q) {
+        const __m512 hi = _mm512_fmadd_ps(acc[q][c], minus2, hi_c);
+        _mm512_storeu_ps(s.lo.data() + (j0 + c) * G + q * W,
+                         _mm512_fmadd_ps(acc[q][c], minus2, lo_c));
+        h2[q] = _mm512_min_ps(h2[q], _mm512_max_ps(h1[q], hi));
+        h1[q] = _mm512_min_ps(h1[q], hi);
+        if (dot != nullptr) _mm512_storeu_ps(dot + (j0 + c) * G + q * W, acc[q][c]);
+      }
+    }
+  }
+}
+
+// Each row's threshold max(-xn, hi_(2)) + 2 e, rounded up (bf16_bound.hpp),
+// into s.thr. xnv [in] (LR,) the rows' norms; h2 [in] (LR,) from bf16_bounds.
+template <typename T>
+[[gnu::always_inline]] inline void Engine<T>::bf16_thresholds(const V* xnv, const __m512* h2,
+                                                              Bf16Scratch& s) const {
+  for (index_t q = 0; q < LR; ++q)
+    for (index_t l = 0; l < W; ++l) {
+      const double xn = static_cast<double>(xnv[q][l]);
+      const double h = static_cast<double>(h2[q][l]);
+      s.thr[q * W + l] = float_up(std::max(-xn, h) + 2 * bf16_share(xn, d));
+    }
+}
+
+// Each row's candidates, the centroids whose lo is at most its threshold, in
+// increasing slot order (s.cand, s.n_cand). Returns their number over all rows.
+template <typename T>
+[[gnu::always_inline]] inline index_t Engine<T>::bf16_candidates(Bf16Scratch& s) const {
+  constexpr index_t G = LR * W;
+  std::fill(s.n_cand.begin(), s.n_cand.end(), 0);
+  index_t total = 0;
+  __m512 thr[LR];
+  for (index_t q = 0; q < LR; ++q) thr[q] = _mm512_loadu_ps(s.thr.data() + q * W);
+  for (index_t j = 0; j < kl; ++j)
+    for (index_t q = 0; q < LR; ++q) {
+      unsigned mask =
+          _mm512_cmp_ps_mask(_mm512_loadu_ps(s.lo.data() + j * G + q * W), thr[q], _CMP_LE_OQ);
+      for (; mask != 0; mask &= mask - 1) {
+        const index_t r = q * W + __builtin_ctz(mask);
+        s.cand[r * kl + s.n_cand[r]++] = static_cast<std::int32_t>(j);
+        ++total;
+      }
+    }
+  return total;
 }
 
 // A 16 x 16 transpose in registers: row i of r becomes column i.

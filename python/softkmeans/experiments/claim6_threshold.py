@@ -128,6 +128,8 @@ def float32_check(X, C):
 
 
 def _rows(ds_name, k, where, res, extra, impl=None, f32=None):
+    """The rows of one C (`where` names it): one-hot below sigma*, the set leaving one-hot
+    above it, the runner-up weight, and the implementation checks given (impl, f32)."""
     tag = f"C = {where}"
     q_below = f"oracle: rows of entmax15 not one-hot on Lloyd's label at {BELOW} sigma* ({tag})"
     q_above = f"oracle: rows leaving one-hot at {ABOVE} sigma* vs {{Delta_i < 4 sigma^2}} ({tag})"
@@ -147,47 +149,8 @@ def _rows(ds_name, k, where, res, extra, impl=None, f32=None):
         NUMBER, ds_name, k, q_below, float(n_below), 0.0, PASS if n_below == 0 else FAIL,
         f"{head}; full sort of all {k} scores, no candidate filter" + extra,
     )  # fmt: skip
-    left, expected = res["left"], res["expected"]
-    same_set = np.array_equal(left, expected)
-    has_argmin = res["argmin"] in set(left.tolist())
-    ok = same_set and has_argmin and res["sort_vs_bisect"] <= 1e-12
-    shown = ", ".join(
-        f"{i} (Delta_i = {r:.5f} Delta_min)" for i, r in zip(left[:5], res["margin_ratio"][:5])
-    )
-    if left.size > 5:
-        shown += f", ... ({left.size} in all)"
-    note = (
-        f"{head}; leaving one-hot: {shown or 'none'}; minimum-margin point {res['argmin']} "
-        f"{'among them' if has_argmin else 'NOT among them'}; sort vs bisection "
-        f"{res['sort_vs_bisect']:.1e}"
-    )
-    if not same_set:
-        note += f"; expected the points {expected[:10].tolist()} (Delta_i < 4 sigma^2)"
-    above = Row(
-        NUMBER, ds_name, k, q_above, float(left.size), float(expected.size),
-        PASS if ok else FAIL, note + extra,
-    )  # fmt: skip
-    if res["n_two"]:
-        err = res["runner_up_err"]
-        runner = Row(
-            NUMBER, ds_name, k, q_runner, err, RUNNER_UP_ATOL,
-            PASS if err <= RUNNER_UP_ATOL else FAIL,
-            f"{head}; {res['n_two']} rows with two entries, largest runner-up weight "
-            f"{res['runner_up_max']:.3g}" + extra,
-        )  # fmt: skip
-    elif res["argmin_support"] < 2:
-        # The theory puts the minimum-margin point's runner-up in the support above sigma*.
-        runner = Row(
-            NUMBER, ds_name, k, q_runner, nan, RUNNER_UP_ATOL, FAIL,
-            f"{head}; no row with two entries: the minimum-margin point stays one-hot at "
-            f"{ABOVE} sigma*" + extra,
-        )  # fmt: skip
-    else:
-        runner = Row(
-            NUMBER, ds_name, k, q_runner, nan, RUNNER_UP_ATOL, NOT_MET,
-            f"{head}; no row with exactly two entries in its support (the minimum-margin "
-            f"point has {res['argmin_support']}: a near-tie of three centroids)" + extra,
-        )  # fmt: skip
+    above = Row(NUMBER, ds_name, k, q_above, *_leaving_one_hot(res, head, extra))
+    runner = Row(NUMBER, ds_name, k, q_runner, *_runner_up(res, head, extra))
     rows = [below, above, runner]
     if impl is not None:
         problems, impl_note = impl
@@ -207,6 +170,54 @@ def _rows(ds_name, k, where, res, extra, impl=None, f32=None):
         status, n, note = f32
         rows.append(Row(NUMBER, ds_name, k, q_f32, n, 0.0, status, note + extra))
     return rows
+
+
+def _leaving_one_hot(res, head, extra):
+    """(measured, predicted, status, note) of the rows leaving one-hot at ABOVE sigma*:
+    exactly {i : Delta_i < 4 sigma^2}, the minimum-margin point among them, and the sort
+    agreeing with bisection."""
+    left, expected = res["left"], res["expected"]
+    same_set = np.array_equal(left, expected)
+    has_argmin = res["argmin"] in set(left.tolist())
+    ok = same_set and has_argmin and res["sort_vs_bisect"] <= 1e-12
+    shown = ", ".join(
+        f"{i} (Delta_i = {r:.5f} Delta_min)" for i, r in zip(left[:5], res["margin_ratio"][:5])
+    )
+    if left.size > 5:
+        shown += f", ... ({left.size} in all)"
+    note = (
+        f"{head}; leaving one-hot: {shown or 'none'}; minimum-margin point {res['argmin']} "
+        f"{'among them' if has_argmin else 'NOT among them'}; sort vs bisection "
+        f"{res['sort_vs_bisect']:.1e}"
+    )
+    if not same_set:
+        note += f"; expected the points {expected[:10].tolist()} (Delta_i < 4 sigma^2)"
+    return float(left.size), float(expected.size), PASS if ok else FAIL, note + extra
+
+
+def _runner_up(res, head, extra):
+    """(measured, predicted, status, note) of the runner-up weight's closed form, read on
+    the rows with two entries in their support."""
+    nan = float("nan")
+    if res["n_two"]:
+        err = res["runner_up_err"]
+        return (
+            err, RUNNER_UP_ATOL, PASS if err <= RUNNER_UP_ATOL else FAIL,
+            f"{head}; {res['n_two']} rows with two entries, largest runner-up weight "
+            f"{res['runner_up_max']:.3g}" + extra,
+        )  # fmt: skip
+    if res["argmin_support"] < 2:
+        # The theory puts the minimum-margin point's runner-up in the support above sigma*.
+        return (
+            nan, RUNNER_UP_ATOL, FAIL,
+            f"{head}; no row with two entries: the minimum-margin point stays one-hot at "
+            f"{ABOVE} sigma*" + extra,
+        )  # fmt: skip
+    return (
+        nan, RUNNER_UP_ATOL, NOT_MET,
+        f"{head}; no row with exactly two entries in its support (the minimum-margin "
+        f"point has {res['argmin_support']}: a near-tie of three centroids)" + extra,
+    )  # fmt: skip
 
 
 def _figure(ds, X, fixed_points, ctx):

@@ -191,34 +191,55 @@ def analyse(X, C0, ctx, max_iter, n_ratios):
         return g
     sigma_e = float(np.sqrt(dpath) / 2.0)
     g["sigma_e"] = sigma_e
-    steps = len(path) - 1
-    lo = trajectory(X, path[0], steps, "entmax15", BELOW * sigma_e)
-    g["lo_diff"] = sum(not np.array_equal(E, C) for E, C in zip(lo, path))
-    g["lo_max"] = max(float(np.abs(E - C).max()) for E, C in zip(lo, path))
-    hi_sigma = ABOVE * sigma_e
-    hi = trajectory(X, path[0], steps, "entmax15", hi_sigma)
-    tol = DEPART_ULPS * np.finfo(np.float64).eps * max(np.abs(C).max() for C in path)
-    off = [t for t, (E, C) in enumerate(zip(hi, path)) if np.abs(E - C).max() > tol]
-    g["hi_first"] = off[0] if off else -1
-    below = np.flatnonzero(deltas < 4.0 * hi_sigma * hi_sigma)
-    g["hi_pred"] = int(below[0]) + 1 if below.size and below[0] < steps else -1
+    g.update(_entmax15_departure(X, path, deltas, sigma_e))
     # softmax: the certified sigma, the run there, and a scan of sigma / sigma_e.
     s_cond = sigma_condition(X, path, radii, labels, roots, sigma_e)
     g["sigma_cond"] = s_cond
     if np.isfinite(s_cond):
-        drift, kept, traj_cond = softmax_run(X, path, labels, s_cond)
+        drift, kept, _ = softmax_run(X, path, labels, s_cond)
         g["cond_kept"], g["cond_drift"] = kept, drift
-    ratios = np.geomspace(0.5, 16.0, n_ratios)
+    g["scan"] = _softmax_scan(X, path, labels, sigma_e, n_ratios)
+    g.update(_cold_drift(X, path, labels, dpath, n_ratios))
+    g["native"] = _implementation(X, path, sigma_e, s_cond, g)
+    g["path"] = path
+    return g
+
+
+def _entmax15_departure(X, path, deltas, sigma_e):
+    """entmax15 at BELOW sigma_e against Lloyd's path (lo_diff iterates differ, by at most
+    lo_max) and at ABOVE sigma_e: its first iterate off the path (hi_first) and the one the
+    margins predict (hi_pred: the step after the first C_t with Delta_min < 4 sigma^2)."""
+    steps = len(path) - 1
+    lo = trajectory(X, path[0], steps, "entmax15", BELOW * sigma_e)
+    out = {"lo_diff": sum(not np.array_equal(E, C) for E, C in zip(lo, path))}
+    out["lo_max"] = max(float(np.abs(E - C).max()) for E, C in zip(lo, path))
+    hi_sigma = ABOVE * sigma_e
+    hi = trajectory(X, path[0], steps, "entmax15", hi_sigma)
+    tol = DEPART_ULPS * np.finfo(np.float64).eps * max(np.abs(C).max() for C in path)
+    off = [t for t, (E, C) in enumerate(zip(hi, path)) if np.abs(E - C).max() > tol]
+    out["hi_first"] = off[0] if off else -1
+    below = np.flatnonzero(deltas < 4.0 * hi_sigma * hi_sigma)
+    out["hi_pred"] = int(below[0]) + 1 if below.size and below[0] < steps else -1
+    return out
+
+
+def _softmax_scan(X, path, labels, sigma_e, n_ratios):
+    """The oracle's softmax runs at sigma / sigma_e on a grid from 0.5 to 16, hot-ward
+    until the partition has been lost three times (nothing further is read)."""
     scan, failures = [], 0
-    for q in ratios:
+    for q in np.geomspace(0.5, 16.0, n_ratios):
         drift, kept, _ = softmax_run(X, path, labels, q * sigma_e)
         scan.append({"ratio": q, "drift": drift, "kept": kept, "max": float(drift.max())})
         failures += not kept
         if failures >= 3:
             break
-    g["scan"] = scan
-    # drift against x = 1 / (2 sigma^2) on the cold side, t = Delta_path x in [1, 40]
-    # (hot to cold; stops once the drift is within 1e2 of rounding, the fit window's end)
+    return scan
+
+
+def _cold_drift(X, path, labels, dpath, n_ratios):
+    """The max drift against x = 1 / (2 sigma^2) on the cold side, t = Delta_path x in
+    [1, 40], hot to cold, and its fitted log-slope. The sweep stops once the drift is within
+    1e2 of rounding: the fit window's end."""
     floor = rounding_floor(0.0, path[-1])
     x, dmax = [], []
     for v in np.linspace(1.0, 40.0, max(24, n_ratios)) / dpath:
@@ -226,11 +247,9 @@ def analyse(X, C0, ctx, max_iter, n_ratios):
         dmax.append(softmax_run(X, path, labels, float(np.sqrt(0.5 / v)))[0].max())
         if dmax[-1] <= 1e2 * floor:
             break
-    g["x"], g["dmax"] = np.array(x), np.array(dmax)
-    g["slope"], g["mask"] = fit_log_slope(g["x"], g["dmax"], floor)
-    g["native"] = _implementation(X, path, sigma_e, s_cond, g)
-    g["path"] = path
-    return g
+    out = {"x": np.array(x), "dmax": np.array(dmax)}
+    out["slope"], out["mask"] = fit_log_slope(out["x"], out["dmax"], floor)
+    return out
 
 
 def objective_curves(X, g):
@@ -308,6 +327,21 @@ def _rows(ds_name, k, g, extra):
         PASS if g["hi_first"] == g["hi_pred"] else FAIL,
         f"{head}; predicted: the step after the first C_t with Delta_min(C_t) < 4 sigma^2" + extra,
     )  # fmt: skip
+    soft = Row(NUMBER, ds_name, k, q_soft, *_partition_kept(g, head, extra))
+    slope = Row(NUMBER, ds_name, k, q_slope, *_drift_slope(g, head, extra))
+    problems, impl_note = g["native"]
+    impl = Row(
+        NUMBER, ds_name, k, q_impl, float(len(problems)), 0.0, FAIL if problems else PASS,
+        f"{head}; {impl_note}" + ("; " + "; ".join(problems) if problems else "") + extra,
+    )  # fmt: skip
+    return [lo, hi, soft, slope, impl]
+
+
+def _partition_kept(g, head, extra):
+    """(measured, predicted, status, note) of the softmax row: Lloyd's partition kept at
+    sigma_cond and at every grid sigma below it; measured is the largest grid sigma up to
+    which it is kept (sigma_part)."""
+    nan = float("nan")
     scan, s_cond = g["scan"], g["sigma_cond"]
     ratios = [s["ratio"] for s in scan]
     kept_flags = [s["kept"] for s in scan]
@@ -318,24 +352,27 @@ def _rows(ds_name, k, g, extra):
         s_part = q * g["sigma_e"]
     lost = [q for q, ok in zip(ratios, kept_flags) if not ok]
     if not np.isfinite(s_cond):
-        soft = Row(
-            NUMBER, ds_name, k, q_soft, s_part, nan, NOT_MET,
+        return (
+            s_part, nan, NOT_MET,
             f"{head}; the bound certifies no sigma (an empty cluster on the path, or "
             "B_t > rho_{t+1} even at 1e-3 sigma_e)" + extra,
         )  # fmt: skip
-    else:
-        below = [q for q, ok in zip(ratios, kept_flags) if q * g["sigma_e"] <= s_cond and not ok]
-        ok = g["cond_kept"] and not below
-        note = (
-            f"{head}; sigma_cond = {s_cond / g['sigma_e']:.3g} sigma_e (from claim 5's per-entry "
-            f"bound over {g['steps']} steps); partition kept at sigma_cond: {g['cond_kept']}; "
-            f"largest grid sigma keeping it: {s_part / g['sigma_e']:.3g} sigma_e; "
-            + (f"first lost at {lost[0]:.3g} sigma_e" if lost else "kept over the whole grid")
-        )
-        if below:
-            note += f"; LOST below sigma_cond at {below} sigma_e"
-        soft = Row(NUMBER, ds_name, k, q_soft, s_part, s_cond, PASS if ok else FAIL, note + extra)
-    status, reason = slope_status(g["slope"], nan, g["delta_path"])
+    below = [q for q, ok in zip(ratios, kept_flags) if q * g["sigma_e"] <= s_cond and not ok]
+    ok = g["cond_kept"] and not below
+    note = (
+        f"{head}; sigma_cond = {s_cond / g['sigma_e']:.3g} sigma_e (from claim 5's per-entry "
+        f"bound over {g['steps']} steps); partition kept at sigma_cond: {g['cond_kept']}; "
+        f"largest grid sigma keeping it: {s_part / g['sigma_e']:.3g} sigma_e; "
+        + (f"first lost at {lost[0]:.3g} sigma_e" if lost else "kept over the whole grid")
+    )
+    if below:
+        note += f"; LOST below sigma_cond at {below} sigma_e"
+    return s_part, s_cond, PASS if ok else FAIL, note + extra
+
+
+def _drift_slope(g, head, extra):
+    """(measured, predicted, status, note) of the drift's log-slope against -Delta_path."""
+    status, reason = slope_status(g["slope"], float("nan"), g["delta_path"])
     mask = g["mask"]
     slope_note = f"{head}; fitted slope {g['slope'] / -g['delta_path']:.4f} Delta_path"
     if mask.sum():
@@ -343,15 +380,7 @@ def _rows(ds_name, k, g, extra):
         slope_note += f" over {int(mask.sum())} sigmas, drift {d.min():.2g}..{d.max():.2g}"
     if reason:
         slope_note += f"; {reason.split(';')[0]}"
-    slope = Row(
-        NUMBER, ds_name, k, q_slope, g["slope"], -g["delta_path"], status, slope_note + extra
-    )
-    problems, impl_note = g["native"]
-    impl = Row(
-        NUMBER, ds_name, k, q_impl, float(len(problems)), 0.0, FAIL if problems else PASS,
-        f"{head}; {impl_note}" + ("; " + "; ".join(problems) if problems else "") + extra,
-    )  # fmt: skip
-    return [lo, hi, soft, slope, impl]
+    return g["slope"], -g["delta_path"], status, slope_note + extra
 
 
 def near_tie_path(bridge=3.0, lone=10.0, k=2):

@@ -167,6 +167,18 @@ def _rows(ds_name, k, a, extra):
             Row(NUMBER, ds_name, k, q, nan, nan, NOT_MET, a["why"] + extra)
             for q in (q_rate, q_hess, q_impl)
         ]
+    rate = Row(NUMBER, ds_name, k, q_rate, *_rate(a, extra))
+    hess = Row(NUMBER, ds_name, k, q_hess, *_hessian(a, extra))
+    impl = Row(
+        NUMBER, ds_name, k, q_impl, a["impl"], IMPL_RTOL, PASS if a["impl"] <= IMPL_RTOL else FAIL,
+        f"relative difference at sigma = {a['impl_sigma']:.4g}" + extra,
+    )  # fmt: skip
+    return [rate, hess, impl]
+
+
+def _rate(a, extra):
+    """(measured, predicted, status, note) of the fitted log-slope of ||C_sigma - C*||
+    against -Delta*."""
     d, mask = a["delta"], a["mask"]
     status, reason = slope_status(a["slope"], a["model_slope"], d, a["model_measurable"])
     note = f"Delta*={d:.4g}, N_min={a['n_min']:.0f}; fitted slope = {a['slope'] / -d:.4f} Delta*"
@@ -179,27 +191,46 @@ def _rows(ds_name, k, a, extra):
         )
     if reason:
         note += f"; {reason}"
-    rate = Row(NUMBER, ds_name, k, q_rate, a["slope"], -d, status, note + extra)
+    return a["slope"], -d, status, note + extra
 
+
+def _hessian(a, extra):
+    """(measured, predicted, status, note) of the Hessian row: positive definite at every
+    sigma that keeps Lloyd's partition, its deviation from 2 N_min within its bound, and
+    C_sigma stationary."""
     kept = a["kept"]
     eig = a["eig"]
-    lam = min(eig.values()) if eig else nan
+    lam = min(eig.values()) if eig else float("nan")
     stationary = bool(np.all(a["resid"][kept] <= STATIONARY_RTOL))
     over = [i for i, v in eig.items() if 1.0 - v > a["pred"][i] + PD_RTOL]
     ok = bool(eig) and lam > PD_RTOL and stationary and not over
+    parts = [
+        f"Delta*={a['delta']:.4g}, N_min={a['n_min']:.0f}; {len(eig)} Hessians over "
+        f"{int(kept.sum())} of {len(kept)} sigmas that keep Lloyd's partition",
+        *_hessian_details(a, over),
+        f"stationary (oracle step residual <= {STATIONARY_RTOL:g} ||C*||): {stationary}",
+    ]
+    if not kept.all():
+        lost = np.flatnonzero(~kept)
+        parts.append(
+            f"partition not kept at {lost.size} sigmas (the coldest {a['sigma'][lost].min():.4g})"
+        )
+    return lam, 0.0, PASS if ok else FAIL, "; ".join(parts) + extra
+
+
+def _hessian_details(a, over):
+    """The note's readings of the Hessians: at the hottest kept sigma, the deviation over
+    its bound (where above the eigenvalue's rounding PD_RTOL), and where it exceeds it."""
+    kept, eig = a["kept"], a["eig"]
     hot = int(np.flatnonzero(kept)[0]) if kept.any() else None
-    # the ratio where the deviation is above the eigenvalue's rounding (PD_RTOL)
     ratio = [
         (1.0 - v) / a["pred"][i] for i, v in eig.items() if 1.0 - v > PD_RTOL and a["pred"][i] > 0
     ]
-    parts = [
-        f"Delta*={d:.4g}, N_min={a['n_min']:.0f}; {len(eig)} Hessians over "
-        f"{int(kept.sum())} of {len(kept)} sigmas that keep Lloyd's partition",
-    ]
+    parts = []
     if hot is not None:
         parts.append(
             f"hottest kept sigma {a['sigma'][hot]:.4g} (Delta*/(2 sigma^2) = {a['t'][hot]:.2g}): "
-            f"lambda_min / (2 N_min) = {eig.get(hot, nan):.4g}"
+            f"lambda_min / (2 N_min) = {eig.get(hot, float('nan')):.4g}"
         )
     if ratio:
         parts.append(
@@ -212,18 +243,7 @@ def _rows(ds_name, k, a, extra):
             f"deviation above its bound at {len(over)} sigma(s): {1.0 - eig[i]:.3g} > "
             f"{a['pred'][i]:.3g} at sigma {a['sigma'][i]:.4g}"
         )
-    parts.append(f"stationary (oracle step residual <= {STATIONARY_RTOL:g} ||C*||): {stationary}")
-    if not kept.all():
-        lost = np.flatnonzero(~kept)
-        parts.append(
-            f"partition not kept at {lost.size} sigmas (the coldest {a['sigma'][lost].min():.4g})"
-        )
-    hess = Row(NUMBER, ds_name, k, q_hess, lam, 0.0, PASS if ok else FAIL, "; ".join(parts) + extra)
-    impl = Row(
-        NUMBER, ds_name, k, q_impl, a["impl"], IMPL_RTOL, PASS if a["impl"] <= IMPL_RTOL else FAIL,
-        f"relative difference at sigma = {a['impl_sigma']:.4g}" + extra,
-    )  # fmt: skip
-    return [rate, hess, impl]
+    return parts
 
 
 def _figure(ds, results, ctx):

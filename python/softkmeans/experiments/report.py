@@ -179,6 +179,33 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
     write_csv(out_dir / "results.csv", rows)
     names = [ds.name for ds in loaded]
     numbers = sorted(modules)
+    lines = summary_section(rows, names, numbers, quick, elapsed)
+    lines += evidence_lines(rows, {n: modules[n].TITLE for n in numbers})
+    if set(numbers) & {3, 5, 7, 8}:
+        lines += report_overview.lines(rows, names, _num, _table)
+        report_overview.figures(out_dir, rows, names)
+    lines += [
+        "Every PASS of an oracle row is decided by `softkmeans.experiments.oracle` (NumPy and "
+        "SciPy from SPEC.md's definitions, float64, no `softkmeans` code); rows named "
+        "'implementation check' compare the native core (or PyTorch) with it.",
+        "",
+    ]
+    for number in numbers:
+        lines += claim_section(number, modules[number], [r for r in rows if r.claim == number])
+    lines += datasets_section(loaded)
+    lines += ["## Environment", ""]
+    lines += environment_lines(elapsed, quick, seed, threads)
+    lines += ["", "## Time per claim and data set", ""]
+    body = [[f"claim {n}", name, f"{t:.2f} s"] for (n, name), t in sorted(timings.items())]
+    lines += _table(["claim", "data set", "time"], body)
+    # Listed last: report_overview.figures above has drawn its figures by now.
+    lines += figures_section(out_dir)
+    (out_dir / "report.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def summary_section(rows, names, numbers, quick, elapsed):
+    """The report's head: the PASS/FAIL table per data set and claim, the counts, and the
+    conventions every number below is read in."""
     p, f, m = _counts(rows)
     lines = ["# softkmeans reproduce: summary", ""]
     lines += summary_lines(rows, names, numbers)
@@ -196,41 +223,39 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
         "eigenvalue of the population covariance; critical sigma = sqrt(lambda_max).",
         "",
     ]
-    lines += evidence_lines(rows, {n: modules[n].TITLE for n in numbers})
-    if set(numbers) & {3, 5, 7, 8}:
-        lines += report_overview.lines(rows, names, _num, _table)
-        report_overview.figures(out_dir, rows, names)
-    lines += [
-        "Every PASS of an oracle row is decided by `softkmeans.experiments.oracle` (NumPy and "
-        "SciPy from SPEC.md's definitions, float64, no `softkmeans` code); rows named "
-        "'implementation check' compare the native core (or PyTorch) with it.",
-        "",
-    ]
-    for number in numbers:
-        module = modules[number]
-        mine = [r for r in rows if r.claim == number]
-        lines += [f"## Claim {number}: {module.TITLE}", ""]
-        doc = (module.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        if doc:
-            lines += [doc, ""]
-        body = [
-            [
-                r.dataset,
-                str(r.k),
-                r.quantity,
-                _num(r.measured),
-                _num(r.predicted),
-                r.status if r.status != FAIL else "**FAIL**",
-                r.note,
-            ]
-            for r in mine
+    return lines
+
+
+def claim_section(number, module, mine):
+    """One claim's section: its title, the first paragraph of its module's docstring, and
+    a table of its rows `mine`."""
+    lines = [f"## Claim {number}: {module.TITLE}", ""]
+    doc = (module.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+    if doc:
+        lines += [doc, ""]
+    body = [
+        [
+            r.dataset,
+            str(r.k),
+            r.quantity,
+            _num(r.measured),
+            _num(r.predicted),
+            r.status if r.status != FAIL else "**FAIL**",
+            r.note,
         ]
-        lines += _table(
-            ["data set", "k", "quantity", "measured", "predicted / bound", "status", "note"],
-            body,
-        )
-        lines.append("")
-    lines += ["## Data sets", ""]
+        for r in mine
+    ]
+    lines += _table(
+        ["data set", "k", "quantity", "measured", "predicted / bound", "status", "note"],
+        body,
+    )
+    lines.append("")
+    return lines
+
+
+def datasets_section(loaded):
+    """Where each data set comes from, its licence and shape."""
+    lines = ["## Data sets", ""]
     body = [
         [
             ds.name,
@@ -250,15 +275,14 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
         "'softkmeans[datasets]'`); no loader downloads. Rows of large tables are a seeded "
         "subsample (stated in the note); claims may subsample further (stated in their notes).",
         "",
-        "## Environment",
-        "",
     ]
-    lines += environment_lines(elapsed, quick, seed, threads)
-    lines += ["", "## Time per claim and data set", ""]
-    body = [[f"claim {n}", name, f"{t:.2f} s"] for (n, name), t in sorted(timings.items())]
-    lines += _table(["claim", "data set", "time"], body)
+    return lines
+
+
+def figures_section(out_dir):
+    """A link to every figure in out_dir/figures (or why there is none)."""
     figures = sorted((out_dir / "figures").glob("*.png")) if (out_dir / "figures").is_dir() else []
-    lines += ["", "## Figures", ""]
+    lines = ["", "## Figures", ""]
     if figures:
         lines += [f"- [{p.name}](figures/{p.name})" for p in figures]
     else:
@@ -266,4 +290,4 @@ def write(out_dir, rows, loaded, modules, *, quick, elapsed, timings, seed, thre
             "none: no figure was drawn (matplotlib is not installed: `pip install matplotlib`)"
         )
     lines.append("")
-    (out_dir / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    return lines

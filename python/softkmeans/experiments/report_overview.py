@@ -91,6 +91,33 @@ def lines(rows, names, fmt, table):
     return ["## Overview per data set", "", intro, "", *table(HEAD, body), ""]
 
 
+def _draw_rates(ax, x, shown):
+    """Claims 5 and 8's fitted rates against the predicted one; shown: per_dataset's
+    entries, one per x."""
+    ax.plot(x, [s["slope5"] for s in shown], "o", label="claim 5: softmax step")
+    ax.plot(x, [s["slope8"] for s in shown], "s", mfc="none", label="claim 8: C_sigma")
+    ax.axhline(1.0, color="k", lw=0.8, label="predicted rate")
+    ax.axhline(0.9, color="r", lw=0.8, ls=":", label="pass threshold (O(.) bound)")
+
+
+def _draw_claim7(ax, x, shown):
+    """Claim 7's sigma_part / sigma_cond (log scale) against 1."""
+    ax.semilogy(x, [s["ratio7"] for s in shown], "o")
+    ax.axhline(1.0, color="k", lw=0.8, label="sigma_part = sigma_cond")
+
+
+# The overview figures: (file name, the value a data set needs (not nan) to be shown,
+# draw(ax, x, entries), y label, title).
+OVERVIEWS = (
+    ("overview_slopes.png", "slope5", _draw_rates,
+     "fitted log-slope / (-Delta)  (dimensionless)",
+     "Rates across data sets (largest k, C = Lloyd's fixed point)"),
+    ("overview_claim7.png", "ratio7", _draw_claim7,
+     "sigma_part / sigma_cond  (dimensionless)",
+     "Claim 7: how much hotter than certified the partition survives"),
+)  # fmt: skip
+
+
 def figures(out_dir, rows, names):
     """figures/overview_slopes.png and figures/overview_claim7.png; the paths written."""
     plt = pyplot()
@@ -99,36 +126,20 @@ def figures(out_dir, rows, names):
     folder = pathlib.Path(out_dir) / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     data = per_dataset(rows, names)
-    shown = [n for n in names if data[n]["slope5"] == data[n]["slope5"]]
     written = []
-    if shown:
+    for file_name, key, draw, ylabel, title in OVERVIEWS:
+        shown = [n for n in names if data[n][key] == data[n][key]]  # not nan
+        if not shown:
+            continue
         fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * len(shown) + 2), 4.2))
         x = range(len(shown))
-        ax.plot(x, [data[n]["slope5"] for n in shown], "o", label="claim 5: softmax step")
-        ax.plot(x, [data[n]["slope8"] for n in shown], "s", mfc="none", label="claim 8: C_sigma")
-        ax.axhline(1.0, color="k", lw=0.8, label="predicted rate")
-        ax.axhline(0.9, color="r", lw=0.8, ls=":", label="pass threshold (O(.) bound)")
+        draw(ax, x, [data[n] for n in shown])
         ax.set_xticks(list(x), shown, rotation=70, fontsize=7)
-        ax.set_ylabel("fitted log-slope / (-Delta)  (dimensionless)")
-        ax.set_title("Rates across data sets (largest k, C = Lloyd's fixed point)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        path = folder / "overview_slopes.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    shown = [n for n in names if data[n]["ratio7"] == data[n]["ratio7"]]
-    if shown:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * len(shown) + 2), 4.2))
-        x = range(len(shown))
-        ax.semilogy(x, [data[n]["ratio7"] for n in shown], "o")
-        ax.axhline(1.0, color="k", lw=0.8, label="sigma_part = sigma_cond")
-        ax.set_xticks(list(x), shown, rotation=70, fontsize=7)
-        ax.set_ylabel("sigma_part / sigma_cond  (dimensionless)")
-        ax.set_title("Claim 7: how much hotter than certified the partition survives")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = folder / "overview_claim7.png"
+        path = folder / file_name
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)

@@ -32,6 +32,7 @@ IMPL_RTOL = 1e-8  # autograd vs closed form (float64; relative to ||K||), or, co
 # 1e-5 sigma_c: 8e-8). The tolerance at sigma is max(IMPL_RTOL, 64 eps D_max / (2 sigma^2)).
 EPS = float(np.finfo(np.float64).eps)
 FD_TOL = 1e-6  # |FD of F along U in X - <dF/dX, U>| / ||dF/dX|| (central, h ~ 1e-4 sigma)
+FD_RATIOS = (0.03, 0.3, 1.0)  # sigma / sigma_c of the FD: the leak is measurable, not Lloyd's
 
 
 def envelope_fd_error(X, C, sigma, kind, rng):
@@ -94,58 +95,73 @@ def gradient_norm(ds, ctx):
     C = kpp(X, k, ctx, "torch9", ds.name)
     sc = float(np.sqrt(O.covariance_top(X)))
     K = kmeans_gradient(X, C)
-    d_max = float(O.sq_distances(X, C).max())
-    k_norm = float(np.linalg.norm(K))
     ratios = 10.0 ** np.arange(-5.0, 1.51, 0.5)
     body, rows, curves = [], [], {}
-    fd_ratios = (0.03, 0.3, 1.0)  # where the leak is measurable: the FD is not Lloyd's
     for kind in ("softmax", "entmax15"):
-        full, dev, via_r, impl = [], [], [], 0.0
         rng = ctx.rng("torch9fd", ds.name, kind)
-        fds = [envelope_fd_error(X, C, f * sc, kind, rng) for f in fd_ratios]
-        for f in ratios:
-            sigma = f * sc
-            g = full_gradient(X, C, sigma, kind)
-            gr = through_r(X, C, sigma, kind)
-            ag, agr = autograd(X, C, sigma, kind)
-            err = float(np.linalg.norm(ag - g) + np.linalg.norm(agr - gr)) / k_norm
-            tol = max(IMPL_RTOL, 64 * EPS * d_max / (2.0 * sigma * sigma))
-            impl = max(impl, err / tol)
-            full.append(float(np.linalg.norm(g)) / k_norm)
-            dev.append(float(np.linalg.norm(g - K)) / k_norm)
-            via_r.append(float(np.linalg.norm(gr)) / k_norm)
-            body.append([kind, f"{f:.3g}", full[-1], dev[-1], via_r[-1]])
+        fds = [envelope_fd_error(X, C, f * sc, kind, rng) for f in FD_RATIOS]
+        full, dev, via_r, impl = _sweep(X, C, K, sc, ratios, kind)
+        body += [[kind, f"{f:.3g}", *values] for f, *values in zip(ratios, full, dev, via_r)]
         curves[kind] = (full, dev, via_r)
-        lowest = min(np.array(full)[ratios <= 0.1])
-        peak = max(via_r)
-        cold = via_r[0] / peak if peak > 0 else 0.0
-        rows += [
-            Row(9, ds.name, k, f"oracle, {kind}: min ||dF/dx|| / ||K|| for sigma <= sigma_c / 10",
-                lowest, FULL_TOL, PASS if lowest >= FULL_TOL else FAIL,
-                f"K = 2 (x - c_a); sigma/sigma_c from {ratios[0]:g} to {ratios[-1]:g}"),
-            Row(9, ds.name, k,
-                f"oracle, {kind}: |finite difference of the objective along U in X - "
-                "<dF/dX, U>| / ||dF/dX||", max(fds), FD_TOL,
-                PASS if max(fds) <= FD_TOL else FAIL,
-                "the envelope formula dF/dx = 2 (x - sum_j r_ij c_j) against the objective; "
-                "per sigma/sigma_c " + ", ".join(f"{f:g}: {e:.1e}"
-                                                 for f, e in zip(fd_ratios, fds))),
-            Row(9, ds.name, k, f"identity, {kind}: ||dF/dx - K|| / ||K|| at sigma = 1e-5 sigma_c",
-                dev[0], LIMIT_TOL, PASS if dev[0] <= LIMIT_TOL else FAIL,
-                "exact by construction (every leak underflows at 1e-5 sigma_c): pins the "
-                "limit K = 2 (x - c_a) only", role=IDENTITY),
-            Row(9, ds.name, k, f"oracle, {kind}: through-r gradient at 1e-5 sigma_c / its peak",
-                cold, VIA_R_TOL, PASS if cold <= VIA_R_TOL else FAIL,
-                f"peak {peak:.3g} ||K||; it vanishes as sigma -> 0"),
-            Row(9, ds.name, k,
-                f"implementation check, {kind}: autograd through softkmeans.torch vs closed forms",
-                impl, 1.0, PASS if impl <= 1.0 else FAIL,
-                "max over sigma of (||dF/dx error|| + ||through-r error||) / ||K|| over "
-                "max(1e-8, 64 eps D_max / (2 sigma^2))"),
-        ]  # fmt: skip
+        rows += _kind_rows(ds.name, k, kind, ratios, curves[kind], impl, fds)
     _figure(ds, ctx, ratios, curves)
     head = ["kind", "sigma/sigma_c", "||dF/dx||/||K||", "||dF/dx-K||/||K||", "through r/||K||"]
     return rows, [_table(ctx, "torch9_gradient_norm", ds, head, body)]
+
+
+def _sweep(X, C, K, sc, ratios, kind):
+    """(||dF/dx||, ||dF/dx - K||, ||through-r gradient||, each / ||K|| per sigma / sigma_c
+    in ratios, by the oracle's closed forms; impl: the largest autograd error over its
+    tolerance)."""
+    d_max = float(O.sq_distances(X, C).max())
+    k_norm = float(np.linalg.norm(K))
+    full, dev, via_r, impl = [], [], [], 0.0
+    for f in ratios:
+        sigma = f * sc
+        g = full_gradient(X, C, sigma, kind)
+        gr = through_r(X, C, sigma, kind)
+        ag, agr = autograd(X, C, sigma, kind)
+        err = float(np.linalg.norm(ag - g) + np.linalg.norm(agr - gr)) / k_norm
+        tol = max(IMPL_RTOL, 64 * EPS * d_max / (2.0 * sigma * sigma))
+        impl = max(impl, err / tol)
+        full.append(float(np.linalg.norm(g)) / k_norm)
+        dev.append(float(np.linalg.norm(g - K)) / k_norm)
+        via_r.append(float(np.linalg.norm(gr)) / k_norm)
+    return full, dev, via_r, impl
+
+
+def _kind_rows(ds_name, k, kind, ratios, curves, impl, fds):
+    """The rows of one kind: the full gradient bounded away from 0 when cold, the envelope
+    formula against finite differences (fds at FD_RATIOS), the limit K (an identity), the
+    through-r part vanishing, and autograd against the closed forms."""
+    full, dev, via_r = curves
+    lowest = min(np.array(full)[ratios <= 0.1])
+    peak = max(via_r)
+    cold = via_r[0] / peak if peak > 0 else 0.0
+    return [
+        Row(9, ds_name, k, f"oracle, {kind}: min ||dF/dx|| / ||K|| for sigma <= sigma_c / 10",
+            lowest, FULL_TOL, PASS if lowest >= FULL_TOL else FAIL,
+            f"K = 2 (x - c_a); sigma/sigma_c from {ratios[0]:g} to {ratios[-1]:g}"),
+        Row(9, ds_name, k,
+            f"oracle, {kind}: |finite difference of the objective along U in X - "
+            "<dF/dX, U>| / ||dF/dX||", max(fds), FD_TOL,
+            PASS if max(fds) <= FD_TOL else FAIL,
+            "the envelope formula dF/dx = 2 (x - sum_j r_ij c_j) against the objective; "
+            "per sigma/sigma_c " + ", ".join(f"{f:g}: {e:.1e}"
+                                             for f, e in zip(FD_RATIOS, fds))),
+        Row(9, ds_name, k, f"identity, {kind}: ||dF/dx - K|| / ||K|| at sigma = 1e-5 sigma_c",
+            dev[0], LIMIT_TOL, PASS if dev[0] <= LIMIT_TOL else FAIL,
+            "exact by construction (every leak underflows at 1e-5 sigma_c): pins the "
+            "limit K = 2 (x - c_a) only", role=IDENTITY),
+        Row(9, ds_name, k, f"oracle, {kind}: through-r gradient at 1e-5 sigma_c / its peak",
+            cold, VIA_R_TOL, PASS if cold <= VIA_R_TOL else FAIL,
+            f"peak {peak:.3g} ||K||; it vanishes as sigma -> 0"),
+        Row(9, ds_name, k,
+            f"implementation check, {kind}: autograd through softkmeans.torch vs closed forms",
+            impl, 1.0, PASS if impl <= 1.0 else FAIL,
+            "max over sigma of (||dF/dx error|| + ||through-r error||) / ||K|| over "
+            "max(1e-8, 64 eps D_max / (2 sigma^2))"),
+    ]  # fmt: skip
 
 
 def _figure(ds, ctx, ratios, curves):

@@ -103,6 +103,44 @@ def run_annealing(
     mean, _ = reads.moments(source)
     cooling = _Cooling(source, schedule, metric, metric.start(mean)[None, :], start)
     t0 = time.perf_counter()
+    C, sigma = _cool(
+        cooling, n_clusters, stop, tol=tol, rng=rng, history=history, task=task, report=report,
+        t0=t0, on_width=on_width, watch_blocked=watch_blocked, axis_splits=axis_splits,
+    )  # fmt: skip
+    C = C.astype(source.dtype)
+    if C.shape[0] < n_clusters:
+        C = add_farthest(source, C, n_clusters)
+    if not schedule.finish:
+        return C, sigma, False
+    finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
+    C, sigma, exact = _finish(
+        source, C, sigma, schedule, max_iter=max_iter, history=history, relocate=relocate,
+        task=finish, metric=metric,
+    )  # fmt: skip
+    if report is not None and history.n_iter:
+        report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
+    return C, sigma, exact
+
+
+def _cool(
+    cooling,
+    n_clusters,
+    stop,
+    *,
+    tol,
+    rng,
+    history,
+    task,
+    report,
+    t0,
+    on_width,
+    watch_blocked,
+    axis_splits,
+):
+    """Split, then step to convergence, at each width from cooling.sigma down to stop:
+    (centroids, last sigma). Each width is a subtask of task; the cooling ends at stop, or
+    earlier when a width's subtask or on_width asks to stop (run_annealing's arguments)."""
+    schedule = cooling.schedule
     while True:
         C, blocked = cooling.split(n_clusters, rng, history, watch_blocked, axis_splits)
         width = task.subtask(f"width {cooling.sigma:.6g}", max_subtasks=schedule.steps)
@@ -122,20 +160,7 @@ def run_annealing(
         if width.end(state) or observed_stop or sigma <= stop:
             break
         cooling.sigma = max(sigma * schedule.cooling, stop)
-
-    C = C.astype(source.dtype)
-    if C.shape[0] < n_clusters:
-        C = add_farthest(source, C, n_clusters)
-    if not schedule.finish:
-        return C, sigma, False
-    finish = task.subtask("finish", max_subtasks=max(int(max_iter), 1))
-    C, sigma, exact = _finish(
-        source, C, sigma, schedule, max_iter=max_iter, history=history, relocate=relocate,
-        task=finish, metric=metric,
-    )  # fmt: skip
-    if report is not None and history.n_iter:
-        report(sigma, None, history.shift[-1], n_clusters, time.perf_counter() - t0)
-    return C, sigma, exact
+    return C, sigma
 
 
 class _Cooling:

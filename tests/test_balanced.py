@@ -134,6 +134,18 @@ def test_masses_with_weights():
     assert (N >= masses - 3 * w.max()).all()
 
 
+def test_weighted_inertia_is_the_weighted_cost_of_the_labels():
+    # The fit's J: sum_i w_i ||x_i - c_label_i||^2 at the final centroids, here against
+    # NumPy in float64 (weights: the auction's path).
+    X, _ = _unequal_blobs(300, 3, 4, seed=5)
+    w = np.random.default_rng(1).uniform(0.5, 3.0, size=300)
+    model = SoftKMeans(4, assignment="hard", balance="equal", random_state=0)
+    model.fit(X, sample_weight=w)
+    diff = X - model.cluster_centers_[model.labels_]
+    cost = float(w @ np.einsum("ij,ij->i", diff, diff))
+    assert model.inertia_ == pytest.approx(cost, rel=1e-9)
+
+
 @pytest.mark.parametrize("targets", [{"balance": "equal"}, {"max_cluster_size": 90}])
 def test_soft_masses_hold_and_match_the_reference(targets):
     X, _ = _unequal_blobs(300, 3, 4, seed=5)

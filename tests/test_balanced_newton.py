@@ -77,6 +77,7 @@ def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
     # Few candidates (m = 2: the bound on the columns outside decides many rows), every
     # thread count: sizes exact and the least cost of the expanded assignment problem.
     monkeypatch.setattr(balanced_repair, "CANDIDATES", m)
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     calls = []
     newton = balanced_repair._newton_start
     monkeypatch.setattr(balanced_repair, "_newton_start", lambda *a: calls.append(1) or newton(*a))
@@ -101,6 +102,7 @@ def test_newton_started_solve_is_the_lp_optimum(dtype, m, monkeypatch):
 def test_newton_start_gives_the_labels_of_the_plain_repair(monkeypatch):
     # Along a path of centroids (warm starts), with and without the Newton start: the
     # same labels at every step (continuous data: the optimum is unique).
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     n, k = 4000, 8
     X, C = unequal_blobs(n, 5, k, seed=6)
     counts = integer_targets(np.full(k, n / k), n)
@@ -123,6 +125,7 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
     # floor (less the offsets' rise since the pass) must bound them; the centroids jump
     # between solves, so the offsets move far.
     monkeypatch.setattr(balanced_repair, "CANDIDATES", 2)
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     monkeypatch.setattr(balanced_repair, "CANDIDATE_BAND", 0.25)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_BAND", 0.05)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 40)  # the sample's offsets first

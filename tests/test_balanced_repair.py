@@ -246,3 +246,65 @@ def test_presolved_start_still_ends_at_the_optimum(monkeypatch, targets):
     assert calls, "the presolve did not run"
     assert np.array_equal(np.bincount(labels, minlength=k), counts)
     assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+
+
+def test_small_solves_read_on_one_thread_and_leave_the_source_alone(monkeypatch):
+    # Below SERIAL_SOLVE_WORK multiply-adds a pass, a solve reads on one thread (a copy of
+    # the source: the caller's keeps its count for the rest of the fit), and still gives
+    # the optimum; at or above it, the source itself.
+    n, k = 400, 4
+    X, C = unequal_blobs(n, 3, k, seed=12)
+    counts = integer_targets(np.full(k, n / k), n)
+    source = sources.source_of(X, n_threads=3)
+    solver = balanced_repair.CountsRepair(source, counts)
+    assert solver.source.n_threads == 1 and source.n_threads == 3
+    labels = solver.solve(C)[0]
+    D = _native.sq_distances(X, C, 1).astype(np.float64)
+    assert np.array_equal(np.bincount(labels, minlength=k), counts)
+    assert float(D[np.arange(n), labels].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+    monkeypatch.setattr(balanced_repair, "SERIAL_SOLVE_WORK", n * k * 3)
+    assert balanced_repair.CountsRepair(source, counts).source is source
+
+
+def test_no_sample_below_a_share_of_the_rows(monkeypatch):
+    # The presolve's sample is drawn from PRESOLVE_SHARE x PRESOLVE_ROWS rows on (600 rows:
+    # a sample of 40 is, one of 100 is not); either way the solve is the optimum.
+    n, k = 600, 4
+    X, C = unequal_blobs(n, 3, k, seed=8)
+    counts = integer_targets(np.full(k, n / k), n)
+    D = _native.sq_distances(X, C, 1)
+    sample = balanced_repair.CountsRepair._sample
+    drawn = []
+    monkeypatch.setattr(
+        balanced_repair.CountsRepair, "_sample",
+        lambda self, C, n: drawn.append(self.targets.sum()) or sample(self, C, n),
+    )  # fmt: skip
+    for rows, want in ((40, True), (100, False)):
+        monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", rows)
+        drawn.clear()
+        labels = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)[0]
+        assert bool(drawn) == want, rows
+        assert np.array_equal(np.bincount(labels, minlength=k), counts)
+        cost = float(D[np.arange(n), labels].sum())
+        assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_counts_kernel_moving_many_rows_through_long_edge_lists_is_the_optimum(seed):
+    # Every row, every edge, one try (no check to fall back on), from offsets far off: the
+    # edge lists hold hundreds of rows each and hundreds of rows move, so each list's heap
+    # is refilled from its reserve many times. Complementary slackness on every row and
+    # the least cost of the expanded assignment problem.
+    rng = np.random.default_rng(seed)
+    n, k = 1200, 5
+    D = rng.normal(size=(n, k)) ** 2 + rng.uniform(0, 3, size=k)
+    counts = integer_targets(np.full(k, n / k), n)
+    g = rng.normal(scale=2.0, size=k)
+    status, owner, g_out, moves, _ = _native.balanced_counts(
+        D, counts, g, np.full(n, -1, dtype=np.int64), 1, np.inf, k, 0.0, 1
+    )
+    assert status == 0 and moves > 200
+    assert np.array_equal(np.bincount(owner, minlength=k), counts)
+    value = D - g_out
+    assert (value[np.arange(n), owner] <= value.min(axis=1) + 1e-12).all()
+    assert float(D[np.arange(n), owner].sum()) == pytest.approx(lp_optimum(D, counts), rel=1e-12)

@@ -47,6 +47,7 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, rech
     # recheck, the repair starts from a pass at Newton's offsets (exact gaps).
     monkeypatch.setattr(balanced_repair, "RECHECK_ROWS", 0 if recheck else 10**9)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 64)  # the sample's offsets
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     monkeypatch.setattr(balanced_repair, "PRESOLVE_NOISE", 0.0)
     monkeypatch.setattr(balanced_repair, "ROWS_PER_MOVE", 1)  # thin first boundaries
     monkeypatch.setattr(balanced_repair, "BAND_ROWS", 1)

@@ -237,6 +237,78 @@ struct CheaperOnTop {
   }
 };
 
+// A LazyEdges heap takes about this many entries of its reserve at a time.
+constexpr size_t kHeapBatch = 64;
+
+// A min-heap of edges (CheaperOnTop) built lazily: entries enter an unordered
+// reserve, and the heap takes those of the reserve below a floor (about the
+// kHeapBatch cheapest, the floor estimated on a strided sample) whenever its
+// top may not be the cheapest of all. The top is that of one heap of every
+// entry, the same (cost, row) whatever the batches; a repair that moves few of
+// many rows orders few (make_heap over every row's edges was a third of a
+// 20,000-row repair).
+class LazyEdges {
+ public:
+  void reserve(size_t n) { v_.reserve(n); }
+  // Adds e to the reserve (before the first top) or to the heap.
+  void push(const Edge& e, bool to_heap) {
+    if (!to_heap) {
+      v_.push_back(e);
+      return;
+    }
+    if (heap_ < v_.size()) {  // the reserve's first entry moves to the back
+      v_.push_back(v_[heap_]);
+      v_[heap_] = e;
+    } else {
+      v_.push_back(e);
+    }
+    std::push_heap(v_.begin(), v_.begin() + (++heap_), CheaperOnTop());
+  }
+  // The cheapest entry (nullptr: none).
+  const Edge* top() {
+    while (heap_ < v_.size() && (heap_ == 0 || !floor_known_ || CheaperOnTop()(v_.front(), floor_)))
+      refill();
+    return heap_ ? &v_.front() : nullptr;
+  }
+  void pop() {
+    std::pop_heap(v_.begin(), v_.begin() + heap_, CheaperOnTop());
+    --heap_;
+    std::swap(v_[heap_], v_.back());  // (a reserve entry fills the hole)
+    v_.pop_back();
+  }
+
+ private:
+  static bool cheaper(const Edge& a, const Edge& b) { return CheaperOnTop()(b, a); }
+  // Moves the reserve's entries not dearer than a floor into the heap: the
+  // floor is the kHeapBatch / 16-th cheapest of every 16th entry (all of the
+  // reserve when it is small), and every entry left is dearer than it.
+  void refill() {
+    const size_t size = v_.size() - heap_;
+    Edge floor;
+    if (size <= 2 * kHeapBatch) {
+      floor = *std::max_element(v_.begin() + heap_, v_.end(), cheaper);
+    } else {
+      sample_.clear();
+      for (size_t i = heap_; i < v_.size(); i += 16) sample_.push_back(v_[i]);
+      const size_t at = std::min(sample_.size() - 1, kHeapBatch / 16);
+      std::nth_element(sample_.begin(), sample_.begin() + at, sample_.end(), cheaper);
+      floor = sample_[at];
+    }
+    for (size_t i = heap_; i < v_.size(); ++i)
+      if (!cheaper(floor, v_[i])) {
+        std::swap(v_[i], v_[heap_]);
+        std::push_heap(v_.begin(), v_.begin() + (++heap_), CheaperOnTop());
+      }
+    floor_ = floor, floor_known_ = true;
+  }
+
+  std::vector<Edge> v_;  // [0, heap_): the heap; [heap_, size): the reserve
+  size_t heap_ = 0;
+  Edge floor_;  // every reserve entry is dearer (when floor_known_)
+  bool floor_known_ = false;
+  std::vector<Edge> sample_;
+};
+
 // Most edges a row may be limited to (balanced_counts' edges_per_row).
 constexpr int64_t kMaxEdgesPerRow = 8;
 
@@ -248,7 +320,7 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
                               int64_t edges_per_row, int64_t* excess, double* g, int64_t max_moves,
                               int64_t* owner, int64_t* moves) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<Edge>> edges(static_cast<size_t>(k * k));  // [j * k + l]
+  std::vector<LazyEdges> edges(static_cast<size_t>(k * k));  // [j * k + l]
   const bool every_edge = edges_per_row >= k - 1;
   const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
   // Each heap's top in dense (k, k) matrices, (cost, row) (inf, -1: empty), kept
@@ -263,10 +335,9 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
     const double own = di[j];
     auto push = [&](int64_t l, double d) {
       auto& heap = edges[j * k + l];
-      heap.emplace_back(d - own, i);
+      heap.push(Edge(d - own, i), heapify);
       if (!heapify) return;
-      std::push_heap(heap.begin(), heap.end(), CheaperOnTop());
-      const Edge& e = heap.front();
+      const Edge& e = *heap.top();
       cheapest[j * k + l] = e.first;
       top_row[j * k + l] = e.second;
     };
@@ -297,15 +368,12 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
         if (l != j) edges[j * k + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
   }
   for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
-  for (auto& heap : edges) std::make_heap(heap.begin(), heap.end(), CheaperOnTop());
   // The cheapest row of j that may move to l (rows that left j dropped here).
   auto top = [&](int64_t j, int64_t l) -> const Edge* {
     auto& heap = edges[j * k + l];
-    while (!heap.empty() && owner[heap.front().second] != j) {
-      std::pop_heap(heap.begin(), heap.end(), CheaperOnTop());
-      heap.pop_back();
-    }
-    return heap.empty() ? nullptr : &heap.front();
+    const Edge* e = heap.top();
+    for (; e && owner[e->second] != j; e = heap.top()) heap.pop();
+    return e;
   };
   auto set_top = [&](int64_t j, int64_t l) {
     const Edge* e = top(j, l);

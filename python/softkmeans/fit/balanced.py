@@ -311,6 +311,12 @@ class BalancedProblem:
 # ------------------------------------------------------------------------- the fit
 
 
+def _weighted_cost(w, own):
+    """sum_i w_i own_i, a pairwise sum: a BLAS dot of this length wakes OpenBLAS's thread
+    team, which then spins beside the fit (0.04 s of CPU in a 0.3 s balanced fit)."""
+    return float(np.add.reduce(w * own))
+
+
 def targets_of(params, source, k, kind):
     """The `Targets` of a fit's balance / max_cluster_size (None: a plain fit), checked
     against the kind, annealing and the weights."""
@@ -373,7 +379,7 @@ def run_balanced(
             if problem.stats is not None:
                 return step(problem.stats, C), 0.0, "hard"
             N = np.bincount(labels, problem.weights, minlength=k)
-            J = float(problem.w @ own)
+            J = _weighted_cost(problem.w, own)
             S = label_sums(source, labels, k)
             stats = _stats.BlockStats(float(N.sum()), N, S, J, J, np.nan)
             return step(stats, C), 0.0, "hard"
@@ -381,7 +387,7 @@ def run_balanced(
         C, _, _ = run_steps(C, hard_step, **kw)
         labels, g, own = problem.solve(C, offsets=True)
         N = np.bincount(labels, problem.weights, minlength=k)
-        J = float(problem.w @ own)
+        J = _weighted_cost(problem.w, own)
         final = _stats.BlockStats(float(N.sum()), N, None, J, J, np.nan)
         return C, 0.0, history, (final, labels), g
 

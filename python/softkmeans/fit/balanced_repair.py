@@ -15,6 +15,7 @@ moved rows.
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -51,8 +52,12 @@ TRIES = 4
 # candidates within PRESOLVE_BAND x the spread of that change): one pass, not a pass to
 # see the error and another after. One above NEWTON_ERROR x k rows then takes Newton's
 # offsets on each row's CANDIDATES best columns (at most NEWTON_STEPS steps, stopping
-# at NEWTON_ENOUGH x k).
-NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS = 1, 1, 8, 10
+# at NEWTON_ENOUGH x k), above NEWTON_MIN_K clusters: the shortest paths' heaps hold
+# k - 1 edges a row, Newton reads 8 a row at each of ~10 evaluations (measured on
+# bench/balanced.py's 20,000 x 6 blobs, 3 runs, CPU time of one thread: at k = 10 the
+# fit took 0.36 s with a Newton start and 0.29 s without, at k = 16 the two were even,
+# at k = 32 Newton was 11 % faster, at 1e5 x 16, k = 64, 40 %).
+NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 10, 16
 # Newton reads the rows whose gap is below NEWTON_REACH x the spread of the offsets'
 # last change, and starts again (at most NEWTON_RESTARTS times) while it stops above
 # NEWTON_AGAIN x its enough.
@@ -71,11 +76,22 @@ UNSURE_PER_ROW = 2
 # is like the last; the others are bounded by the pass's floor).
 CANDIDATE_BAND = 4.0
 PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 1.5
+# The sample is drawn from PRESOLVE_SHARE x PRESOLVE_ROWS rows on: it is labelled at
+# every solve, and a larger share of the rows costs more than it saves (bench/
+# balanced.py's 20,000 x 6, k = 10, CPU time of one thread: 0.31 s with a sample of
+# 8192 rows, 0.25 s of 2000, 0.21 s of 500, 0.19 s with none).
+PRESOLVE_SHARE = 8
 # The last boundary's rows (at most, evenly spaced) that move the offsets with the
 # centroids (`CountsRepair._predicted`).
 PREDICT_ROWS = 1 << 15
 # Distances (rows x k) below which the repair's reads of rows run on one thread.
 SMALL_WORK = 1 << 20
+# Below this many multiply-adds a pass (n x k x d) a solve reads X on one thread: its
+# passes are short next to its serial Newton and shortest paths, and a team waiting
+# between them spins (and on a busy machine waits for a descheduled thread). Measured
+# on bench/balanced.py's 20,000 x 6, k = 10 (1.2e6 a pass), n_threads=2, 2 cores under
+# other load: the fit took 0.38 s wall with two threads in its passes, 0.29 s with one.
+SERIAL_SOLVE_WORK = 1 << 23
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
 
@@ -252,13 +268,19 @@ class CountsRepair:
     """
 
     def __init__(self, source, targets, slack=0):
+        k = np.asarray(targets).size
+        n, d = source.shape
+        if source.n_threads != 1 and n * k * d < SERIAL_SOLVE_WORK:
+            source = copy.copy(source)  # (the same X and weights, read on one thread)
+            source.n_threads = 1
         self.source, self.targets, self.slack = source, np.asarray(targets, np.int64), slack
-        k = self.targets.size
         self.g = np.zeros(k)
         self.slack_owner = np.full(slack, -1, dtype=np.int64)
-        # Candidates a row for the Newton start (none with slack rows: the sample's),
-        # those within band of the row's best (inf: the first solve).
-        self.m, self.band = (0 if slack else min(k, CANDIDATES)), np.inf
+        # Candidates a row for the Newton start (none with slack rows: the sample's,
+        # nor at few clusters), those within band of the row's best (inf: the first
+        # solve).
+        self.m = 0 if slack or k <= NEWTON_MIN_K else min(k, CANDIDATES)
+        self.band = np.inf
         # How far each cluster's offset fell behind the one that rose most, at the last
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
@@ -274,7 +296,7 @@ class CountsRepair:
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         g_in, n, k = g, self.source.shape[0], g.size
         band = self.band
-        if n >= 2 * PRESOLVE_ROWS:
+        if n >= PRESOLVE_SHARE * PRESOLVE_ROWS:
             sample = self._sample(C, n)
             error = _sample_error(sample, g, n)
             if predict:

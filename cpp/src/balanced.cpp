@@ -315,74 +315,136 @@ constexpr int64_t kMaxEdgesPerRow = 8;
 // The successive shortest paths of balanced_counts over the rows `rows` of
 // D (n, k). Each row enters the edges to its edges_per_row best other
 // clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
-// k - 1.
+// k - 1. An edge j -> l costs the cheapest move of a row of j to l (a heap
+// per pair); each path found moves one row along each of its edges.
+class TransferGraph {
+ public:
+  TransferGraph(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
+                int64_t edges_per_row, const double* g, int64_t* owner)
+      : D_(D), k_(k), g_(g), owner_(owner), edges_(static_cast<size_t>(k * k)),
+        every_edge_(edges_per_row >= k - 1), few_(std::min(edges_per_row, kMaxEdgesPerRow)),
+        cheapest_(static_cast<size_t>(k * k), kInf), top_row_(static_cast<size_t>(k * k), -1) {
+    reserve(rows, n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) set_top(j, l);
+  }
+
+  // Dense Dijkstra (k is small) from the clusters over their targets (excess
+  // > 0) to the nearest one under it, on the reduced costs; fills dist and
+  // prev. Returns that cluster, or -1 where none is reachable.
+  int64_t nearest_short(const int64_t* excess, std::vector<double>& dist,
+                        std::vector<int64_t>& prev, std::vector<char>& done) const {
+    for (;;) {
+      int64_t u = -1;
+      for (int64_t j = 0; j < k_; ++j)
+        if (!done[j] && dist[j] < kInf && (u < 0 || dist[j] < dist[u])) u = j;
+      if (u < 0) return -1;
+      done[u] = 1;
+      if (excess[u] < 0) return u;
+      const double* from_u = cheapest_.data() + u * k_;
+      for (int64_t l = 0; l < k_; ++l) {
+        if (done[l] || l == u || from_u[l] == kInf) continue;
+        // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
+        const double reduced = std::max(0.0, from_u[l] - g_[l] + g_[u]);
+        if (dist[u] + reduced < dist[l]) {
+          dist[l] = dist[u] + reduced;
+          prev[l] = u;
+        }
+      }
+    }
+  }
+
+  // Moves the cheapest row of each edge on the path to `target` (prev) and
+  // counts the path's source one row lighter.
+  void move_along(int64_t target, const std::vector<int64_t>& prev, int64_t* excess) {
+    for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
+      const int64_t from = prev[l], i = top_row_[from * k_ + l];
+      owner_[i] = l;
+      for (int64_t m = 0; m < k_; ++m)  // the tops it held in its old cluster
+        if (top_row_[from * k_ + m] == i) set_top(from, m);
+      push_row(i, true);
+      if (prev[prev[l]] < 0) --excess[prev[l]];
+    }
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // Room for the rows' entries (every edge: the rows of each cluster).
+  void reserve(const int64_t* rows, int64_t n_rows) {
+    std::vector<int64_t> held(k_, 0);
+    for (int64_t r = 0; r < n_rows; ++r) ++held[owner_[rows ? rows[r] : r]];
+    const int64_t per_row = every_edge_ ? 1 : few_, share = every_edge_ ? 1 : k_ - 1;
+    for (int64_t j = 0; j < k_; ++j)
+      for (int64_t l = 0; l < k_; ++l)
+        if (l != j) edges_[j * k_ + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
+  }
+
+  // Enters row i's edges from its cluster (heapify: into the heaps, their
+  // tops kept current; else into the reserves, before the first tops).
+  void push_row(int64_t i, bool heapify) {
+    const double* di = D_ + i * k_;
+    const int64_t j = owner_[i];
+    if (every_edge_) {
+      for (int64_t l = 0; l < k_; ++l)
+        if (l != j) push(i, j, l, di[l] - di[j], heapify);
+      return;
+    }
+    int64_t best[kMaxEdgesPerRow], held = 0;  // the best clusters so far, by D_il - g_l
+    for (int64_t l = 0; l < k_; ++l) {
+      if (l == j) continue;
+      const double v = di[l] - g_[l];
+      int64_t at = held < few_ ? held++ : few_;
+      while (at > 0 && v < di[best[at - 1]] - g_[best[at - 1]]) {
+        if (at < few_) best[at] = best[at - 1];
+        --at;
+      }
+      if (at < few_) best[at] = l;
+    }
+    for (int64_t t = 0; t < held; ++t) push(i, j, best[t], di[best[t]] - di[j], heapify);
+  }
+
+  void push(int64_t i, int64_t j, int64_t l, double cost, bool heapify) {
+    auto& heap = edges_[j * k_ + l];
+    heap.push(Edge(cost, i), heapify);
+    if (!heapify) return;
+    const Edge& e = *heap.top();
+    cheapest_[j * k_ + l] = e.first;
+    top_row_[j * k_ + l] = e.second;
+  }
+
+  // The cheapest row of j that may move to l (rows that left j dropped here)
+  // into the dense (k, k) tops (inf, -1: none).
+  void set_top(int64_t j, int64_t l) {
+    auto& heap = edges_[j * k_ + l];
+    const Edge* e = heap.top();
+    for (; e && owner_[e->second] != j; e = heap.top()) heap.pop();
+    cheapest_[j * k_ + l] = e ? e->first : kInf;
+    top_row_[j * k_ + l] = e ? e->second : -1;
+  }
+
+  const double* D_;
+  int64_t k_;
+  const double* g_;
+  int64_t* owner_;
+  std::vector<LazyEdges> edges_;  // [j * k + l]
+  bool every_edge_;
+  int64_t few_;
+  // Each heap's top in dense (k, k) matrices, (cost, row), kept current as
+  // rows move: Dijkstra reads k^2 contiguous doubles, and a move touches only
+  // the heaps whose top it changes (touching all k heaps of a cluster, a cache
+  // miss each, was most of a move's time at k = 64).
+  std::vector<double> cheapest_;
+  std::vector<int64_t> top_row_;
+};
+
 TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
                               int64_t edges_per_row, int64_t* excess, double* g, int64_t max_moves,
                               int64_t* owner, int64_t* moves) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<LazyEdges> edges(static_cast<size_t>(k * k));  // [j * k + l]
-  const bool every_edge = edges_per_row >= k - 1;
-  const int64_t few = std::min(edges_per_row, kMaxEdgesPerRow);
-  // Each heap's top in dense (k, k) matrices, (cost, row) (inf, -1: empty), kept
-  // current as rows move: Dijkstra reads k^2 contiguous doubles, and a move
-  // touches only the heaps whose top it changes (touching all k heaps of a
-  // cluster, a cache miss each, was most of a move's time at k = 64).
-  std::vector<double> cheapest(static_cast<size_t>(k * k), inf);
-  std::vector<int64_t> top_row(static_cast<size_t>(k * k), -1);
-  auto push_row = [&](int64_t i, bool heapify) {
-    const double* di = D + i * k;
-    const int64_t j = owner[i];
-    const double own = di[j];
-    auto push = [&](int64_t l, double d) {
-      auto& heap = edges[j * k + l];
-      heap.push(Edge(d - own, i), heapify);
-      if (!heapify) return;
-      const Edge& e = *heap.top();
-      cheapest[j * k + l] = e.first;
-      top_row[j * k + l] = e.second;
-    };
-    if (every_edge) {
-      for (int64_t l = 0; l < k; ++l)
-        if (l != j) push(l, di[l]);
-      return;
-    }
-    int64_t best[kMaxEdgesPerRow], held = 0;  // the best clusters so far, by D_il - g_l
-    for (int64_t l = 0; l < k; ++l) {
-      if (l == j) continue;
-      const double v = di[l] - g[l];
-      int64_t at = held < few ? held++ : few;
-      while (at > 0 && v < di[best[at - 1]] - g[best[at - 1]]) {
-        if (at < few) best[at] = best[at - 1];
-        --at;
-      }
-      if (at < few) best[at] = l;
-    }
-    for (int64_t t = 0; t < held; ++t) push(best[t], di[best[t]]);
-  };
-  {  // room for the rows' entries (every edge: the rows of each cluster), then heaps
-    std::vector<int64_t> held(k, 0);
-    for (int64_t r = 0; r < n_rows; ++r) ++held[owner[rows ? rows[r] : r]];
-    const int64_t per_row = every_edge ? 1 : few, share = every_edge ? 1 : k - 1;
-    for (int64_t j = 0; j < k; ++j)
-      for (int64_t l = 0; l < k; ++l)
-        if (l != j) edges[j * k + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
-  }
-  for (int64_t r = 0; r < n_rows; ++r) push_row(rows ? rows[r] : r, false);
-  // The cheapest row of j that may move to l (rows that left j dropped here).
-  auto top = [&](int64_t j, int64_t l) -> const Edge* {
-    auto& heap = edges[j * k + l];
-    const Edge* e = heap.top();
-    for (; e && owner[e->second] != j; e = heap.top()) heap.pop();
-    return e;
-  };
-  auto set_top = [&](int64_t j, int64_t l) {
-    const Edge* e = top(j, l);
-    cheapest[j * k + l] = e ? e->first : inf;
-    top_row[j * k + l] = e ? e->second : -1;
-  };
-  for (int64_t j = 0; j < k; ++j)
-    for (int64_t l = 0; l < k; ++l)
-      if (l != j) set_top(j, l);
+  TransferGraph graph(D, k, rows, n_rows, edges_per_row, g, owner);
   const std::atomic<int>* cancel = thread_cancel_flag();
   std::vector<double> dist(k);
   std::vector<int64_t> prev(k);
@@ -398,38 +460,11 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
       if (excess[j] > 0) dist[j] = 0.0, any = true;
     if (!any) return TransferStatus::settled;
     if (*moves >= max_moves) return TransferStatus::too_many_moves;
-    int64_t target = -1;
-    for (;;) {  // dense Dijkstra: k is small
-      int64_t u = -1;
-      for (int64_t j = 0; j < k; ++j)
-        if (!done[j] && dist[j] < inf && (u < 0 || dist[j] < dist[u])) u = j;
-      if (u < 0) return TransferStatus::no_path;
-      done[u] = 1;
-      if (excess[u] < 0) {
-        target = u;
-        break;
-      }
-      const double* from_u = cheapest.data() + u * k;
-      for (int64_t l = 0; l < k; ++l) {
-        if (done[l] || l == u || from_u[l] == inf) continue;
-        // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
-        const double reduced = std::max(0.0, from_u[l] - g[l] + g[u]);
-        if (dist[u] + reduced < dist[l]) {
-          dist[l] = dist[u] + reduced;
-          prev[l] = u;
-        }
-      }
-    }
+    const int64_t target = graph.nearest_short(excess, dist, prev, done);
+    if (target < 0) return TransferStatus::no_path;
     const double reach = dist[target];
     for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);
-    for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
-      const int64_t from = prev[l], i = top_row[from * k + l];
-      owner[i] = l;
-      for (int64_t m = 0; m < k; ++m)  // the tops it held in its old cluster
-        if (top_row[from * k + m] == i) set_top(from, m);
-      push_row(i, true);
-      if (prev[prev[l]] < 0) --excess[prev[l]];
-    }
+    graph.move_along(target, prev, excess);
     ++excess[target];
     ++*moves;
   }

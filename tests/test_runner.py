@@ -69,8 +69,8 @@ def _arguments(C, n_threads=1):
         "sums COVARIANCE": ((), (None, _covariance.row_sum_block)),
         "diagonal COVARIANCE": ((), (None, _covariance.diagonal_block, C[0].astype(np.float64))),
         "softkmeans.sources.dask_source.SCAN": ((), ()),
-        # A fit's validation: 7 rows checked at a time, the features' moments folded in.
-        "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True)),
+        # A fit's validation, the features' moments folded in (a check without them: 7 rows a time).
+        "softkmeans.sources.dense.CHECK_VALUES": ((), ("X", 7, True, 1)),
         "softkmeans.sources.dense.FEATURE_MOMENTS": ((), ()),
         "softkmeans.sources.queries.DISTINCT_ROWS": ((), ()),
         "softkmeans.sources.queries.POSITIVE": ((), ()),

@@ -62,4 +62,7 @@ auto by_dtype(const py::array& X, F&& f) {
 // The group-pruned assignment (group_pruned.cpp).
 void def_group_pruned(py::module_& m);
 
+// The validation pass's read (moments.cpp).
+void def_moments(py::module_& m);
+
 }  // namespace softkmeans_bindings

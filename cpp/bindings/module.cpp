@@ -577,6 +577,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "softkmeans native core (use the softkmeans package, not this module)";
   def_kernels(m);
   softkmeans_bindings::def_group_pruned(m);
+  softkmeans_bindings::def_moments(m);
   def_runtime(m);
   softkmeans_bindings::def_bf16(m);
   softkmeans_bindings::def_choices(m);

@@ -87,6 +87,11 @@ def balanced_counts(
     slack: float,
     max_tries: int,
 ) -> tuple[int, _I64, _F64, int, int]: ...
+def feature_moments(
+    X: _F, sample_weight: _F64, chunk_rows: int, n_threads: int = 0
+) -> tuple[_F64, _F64, _F64, _F64, npt.NDArray[np.bool_]]:
+    """(W, mean, M2, max_abs, finite) of each chunk of chunk_rows rows"""
+
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

@@ -34,6 +34,7 @@ __all__ = [
     "csr_second_moment_matvec",
     "default_threads",
     "entmax15",
+    "feature_moments",
     "hard_stats_bounded",
     "kernel_choices",
     "kmeanspp_candidate_potentials",
@@ -199,6 +200,15 @@ def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0):
     among the candidates at g, count evaluations); it stops at a count error of `enough`
     (`cpp/include/softkmeans/balanced.hpp`)."""
     return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough)
+
+
+def feature_moments(X, w, chunk_rows, n_threads):
+    """Per chunk of chunk_rows rows of a dense X: (W (c,), mean (c, d), M2 (c, d),
+    max_abs (c,), finite (c,) bool), the weights' sum, the features' weighted mean and
+    sum of squared deviations (float64, each sum sequential over the chunk's rows), the
+    largest |x| (of a finite chunk) and whether every value is finite (the validation
+    pass's read)."""
+    return _core.feature_moments(X, w, chunk_rows, n_threads)
 
 
 def weighted_covariance(X, w, n_threads):

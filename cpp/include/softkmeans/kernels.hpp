@@ -168,6 +168,14 @@ struct Kernels {
 
   // w [in] (n,).  mean [out] (d,): sum_i w_i x_i / W.  cov [out] (d, d): the
   // weighted population covariance sum_i w_i (x_i - mean)(x_i - mean)^T / W.
+  // The validation pass's read (impl/moments.hpp): per chunk of chunk_rows
+  // rows (c = ceil(n / chunk_rows) chunks), W (c,) the weights' sum, mean and
+  // M2 (c, d) the features' weighted mean and sum of squared deviations (0
+  // where W = 0), max_abs (c,) the largest |x| of a finite chunk, finite (c,) 0 where a
+  // value is NaN or infinite; in double, each sum sequential over the rows.
+  void (*feature_moments)(const T* X, index_t n, index_t d, const double* w, index_t chunk_rows,
+                          double* W, double* mean, double* M2, double* max_abs,
+                          std::uint8_t* finite, int n_threads) = nullptr;
   void (*weighted_covariance)(const T* X, index_t n, index_t d, const double* w, double* mean,
                               double* cov, int n_threads) = nullptr;
 
@@ -242,6 +250,7 @@ struct Kernels {
   F(block_stats)                       \
   F(hard_stats_bounded)                \
   F(biased_hard_stats)                 \
+  F(feature_moments)                   \
   F(weighted_covariance)               \
   F(second_moment_matvec)              \
   F(kmeanspp_candidate_potentials)     \

@@ -8,6 +8,7 @@
 #include "impl/bounded.hpp"
 #include "impl/covariance.hpp"
 #include "impl/group_pruned.hpp"
+#include "impl/moments.hpp"
 #include "impl/per_row.hpp"
 #include "impl/projected.hpp"
 #include "impl/seeding.hpp"

@@ -24,6 +24,7 @@ import weakref
 
 import numpy as np
 
+from .. import _native
 from .. import _validation as v
 from .base import Source
 from .readahead import file_blocks
@@ -91,27 +92,22 @@ class LocalSource(Source):
     kind = "dense"
 
 
-def chunk_moments(rows, w):
-    """(W, mean, M2) of the features under the weights w (n_b,) of rows (n_b, d), SCAN_BYTES
-    of float64 at a time, in row order (chunks of weight 0 left out): the float64 copy
-    stays in cache, and small beside a row block.
+def chunk_moments(rows, w, n_threads=1):
+    """[(W, mean, M2)] of the features under the weights w (n_b,) of rows (n_b, d), a
+    chunk of SCAN_BYTES of float64 at a time, in row order (chunks of weight 0 left out):
+    the native read (`_native.feature_moments`; each sum sequential over a chunk's rows,
+    the chunks in parallel on n_threads; one by default: a block task's), whose bits do not
+    depend on the thread count."""
+    W, mean, M2, _, _ = _chunked_moments(rows, w, n_threads)
+    return [(float(W[c]), mean[c], M2[c]) for c in range(W.size) if W[c] > 0]
 
-    The copy reuses one buffer: a fresh one per step costs a page fault per page where
-    malloc hands large blocks back to the system at once (Dask's workers set
-    MALLOC_TRIM_THRESHOLD_, which makes this scan about 3x slower there).
-    """
+
+def _chunked_moments(rows, w, n_threads):
+    """`_native.feature_moments` of a dense block in chunks of SCAN_BYTES of float64."""
+    rows = np.ascontiguousarray(rows, dtype=v.float_dtype_of(rows.dtype))
+    w = np.ascontiguousarray(w, dtype=np.float64)
     step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
-    buffer = np.empty((min(step, rows.shape[0]), rows.shape[1]))
-    for s in range(0, rows.shape[0], step):
-        wb = w[s : s + step]
-        Wb = float(wb.sum())
-        if Wb > 0:
-            r = buffer[: wb.shape[0]]
-            np.copyto(r, rows[s : s + step])
-            mean_b = (wb @ r) / Wb
-            r -= mean_b
-            np.square(r, out=r)
-            yield Wb, mean_b, wb @ r
+    return _native.feature_moments(rows, w, step, n_threads)
 
 
 def _joined(parts):
@@ -120,7 +116,7 @@ def _joined(parts):
 
 
 def _moments_block(rows, w, start):
-    return list(chunk_moments(rows, w))
+    return chunk_moments(rows, w)
 
 
 # The features' weighted moments: [(W, mean, M2)] of the chunks in row order, folded in
@@ -137,9 +133,7 @@ class FeatureMoments:
 
     def add(self, rows, w):
         """Fold in rows (n_b, d) with weights w (n_b,) (`chunk_moments`)."""
-        for moments in chunk_moments(rows, w):
-            self.merge(*moments)
-        return self
+        return self.add_all(chunk_moments(rows, w))
 
     def add_all(self, parts):
         """Fold in (W, mean, M2) of consecutive chunks, in order."""
@@ -162,31 +156,38 @@ class FeatureMoments:
         return self.M2 / self.W
 
 
-def _checked_block(rows, w, start, name, scan_rows, moments):
-    """A block's validation, `scan_rows` rows at a time (None: the block at once), in row
-    order: finiteness and magnitude (the errors of `softkmeans._validation`); moments:
-    also the features' weighted moments of those rows, [(W, mean, M2)] (else [])."""
+def _checked_block(rows, w, start, name, scan_rows, moments, n_threads):
+    """A block's validation: finiteness and magnitude (the errors of
+    `softkmeans._validation`); moments: also the features' weighted moments of its rows,
+    [(W, mean, M2)] (`chunk_moments`, one native read for both), else [] (the checks
+    `scan_rows` rows at a time, None: the block at once)."""
+    if moments:
+        W, mean, M2, max_abs, finite = _chunked_moments(rows, w, n_threads)
+        _check_finite_and_magnitude(rows, name, finite.all(), float(max_abs.max()))
+        return [(float(W[c]), mean[c], M2[c]) for c in range(W.size) if W[c] > 0]
     step = rows.shape[0] if scan_rows is None else scan_rows
-    out = []
     for s in range(0, rows.shape[0], step):
         part = rows[s : s + step]
         lo, hi = float(part.min()), float(part.max())
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError(f"{name} contains NaN or infinity")
-        v.check_magnitude(part, name, max(hi, -lo))
-        if moments:
-            out.extend(chunk_moments(part, w[s : s + step]))
-    return out
+        finite = np.isfinite(lo) and np.isfinite(hi)
+        _check_finite_and_magnitude(part, name, finite, max(hi, -lo) if finite else 0.0)
+    return []
 
 
-# The validation pass: args name (in the errors), scan_rows, moments (a fit's).
+def _check_finite_and_magnitude(rows, name, finite, max_abs):
+    if not finite:
+        raise ValueError(f"{name} contains NaN or infinity")
+    v.check_magnitude(rows, name, max_abs)
+
+
+# The validation pass: args name (in the errors), scan_rows, moments (a fit's), n_threads.
 CHECK_VALUES = Pass("check_values", _checked_block, _joined)
 
 
-def check_values(blocks, weights, name, fit=False, scan_rows=None):
+def check_values(blocks, weights, name, fit=False, scan_rows=None, n_threads=0):
     """The validation pass (`CHECK_VALUES`) over (start, stop, rows) blocks, run by the
     runner; fit: also the features' weighted variances, returned (else None)."""
-    parts = run_blocks(blocks, weights, CHECK_VALUES, name, scan_rows, fit)
+    parts = run_blocks(blocks, weights, CHECK_VALUES, name, scan_rows, fit, n_threads)
     if not fit:
         return None
     # A fit's weights have a positive sum (`check_weights`): some chunk has moments.
@@ -258,7 +259,7 @@ class ArraySource(_DenseSource):
             return
         # SCAN_BYTES at a time, in cache for their few reductions (one without moments).
         step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else None
-        self.variances = check_values(((0, X.shape[0], X),), w, name, fit, step)
+        self.variances = check_values(((0, X.shape[0], X),), w, name, fit, step, n_threads)
 
     def blocks(self):
         if self._file_blocks is not None:
@@ -365,7 +366,7 @@ class RowBlockSource(_DenseSource):
         w = self.weights
         if checked:  # by `spool`, as it copies X
             return
-        self.variances = check_values(self.blocks(), w, name, fit)
+        self.variances = check_values(self.blocks(), w, name, fit, n_threads=n_threads)
 
     def block_rows(self):
         n, d = self.data.shape
@@ -413,7 +414,7 @@ def spool(X, sample_weight=None, *, n_threads=0, name="X", directory=None):
                 out[start:stop] = rows
                 yield start, stop, rows
 
-        variances = check_values(written(), blocks.weights, name, fit=True)
+        variances = check_values(written(), blocks.weights, name, fit=True, n_threads=n_threads)
         out.flush()
         source = ArraySource(
             out, sample_weight, n_threads=n_threads, name=name, release=release, checked=True

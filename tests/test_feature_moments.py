@@ -74,3 +74,14 @@ def test_bad_arguments_are_refused():
         _native.feature_moments(X, np.ones(3), 2, 1)
     with pytest.raises(TypeError, match="C-contiguous"):
         _native.feature_moments(np.asfortranarray(np.ones((4, 2))), np.ones(4), 2, 1)
+
+
+def test_an_empty_block_has_no_chunks():
+    """A block of no rows (a Dask array's empty chunk) adds nothing to the moments and
+    passes the checks."""
+    from softkmeans.sources import dense
+
+    assert dense.chunk_moments(np.zeros((0, 3), np.float32), np.zeros(0)) == []
+    moments = dense.FeatureMoments(3).add(np.zeros((0, 3)), np.zeros(0))
+    assert moments.W == 0.0
+    assert dense.check_values([(0, 0, np.zeros((0, 3)))], np.zeros(0), "X", fit=False) is None

@@ -106,6 +106,9 @@ def _chunked_moments(rows, w, n_threads):
     """`_native.feature_moments` of a dense block in chunks of SCAN_BYTES of float64."""
     rows = np.ascontiguousarray(rows, dtype=v.float_dtype_of(rows.dtype))
     w = np.ascontiguousarray(w, dtype=np.float64)
+    if rows.size == 0:  # an empty block (a Dask chunk, say): no chunk
+        d = rows.shape[1]
+        return np.zeros(0), np.zeros((0, d)), np.zeros((0, d)), np.zeros(0), np.ones(0, bool)
     step = max(1, SCAN_BYTES // (8 * rows.shape[1]))
     return _native.feature_moments(rows, w, step, n_threads)
 
@@ -163,9 +166,9 @@ def _checked_block(rows, w, start, name, scan_rows, moments, n_threads):
     `scan_rows` rows at a time, None: the block at once)."""
     if moments:
         W, mean, M2, max_abs, finite = _chunked_moments(rows, w, n_threads)
-        _check_finite_and_magnitude(rows, name, finite.all(), float(max_abs.max()))
+        _check_finite_and_magnitude(rows, name, finite.all(), float(max_abs.max(initial=0.0)))
         return [(float(W[c]), mean[c], M2[c]) for c in range(W.size) if W[c] > 0]
-    step = rows.shape[0] if scan_rows is None else scan_rows
+    step = max(1, rows.shape[0] if scan_rows is None else scan_rows)
     for s in range(0, rows.shape[0], step):
         part = rows[s : s + step]
         lo, hi = float(part.min()), float(part.max())

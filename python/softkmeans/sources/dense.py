@@ -260,9 +260,7 @@ class ArraySource(_DenseSource):
         self._file_blocks = file_blocks(X) if file_backed(X) else None
         if checked:  # by `spool`, as it wrote X
             return
-        # SCAN_BYTES at a time, in cache for their few reductions (one without moments).
-        step = max(1, SCAN_BYTES // (X.shape[1] * X.itemsize)) if fit else None
-        self.variances = check_values(((0, X.shape[0], X),), w, name, fit, step, n_threads)
+        self.variances = check_values(((0, X.shape[0], X),), w, name, fit, n_threads=n_threads)
 
     def blocks(self):
         if self._file_blocks is not None:

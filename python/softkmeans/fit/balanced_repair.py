@@ -569,8 +569,13 @@ def _with_leavers(boundary, labels, margin, leave):
     if not leave.any() or boundary.size == labels.size:
         return boundary
     extra = [boundary]
+    # each cluster's rows in row order, from one stable (radix) sort of the labels, not
+    # a scan of every row per cluster (64 scans of 1e6 rows: 25 ms a call)
+    by_label = np.argsort(labels.astype(np.uint16), kind="stable")
+    sizes = np.bincount(labels, minlength=leave.size)
+    ends = np.cumsum(sizes)
     for j in np.flatnonzero(leave):
-        mine = np.flatnonzero(labels == j)
+        mine = by_label[ends[j] - sizes[j] : ends[j]]
         take = min(int(leave[j]), mine.size)
         if take < mine.size:
             mine = mine[np.argpartition(margin[mine], take - 1)[:take]]

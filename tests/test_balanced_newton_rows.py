@@ -11,7 +11,7 @@ the last candidate).
 import numpy as np
 import pytest
 
-from conftest import DTYPES
+from conftest import DTYPES, THREAD_COUNTS
 from softkmeans import _native
 
 
@@ -74,4 +74,24 @@ def test_newton_is_the_same_at_every_level(dtype):
     for out in outs[1:]:
         assert out[0] == outs[0][0] and out[5] == outs[0][5]
         for a, b in zip(out[1:5], outs[0][1:5]):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_newton_on_rows_by_index_is_newton_on_those_rows_at_every_thread_count(dtype):
+    # 70,000 rows: several chunks of the sweeps, so the threads split them
+    n, k = 70_000, 16
+    cand, dist, _ = _candidates(n, 8, k, dtype, seed=5)
+    dist = dist + np.random.default_rng(6).random(dist.shape).astype(dtype)
+    rows = np.flatnonzero(np.random.default_rng(7).random(n) < 0.8)
+    # unequal counts: large residuals, so each band is a high order statistic (its
+    # rows spread over the chunks and threads)
+    targets = (rows.size * np.arange(1, k + 1) / (k * (k + 1) / 2)).astype(np.int64)
+    targets[-1] += rows.size - targets.sum()
+    want = _native.balanced_newton(cand[rows], dist[rows], targets, np.zeros(k), 10, 0)
+    assert want[5] > 2  # some steps taken
+    for n_threads in THREAD_COUNTS:
+        got = _native.balanced_newton(cand, dist, targets, np.zeros(k), 10, 0, rows, n_threads)
+        assert got[0] == want[0] and got[5] == want[5]
+        for a, b in zip(got[1:5], want[1:5]):
             assert np.array_equal(a, b)

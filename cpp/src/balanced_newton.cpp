@@ -9,6 +9,8 @@
 #include <numeric>
 #include <vector>
 
+#include <omp.h>
+
 #include "softkmeans/balanced.hpp"
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
@@ -34,6 +36,21 @@ constexpr int kWidenings = 8;
 // lower count error after which Newton stops (the counts are discrete).
 constexpr double kArmijo = 1e-4;
 constexpr int kStall = 4;
+// Rows a chunk of a sweep: the chunks run in parallel and their sums are
+// added in chunk order, so every output is the same at every thread count.
+constexpr int64_t kChunkRows = 1 << 14;
+
+int64_t chunks_of(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
+
+// f(c, begin, end) for each chunk c of rows [0, rows), on up to n_threads.
+template <typename F>
+void for_chunks(int64_t rows, int n_threads, const F& f) {
+  const int64_t chunks = chunks_of(rows);
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n_threads, chunks)));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    f(c, c * kChunkRows, std::min(rows, (c + 1) * kChunkRows));
+}
 
 // Each row's best candidate at offsets g (float64): label a, the gap to the
 // second candidate's value, and D at a.
@@ -132,6 +149,10 @@ class Smallest {
       std::push_heap(heap_.begin(), heap_.end());
     }
   }
+  void drain_into(Smallest* other) const {
+    for (double x : heap_)
+      if (x < other->bar()) other->push(x);
+  }
   bool empty() const { return heap_.empty(); }
   double top() const { return heap_.front(); }
   double bar() const {
@@ -147,35 +168,52 @@ class Smallest {
 template <typename T>
 class Newton {
  public:
-  Newton(const int32_t* cand, const T* dist, int64_t n, int64_t m, int64_t k,
-         const int64_t* targets)
-      : cand_(cand), dist_(dist), n_(n), m_(m), k_(k), targets_(targets), cur_(n), trial_(n) {}
+  // rows (n,): the rows of cand / dist read (nullptr: 0 .. n - 1).
+  Newton(const int32_t* cand, const T* dist, const int64_t* rows, int64_t n, int64_t m, int64_t k,
+         const int64_t* targets, int n_threads)
+      : cand_(cand), dist_(dist), rows_(rows), n_(n), m_(m), k_(k), targets_(targets),
+        threads_(std::max(1, n_threads)), cur_(n), trial_(n) {}
 
   // Each row's bucket of its gap at g0, and the rows copied in bucket order
   // (stable), so that the rows of the buckets <= b are a prefix: a row whose
   // gap at g0 exceeds the offsets' spread since then keeps its label.
   void start(const double* g0) {
     g0_.assign(g0, g0 + k_);
+    std::vector<int32_t> cand_in(n_ * m_);
+    std::vector<T> dist_in(n_ * m_);
     RowState at0(n_);
-    row_states(cand_, dist_, n_, m_, g0, at0.a.data(), at0.gap.data(), at0.own.data());
+    for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t r = rows_ ? rows_[i] : i;
+        std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, cand_in.begin() + i * m_);
+        std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, dist_in.begin() + i * m_);
+      }
+      row_states(&cand_in[i0 * m_], &dist_in[i0 * m_], i1 - i0, m_, g0, &at0.a[i0],
+                 &at0.gap[i0], &at0.own[i0]);
+    });
     double top = 0.0;
     for (int64_t i = 0; i < n_; ++i)
       if (std::isfinite(at0.gap[i])) top = std::max(top, at0.gap[i]);
     top_exp_ = top > 0 ? std::ilogb(top) : 0;
     std::vector<uint8_t> bucket(n_);
     std::vector<int64_t> count(kBuckets + 1, 0);
-    for (int64_t i = 0; i < n_; ++i) ++count[(bucket[i] = static_cast<uint8_t>(bucket_of(at0.gap[i]))) + 1];
+    for (int64_t i = 0; i < n_; ++i) {
+      bucket[i] = static_cast<uint8_t>(bucket_of(at0.gap[i]));
+      ++count[bucket[i] + 1];
+    }
     for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
     prefix_.assign(count.begin() + 1, count.end());  // rows in the buckets <= b
     order_.resize(n_);
     for (int64_t i = 0; i < n_; ++i) order_[count[bucket[i]]++] = i;
     cand_p_.resize(n_ * m_), dist_p_.resize(n_ * m_);
-    for (int64_t p = 0; p < n_; ++p) {
-      const int64_t i = order_[p];
-      std::copy(cand_ + i * m_, cand_ + (i + 1) * m_, cand_p_.begin() + p * m_);
-      std::copy(dist_ + i * m_, dist_ + (i + 1) * m_, dist_p_.begin() + p * m_);
-      cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];
-    }
+    for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t i = order_[p];
+        std::copy(&cand_in[i * m_], &cand_in[(i + 1) * m_], &cand_p_[p * m_]);
+        std::copy(&dist_in[i * m_], &dist_in[(i + 1) * m_], &dist_p_[p * m_]);
+        cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];
+      }
+    });
     // fixed_[b * k + j]: rows of label j at g0 in the buckets >= b.
     // fixed_own_[b]: the sum of their D at the label.
     fixed_.assign(static_cast<size_t>((kBuckets + 1) * k_), 0);
@@ -211,12 +249,23 @@ class Newton {
     double value = fixed_own_[b + 1];
     for (int64_t j = 0; j < k_; ++j) value += (targets_[j] - fixed[j]) * g[j];
     const int64_t rows = b >= 0 ? prefix_[b] : 0;
-    int64_t* c = counts->data();
-    row_states(cand_p_.data(), dist_p_.data(), rows, m_, g, trial_.a.data(), trial_.gap.data(),
-               trial_.own.data());
-    for (int64_t p = 0; p < rows; ++p) {
-      ++c[trial_.a[p]];
-      value += trial_.own[p] - g[trial_.a[p]];
+    const int64_t chunks = chunks_of(rows);
+    std::vector<int64_t> part_counts(chunks * k_, 0);
+    std::vector<double> part_value(chunks, 0.0);
+    for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &trial_.a[p0],
+                 &trial_.gap[p0], &trial_.own[p0]);
+      int64_t* mine = &part_counts[c * k_];
+      double v = 0.0;
+      for (int64_t p = p0; p < p1; ++p) {
+        ++mine[trial_.a[p]];
+        v += trial_.own[p] - g[trial_.a[p]];
+      }
+      part_value[c] = v;
+    });
+    for (int64_t c = 0; c < chunks; ++c) {
+      for (int64_t j = 0; j < k_; ++j) (*counts)[j] += part_counts[c * k_ + j];
+      value += part_value[c];
     }
     *q = value;
     int64_t err = 0;
@@ -234,50 +283,76 @@ class Newton {
   bool direction(const double* g, const std::vector<int64_t>& counts, std::vector<double>* delta) {
     std::vector<double> r(k_), h(k_, 0.0);
     for (int64_t j = 0; j < k_; ++j) r[j] = static_cast<double>(targets_[j] - counts[j]);
-    smallest_.resize(k_);
-    bar_.assign(k_, -std::numeric_limits<double>::infinity());  // -inf: takes no gap
-    for (int64_t j = 0; j < k_; ++j) {
-      smallest_[j].reset(std::max<int64_t>(std::llabs(targets_[j] - counts[j]), kMinBandRows));
-      if (r[j] > 0) bar_[j] = smallest_[j].bar();
-    }
     const int64_t rows = active_rows();
-    for (int64_t p = 0; p < rows; ++p) add_gaps(p, g, r);
-    for (int64_t j = 0; j < k_; ++j)
-      if (!smallest_[j].empty()) h[j] = smallest_[j].top();
+    band_gaps(g, r, &h);
     for (int widen = 0; widen < kWidenings; ++widen) {
-      std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
       const double widest = *std::max_element(h.begin(), h.end());
-      for (int64_t p = 0; p < rows; ++p)  // a row's gap is to its nearest other candidate
-        if (cur_.gap[p] < widest) add_row(p, g, h, &L);
+      const int64_t chunks = chunks_of(rows);
+      std::vector<double> part(chunks * k_ * k_, 0.0);
+      for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p)  // a row's gap is to its nearest other candidate
+          if (cur_.gap[p] < widest) add_row(p, g, h, &part[c * k_ * k_]);
+      });
+      std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t e = 0; e < k_ * k_; ++e) L[e] += part[c * k_ * k_ + e];
       if (connected(L, r)) return solve(L, r, delta);
       for (double& x : h) x = x > 0 ? 2 * x : x;
     }
     return false;
   }
 
+  // Each cluster's band h (k,) at g: the max(|r_j|, kMinBandRows)-th smallest
+  // of the gaps add_gaps gives it (0: none), each thread's smallest merged.
+  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) const {
+    const int64_t rows = active_rows();
+    const int nt = static_cast<int>(
+        std::max<int64_t>(1, std::min<int64_t>(threads_, chunks_of(rows))));
+    std::vector<std::vector<Smallest>> heaps(nt, std::vector<Smallest>(k_));
+    for (auto& mine : heaps)
+      for (int64_t j = 0; j < k_; ++j)
+        mine[j].reset(std::max<int64_t>(std::llabs(static_cast<int64_t>(r[j])), kMinBandRows));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      std::vector<Smallest>& mine = heaps[nt > 1 ? omp_get_thread_num() : 0];
+      std::vector<double> bar(k_, -std::numeric_limits<double>::infinity());  // -inf: none
+      for (int64_t j = 0; j < k_; ++j)
+        if (r[j] > 0) bar[j] = mine[j].bar();
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < chunks_of(rows); ++c)
+        for (int64_t p = c * kChunkRows; p < std::min(rows, (c + 1) * kChunkRows); ++p)
+          add_gaps(p, g, r, &mine, &bar);
+    }
+    for (size_t t = 1; t < heaps.size(); ++t)
+      for (int64_t j = 0; j < k_; ++j) heaps[t][j].drain_into(&heaps[0][j]);
+    for (int64_t j = 0; j < k_; ++j)
+      if (!heaps[0][j].empty()) (*h)[j] = heaps[0][j].top();
+  }
+
   // Row p's gaps for the bands at g: to its second candidate, for its own
   // cluster a when a has rows to spare (r_a <= 0); to each other candidate c
-  // short of rows (r_c > 0), for c (the rows c would gain first).
-  void add_gaps(int64_t p, const double* g, const std::vector<double>& r) {
+  // short of rows (r_c > 0), for c (the rows c would gain first). bar (k,):
+  // what a gap must be below to change a cluster's smallest.
+  void add_gaps(int64_t p, const double* g, const std::vector<double>& r,
+                std::vector<Smallest>* smallest, std::vector<double>* bar) const {
     const int32_t a = cur_.a[p];
-    if (r[a] <= 0 && cur_.gap[p] < smallest_[a].bar()) smallest_[a].push(cur_.gap[p]);
+    if (r[a] <= 0 && cur_.gap[p] < (*smallest)[a].bar()) (*smallest)[a].push(cur_.gap[p]);
     const int32_t* ci = &cand_p_[p * m_];
     const T* di = &dist_p_[p * m_];
     const double best = cur_.own[p] - g[a];
     for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
       const int32_t c = ci[s];
       const double x = static_cast<double>(di[s]) - g[c] - best;
-      if (x < bar_[c] && c != a) {  // (bar_: -inf where c has rows to spare)
-        smallest_[c].push(x);
-        bar_[c] = smallest_[c].bar();
+      if (x < (*bar)[c] && c != a) {
+        (*smallest)[c].push(x);
+        (*bar)[c] = (*smallest)[c].bar();
       }
     }
   }
 
   // Row p's share of the Laplacian at g: for each other candidate c within the
   // band of (a, c) of its best a, the density 1 / (2 band) on that pair.
-  void add_row(int64_t p, const double* g, const std::vector<double>& h,
-               std::vector<double>* L) const {
+  void add_row(int64_t p, const double* g, const std::vector<double>& h, double* L) const {
     const int32_t a = cur_.a[p];
     const int32_t* ci = &cand_p_[p * m_];
     const T* di = &dist_p_[p * m_];
@@ -288,8 +363,8 @@ class Newton {
       const double band = std::max(h[a], h[c]);
       if (static_cast<double>(di[s]) - g[c] - best < band) {
         const double w = 0.5 / band;
-        (*L)[a * k_ + c] -= w, (*L)[c * k_ + a] -= w;
-        (*L)[a * k_ + a] += w, (*L)[c * k_ + c] += w;
+        L[a * k_ + c] -= w, L[c * k_ + a] -= w;
+        L[a * k_ + a] += w, L[c * k_ + c] += w;
       }
     }
   }
@@ -306,12 +381,14 @@ class Newton {
   // second candidate's value less the best's; inf when m = 1), in row order.
   void finish(const double* g, int64_t* labels, double* own, double* gap) const {
     RowState end(n_);
-    row_states(cand_p_.data(), dist_p_.data(), n_, m_, g, end.a.data(), end.gap.data(),
-               end.own.data());
-    for (int64_t p = 0; p < n_; ++p) {
-      const int64_t i = order_[p];
-      labels[i] = end.a[p], gap[i] = end.gap[p], own[i] = end.own[p];
-    }
+    for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &end.a[p0], &end.gap[p0],
+                 &end.own[p0]);
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t i = order_[p];
+        labels[i] = end.a[p], gap[i] = end.gap[p], own[i] = end.own[p];
+      }
+    });
   }
 
  private:
@@ -378,8 +455,10 @@ class Newton {
 
   const int32_t* cand_;
   const T* dist_;
+  const int64_t* rows_;
   int64_t n_, m_, k_;
   const int64_t* targets_;
+  int threads_;
   std::vector<double> g0_;
   RowState cur_, trial_;  // in bucket order
   int top_exp_ = 0;
@@ -389,18 +468,17 @@ class Newton {
   std::vector<T> dist_p_;
   std::vector<int64_t> fixed_;
   std::vector<double> fixed_own_;
-  std::vector<Smallest> smallest_;  // each cluster's band gaps (direction)
-  std::vector<double> bar_;         // what a gap must be below to enter them
   int active_ = kBuckets - 1;
 };
 
 }  // namespace
 
 template <typename T>
-int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
-                        const int64_t* targets, int64_t max_steps, int64_t enough, double* g,
-                        int64_t* labels, double* own, double* gap, int64_t* evals) {
-  Newton<T> newton(cand, cand_dist, n, m, k, targets);
+int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* rows, int64_t n,
+                        int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
+                        int64_t enough, double* g, int64_t* labels, double* own, double* gap,
+                        int64_t* evals, int n_threads) {
+  Newton<T> newton(cand, cand_dist, rows, n, m, k, targets, n_threads);
   newton.start(g);
   std::vector<int64_t> counts, trial_counts;
   int active = 0;
@@ -444,11 +522,11 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int6
   return err;
 }
 
-template int64_t balanced_newton<float>(const int32_t*, const float*, int64_t, int64_t, int64_t,
-                                        const int64_t*, int64_t, int64_t, double*, int64_t*,
-                                        double*, double*, int64_t*);
-template int64_t balanced_newton<double>(const int32_t*, const double*, int64_t, int64_t, int64_t,
-                                         const int64_t*, int64_t, int64_t, double*, int64_t*,
-                                         double*, double*, int64_t*);
+template int64_t balanced_newton<float>(const int32_t*, const float*, const int64_t*, int64_t,
+                                        int64_t, int64_t, const int64_t*, int64_t, int64_t, double*,
+                                        int64_t*, double*, double*, int64_t*, int);
+template int64_t balanced_newton<double>(const int32_t*, const double*, const int64_t*, int64_t,
+                                         int64_t, int64_t, const int64_t*, int64_t, int64_t,
+                                         double*, int64_t*, double*, double*, int64_t*, int);
 
 }  // namespace softkmeans

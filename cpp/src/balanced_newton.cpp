@@ -179,17 +179,12 @@ class Newton {
   // gap at g0 exceeds the offsets' spread since then keeps its label.
   void start(const double* g0) {
     g0_.assign(g0, g0 + k_);
-    std::vector<int32_t> cand_in(n_ * m_);
-    std::vector<T> dist_in(n_ * m_);
     RowState at0(n_);
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
-        const int64_t r = rows_ ? rows_[i] : i;
-        std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, cand_in.begin() + i * m_);
-        std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, dist_in.begin() + i * m_);
+        const int64_t r = row(i);
+        row_state(cand_ + r * m_, dist_ + r * m_, m_, g0, &at0.a[i], &at0.gap[i], &at0.own[i]);
       }
-      row_states(&cand_in[i0 * m_], &dist_in[i0 * m_], i1 - i0, m_, g0, &at0.a[i0],
-                 &at0.gap[i0], &at0.own[i0]);
     });
     double top = 0.0;
     for (int64_t i = 0; i < n_; ++i)
@@ -208,9 +203,9 @@ class Newton {
     cand_p_.resize(n_ * m_), dist_p_.resize(n_ * m_);
     for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
-        const int64_t i = order_[p];
-        std::copy(&cand_in[i * m_], &cand_in[(i + 1) * m_], &cand_p_[p * m_]);
-        std::copy(&dist_in[i * m_], &dist_in[(i + 1) * m_], &dist_p_[p * m_]);
+        const int64_t i = order_[p], r = row(i);
+        std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, &cand_p_[p * m_]);
+        std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, &dist_p_[p * m_]);
         cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];
       }
     });
@@ -371,6 +366,11 @@ class Newton {
 
   void accept(int active) {
     const int64_t rows = active >= 0 ? prefix_[active] : 0;
+    if (rows == n_) {  // every row's state is the trial's
+      std::swap(cur_, trial_);
+      active_ = active;
+      return;
+    }
     std::copy(trial_.a.begin(), trial_.a.begin() + rows, cur_.a.begin());
     std::copy(trial_.gap.begin(), trial_.gap.begin() + rows, cur_.gap.begin());
     std::copy(trial_.own.begin(), trial_.own.begin() + rows, cur_.own.begin());
@@ -392,6 +392,7 @@ class Newton {
   }
 
  private:
+  int64_t row(int64_t i) const { return rows_ ? rows_[i] : i; }
   int64_t active_rows() const { return active_ >= 0 ? prefix_[active_] : 0; }
 
   int bucket_of(double gap) const {

@@ -63,8 +63,9 @@ NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 1
 # NEWTON_AGAIN x its enough.
 NEWTON_REACH, NEWTON_RESTARTS, NEWTON_AGAIN = 2.0, 2, 4
 # Rows a Newton call reads from which its ~30 sweeps (parallel regions) run on the
-# source's threads (1e5 x 16, k = 64, load ~4.5: Newton 2.7 s of CPU a fit on 2, 0.5 on 1).
-NEWTON_THREAD_ROWS = 1 << 18
+# source's threads: on a busy machine each waits for a descheduled thread (load 4-5, 2
+# cores: 1e6 x 16, k = 64, Newton 14.2 s wall a fit on 2, 8.4 s on 1; quiet: 30 % less).
+NEWTON_THREAD_ROWS = 1 << 21
 # Rows left open by Newton's margins, per row the first repair takes, above which a
 # pass at Newton's offsets gives their exact gaps (`CountsRepair._start`).
 RECHECK_ROWS = 4

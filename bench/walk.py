@@ -11,7 +11,8 @@ outside softkmeans (scikit-learn's validation, NumPy) are listed apart. A detour
 return into a frame that is still on the stack at the kernel call (the final path): a
 softkmeans function that path called and that came back before the kernel (a check, a
 lookup, a feature answering "not me"); calls made inside a detour are not counted again.
-Each line prints measured / needed where issue 34 sets a target.
+Each line prints measured / needed where issue 34 sets a target. A second walk goes on
+to k-means++'s first kernel call (the seeding), counted the same way.
 
     PYTHONPATH=python python bench/walk.py
 """
@@ -31,8 +32,10 @@ NEEDED_MODULES = 8
 NEEDED_DETOURS = 3
 
 
-def walk(fit):
-    """(softkmeans modules in call order, other modules, returns, the first kernel)."""
+def walk(fit, kernel=""):
+    """(softkmeans modules in call order, other modules, returns, the first kernel), to
+    the first call of a `softkmeans._core` function whose name starts with `kernel` (""
+    for any: the first kernel call; kernel calls before it are passed like any C call)."""
     modules, others, state = [], [], {"returns": 0, "kernel": None}
     detours = []  # (id of the caller's frame, callee's module) of each softkmeans return
 
@@ -40,7 +43,9 @@ def walk(fit):
         if state["kernel"] is not None:
             return
         if event == "c_call":
-            if getattr(arg, "__module__", "") == "softkmeans._core":
+            if getattr(arg, "__module__", "") == "softkmeans._core" and (
+                arg.__name__.startswith(kernel)
+            ):
                 state["kernel"] = arg.__name__
                 state["stack"] = _stack_modules(frame)
                 state["path"] = _stack_frames(frame)
@@ -94,18 +99,27 @@ def _stack_modules(frame):
 def main():
     X = np.random.default_rng(0).normal(size=(2000, 16))
     SoftKMeans(8, assignment="hard", random_state=0).fit(X)  # warm-up
-    modules, others, returns, kernel, stack, off_path = walk(
-        lambda: SoftKMeans(8, assignment="hard", random_state=0).fit(X)
-    )
     print(f"softkmeans {softkmeans.__file__}")
+    report(walk(lambda: SoftKMeans(8, assignment="hard", random_state=0).fit(X)))
+    # The second walk: on to k-means++'s first kernel (the seeding), no target of its own.
+    print()
+    report(walk(lambda: SoftKMeans(8, assignment="hard", random_state=0).fit(X), "kmeanspp"),
+           targets=False)
+
+
+def report(walked, targets=True):
+    """Print a walk; targets: with issue 34's (measured / needed)."""
+    modules, others, returns, kernel, stack, off_path = walked
+    need_modules = f" / {NEEDED_MODULES} needed" if targets else ""
+    need_detours = f" / {NEEDED_DETOURS} needed" if targets else ""
     print(f"first kernel call: _core.{kernel}")
-    print(f"softkmeans modules entered: {len(modules)} / {NEEDED_MODULES} needed: "
+    print(f"softkmeans modules entered: {len(modules)}{need_modules}: "
           + " -> ".join(modules))
     print(f"softkmeans returns before it: {returns}")
     print(f"the stack at it ({len(stack)} modules, {len(set(stack))} distinct): "
           + " -> ".join(stack))
-    print(f"returns to the path (detours) before it: {len(off_path)} / {NEEDED_DETOURS} "
-          f"needed, into {len(set(off_path))} modules: {', '.join(sorted(set(off_path)))}")
+    print(f"returns to the path (detours) before it: {len(off_path)}{need_detours}, "
+          f"into {len(set(off_path))} modules: {', '.join(sorted(set(off_path)))}")
     print(f"other modules ({len(others)}): {', '.join(others)}")
 
 

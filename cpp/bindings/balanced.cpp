@@ -31,9 +31,8 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
                               const py::array& wa, int n_threads, index_t m, double band) {
   const auto X = as_matrix<T>(Xa, "X");
   const auto C = as_matrix<T>(Ca, "C");
+  check_points(X, C);
   const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
-  if (C.shape(1) != d) throw py::value_error("X and C must have the same number of columns");
-  if (n < 1 || d < 1 || k < 1) throw py::value_error("X and C must be non-empty");
   const auto g = as_vector<double>(ga, "g", k);
   const auto w = as_vector<double>(wa, "sample_weight", n);
   if (m < 0 || m > std::min<index_t>(k, 64))

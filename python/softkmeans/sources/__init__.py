@@ -72,7 +72,8 @@ def source_of(X, sample_weight=None, *, n_threads=0, name="X", fit=False, row_bl
         return X
     kw = dict(n_threads=n_threads, name=name)
     if isinstance(X, np.ndarray):  # the common case first: in place, or in row blocks
-        if row_blocks and _needs_row_blocks(X):
+        # A C-contiguous array is read in place whatever its dtype (converted if need be).
+        if row_blocks and not X.flags.c_contiguous and _needs_row_blocks(X):
             return RowBlockSource(X, sample_weight, fit=fit, **kw)
         return ArraySource(X, sample_weight, fit=fit, **kw)
     if _sparse.is_sparse(X):

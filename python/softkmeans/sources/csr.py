@@ -21,9 +21,8 @@ class CSRSource(LocalSource):
 
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False):
         X = _sparse.check_csr(X, name)
-        super().__init__(X.shape, n_threads)
+        super().__init__(X.shape, sample_weight, n_threads, fit)
         self.data, self.dtype = X, X.dtype
-        self._set_weights(sample_weight, fit)
         self._covariance = None
 
     kind = "csr"

@@ -78,14 +78,12 @@ class LocalSource(Source):
     array or a CSR matrix the native kernels take. With one block every result is the
     kernels' own, bit for bit."""
 
-    def __init__(self, shape, n_threads=0):
-        """Subclasses set ``data`` and ``dtype``, then call `_set_weights`."""
+    def __init__(self, shape, sample_weight=None, n_threads=0, fit=False):
+        """X's shape and its weights, validated and held (None: all ones; fit: a fit's
+        messages); subclasses set ``data`` and ``dtype``."""
         self.shape = tuple(int(s) for s in shape)
         self.rows_per_pass = self.shape[0]
         self.n_threads = n_threads
-
-    def _set_weights(self, sample_weight, fit=False):
-        """Validate and hold the weights (None: all ones); fit: a fit's messages."""
         self.weights = check_weights(sample_weight, self.shape[0], fit)
         self.unit_weights = sample_weight is None
 
@@ -98,13 +96,15 @@ def chunk_moments(rows, w, n_threads=1):
     the native read (`_native.feature_moments`; each sum sequential over a chunk's rows,
     the chunks in parallel on n_threads; one by default: a block task's), whose bits do not
     depend on the thread count."""
+    rows = np.ascontiguousarray(rows, dtype=v.float_dtype_of(rows.dtype))
     W, mean, M2, _, _ = _chunked_moments(rows, w, n_threads)
     return [(float(W[c]), mean[c], M2[c]) for c in range(W.size) if W[c] > 0]
 
 
 def _chunked_moments(rows, w, n_threads):
-    """`_native.feature_moments` of a dense block in chunks of SCAN_BYTES of float64."""
-    rows = np.ascontiguousarray(rows, dtype=v.float_dtype_of(rows.dtype))
+    """`_native.feature_moments` of a dense block of float32/float64 rows (a source's
+    block; `chunk_moments` converts any rows) in chunks of SCAN_BYTES of float64."""
+    rows = np.ascontiguousarray(rows)
     w = np.ascontiguousarray(w, dtype=np.float64)
     if rows.size == 0:  # an empty block (a Dask chunk, say): no chunk
         d = rows.shape[1]
@@ -251,21 +251,22 @@ class ArraySource(_DenseSource):
     def __init__(self, X, sample_weight=None, *, n_threads=0, name="X", fit=False,
                  release=None, checked=False):  # fmt: skip
         X = v.as_float_array(X, name, ndim=2, check_values=False)
-        super().__init__(X.shape, n_threads)
+        super().__init__(X.shape, sample_weight, n_threads, fit)
         self.data, self.dtype = X, X.dtype
-        self._set_weights(sample_weight, fit)
         w = self.weights
         self._release = None if release is None else weakref.finalize(self, release)
         self._transformed = None
-        self._file_blocks = file_blocks(X) if file_backed(X) else None
         if checked:  # by `spool`, as it wrote X
             return
         self.variances = check_values(((0, X.shape[0], X),), w, name, fit, n_threads=n_threads)
 
     def blocks(self):
-        if self._file_blocks is not None:
-            self._file_blocks.on_block = self.on_block
-            yield from self._file_blocks
+        # A memory-mapped file over MIN_FILE_BYTES: its blocks read ahead (asked here, by
+        # the pass that reads them: making a source of an in-memory X asks nothing).
+        ahead = file_blocks(self.data)
+        if ahead is not None:
+            ahead.on_block = self.on_block
+            yield from ahead
             return
         if self.transforms and file_backed(self.data):
             # A transformed block is anonymous memory: bounded for a file (cosine of a
@@ -295,7 +296,7 @@ class ArraySource(_DenseSource):
         """Free the temporary file behind X, if this source owns one."""
         if self._release is not None:
             self.data = None
-            self._transformed = self._file_blocks = None
+            self._transformed = None
             self._release, release = None, self._release
             release()
 
@@ -361,9 +362,8 @@ class RowBlockSource(_DenseSource):
             raise ValueError(f"{name} must not be empty; got shape {shape}")
         dtype = np.dtype(X.dtype)
         v.check_real_dtype(dtype, name)
-        super().__init__(shape, n_threads)
+        super().__init__(shape, sample_weight, n_threads, fit)
         self.data, self.dtype = X, v.float_dtype_of(dtype)
-        self._set_weights(sample_weight, fit)
         w = self.weights
         if checked:  # by `spool`, as it copies X
             return

@@ -57,33 +57,47 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
 }
 
 // (count error, g (k,), labels (n,) int64, own (n,) and gap (n,) float64,
-// evals):
-// balanced_newton from the offsets g on the candidates.
+// evals): balanced_newton from the offsets g on the candidates of the rows
+// `rows` (None: every row of cand), on n_threads.
 template <typename T>
 py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
                             const py::array& targets_a, const py::array& g_a, int64_t max_steps,
-                            int64_t enough) {
+                            int64_t enough, const py::object& rows_a, int n_threads) {
   const auto cand = as_matrix<std::int32_t>(cand_a, "cand");
   const auto dist = as_matrix<T>(dist_a, "cand_dist");
-  const index_t n = cand.shape(0), m = cand.shape(1);
-  if (dist.shape(0) != n || dist.shape(1) != m)
+  const index_t total = cand.shape(0), m = cand.shape(1);
+  if (dist.shape(0) != total || dist.shape(1) != m)
     throw py::value_error("cand and cand_dist must have the same shape");
   const auto g_in = as_vector<double>(g_a, "g", g_a.size());
   const index_t k = g_in.shape(0);
   const auto targets = as_vector<std::int64_t>(targets_a, "targets", k);
+  carray<std::int64_t> rows(0);
+  const bool some = !rows_a.is_none();
+  if (some) {
+    const auto ra = rows_a.cast<py::array>();
+    rows = as_vector<std::int64_t>(ra, "rows", ra.size());
+  }
+  const index_t n = some ? rows.shape(0) : total;
   if (n < 1 || m < 1 || m > k) throw py::value_error("need n >= 1 and 1 <= m <= k");
-  for (index_t i = 0; i < n * m; ++i)
-    if (cand.data()[i] < -1 || cand.data()[i] >= k || (i % m == 0 && cand.data()[i] < 0))
-      throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
+  for (index_t r = 0; r < n; ++r) {
+    const index_t i = some ? rows.data()[r] : r;
+    if (i < 0 || i >= total) throw py::value_error("rows holds a row outside [0, len(cand))");
+    for (index_t s = 0; s < m; ++s) {
+      const std::int32_t c = cand.data()[i * m + s];
+      if (c < -1 || c >= k || (s == 0 && c < 0))
+        throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
+    }
+  }
   carray<double> g(k), own(n), gap(n);
-  std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
   carray<std::int64_t> labels(n);
   std::int64_t err = 0, evals = 0;
+  const int threads = softkmeans::resolve_threads(n_threads);
   run_native([&] {
     std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
-    err = softkmeans::balanced_newton<T>(cand.data(), dist.data(), n, m, k, targets.data(),
-                                         max_steps, enough, g.mutable_data(), labels.mutable_data(),
-                                         own.mutable_data(), gap.mutable_data(), &evals);
+    err = softkmeans::balanced_newton<T>(cand.data(), dist.data(), some ? rows.data() : nullptr,
+                                         n, m, k, targets.data(), max_steps, enough,
+                                         g.mutable_data(), labels.mutable_data(),
+                                         own.mutable_data(), gap.mutable_data(), &evals, threads);
   });
   return py::make_tuple(err, g, labels, own, gap, evals);
 }
@@ -94,15 +108,18 @@ void def_biased(py::module_& m) {
   m.def(
       "balanced_newton",
       [](const py::array& cand, const py::array& cand_dist, const py::array& targets,
-         const py::array& g, int64_t max_steps, int64_t enough) {
+         const py::array& g, int64_t max_steps, int64_t enough, const py::object& rows,
+         int n_threads) {
         return by_dtype(cand_dist, [&](auto t) {
-          return balanced_newton_t<decltype(t)>(cand, cand_dist, targets, g, max_steps, enough);
+          return balanced_newton_t<decltype(t)>(cand, cand_dist, targets, g, max_steps, enough,
+                                                rows, n_threads);
         });
       },
       py::arg("cand"), py::arg("cand_dist"), py::arg("targets"), py::arg("g"),
-      py::arg("max_steps"), py::arg("enough") = 0,
-      "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the offsets "
-      "g, on each row's candidates");
+      py::arg("max_steps"), py::arg("enough") = 0, py::arg("rows") = py::none(),
+      py::arg("n_threads") = 1,
+      "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the "
+      "offsets g, on the candidates of the rows `rows` (None: every row), on n_threads");
   m.def(
       "biased_hard_stats",
       [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,

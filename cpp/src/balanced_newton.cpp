@@ -9,8 +9,16 @@
 #include <numeric>
 #include <vector>
 
+#include <omp.h>
+
 #include "softkmeans/balanced.hpp"
 #include "softkmeans/kernels.hpp"
+#include "softkmeans/simd.hpp"
+
+#if defined(SOFTKMEANS_HAVE_AVX512) && (defined(__x86_64__) || defined(_M_X64))
+#include <immintrin.h>
+#define SOFTKMEANS_NEWTON_AVX512 1
+#endif
 
 namespace softkmeans {
 
@@ -28,40 +36,186 @@ constexpr int kWidenings = 8;
 // lower count error after which Newton stops (the counts are discrete).
 constexpr double kArmijo = 1e-4;
 constexpr int kStall = 4;
+// Rows a chunk of a sweep: the chunks run in parallel and their sums are
+// added in chunk order, so every output is the same at every thread count.
+constexpr int64_t kChunkRows = 1 << 14;
 
-// Each row's best and second candidate at offsets g (float64): label a,
-// second column b (-1 when m = 1), the gap between their values, and D at a.
+int64_t chunks_of(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
+
+// f(c, begin, end) for each chunk c of rows [0, rows), on up to n_threads.
+template <typename F>
+void for_chunks(int64_t rows, int n_threads, const F& f) {
+  const int64_t chunks = chunks_of(rows);
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(n_threads, chunks)));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t c = 0; c < chunks; ++c)
+    f(c, c * kChunkRows, std::min(rows, (c + 1) * kChunkRows));
+}
+
+// Each row's best candidate at offsets g (float64): label a, the gap to the
+// second candidate's value, and D at a.
 struct RowState {
-  std::vector<int32_t> a, b;
+  std::vector<int32_t> a;
   std::vector<double> gap, own;
-  explicit RowState(int64_t n) : a(n), b(n), gap(n), own(n) {}
+  explicit RowState(int64_t n) : a(n), gap(n), own(n) {}
+};
+
+// Row state at g of one row's m candidates (ci, di), without branches on the
+// values: label the smallest value (ties to the smaller column), gap the
+// second smallest less it (inf with one candidate), own D at the label. A
+// column -1 (past the last held) counts as +inf, which never wins.
+template <typename T>
+inline void row_state(const int32_t* ci, const T* di, int64_t m, const double* g, int32_t* label,
+                      double* gap, double* own) {
+  const double inf = std::numeric_limits<double>::infinity();
+  double v1 = inf, v2 = inf, d1 = 0.0;
+  int32_t a = ci[0];
+  for (int64_t s = 0; s < m; ++s) {
+    const int32_t c = ci[s];
+    const double d = static_cast<double>(di[s]);
+    const double v = c >= 0 ? d - g[c >= 0 ? c : 0] : inf;
+    const bool take = v < v1 || (v == v1 && c < a && c >= 0);
+    v2 = take ? v1 : (v < v2 ? v : v2);
+    v1 = take ? v : v1;
+    a = take ? c : a;
+    d1 = take ? d : d1;
+  }
+  *label = a, *gap = v2 - v1, *own = d1;
+}
+
+// row_state of rows [0, rows) (m candidates each), into label, gap, own.
+template <typename T>
+void row_states_scalar(const int32_t* cand, const T* dist, int64_t rows, int64_t m,
+                       const double* g, int32_t* label, double* gap, double* own) {
+  for (int64_t p = 0; p < rows; ++p)
+    row_state(cand + p * m, dist + p * m, m, g, label + p, gap + p, own + p);
+}
+
+#ifdef SOFTKMEANS_NEWTON_AVX512
+// row_states_scalar for m = 8, one row a vector (the same values: each v is
+// the one subtraction d - g_c, and min and compare are exact).
+template <typename T>
+__attribute__((target("avx512f,avx512vl,avx512dq"))) void row_states_8(
+    const int32_t* cand, const T* dist, int64_t rows, const double* g, int32_t* label,
+    double* gap, double* own) {
+  const __m512d inf = _mm512_set1_pd(std::numeric_limits<double>::infinity());
+  const __m256i none = _mm256_set1_epi32(-1);
+  for (int64_t p = 0; p < rows; ++p) {
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cand + p * 8));
+    const __mmask8 held = _mm256_cmpgt_epi32_mask(c, none);
+    __m512d d;
+    if constexpr (sizeof(T) == 4)
+      d = _mm512_cvtps_pd(_mm256_loadu_ps(reinterpret_cast<const float*>(dist + p * 8)));
+    else
+      d = _mm512_loadu_pd(reinterpret_cast<const double*>(dist + p * 8));
+    const __m512d gc = _mm512_mask_i32gather_pd(inf, held, c, g, 8);
+    const __m512d v = _mm512_mask_sub_pd(inf, held, d, gc);
+    const double v1 = _mm512_reduce_min_pd(v);
+    const __mmask8 tied = _mm512_cmp_pd_mask(v, _mm512_set1_pd(v1), _CMP_EQ_OQ) & held;
+    const int32_t a = _mm512_mask_reduce_min_epi32(tied, _mm512_castsi256_si512(c));
+    const __mmask8 at = _mm256_mask_cmpeq_epi32_mask(tied, c, _mm256_set1_epi32(a));
+    const int lane = __builtin_ctz(at);
+    const double v2 = _mm512_mask_reduce_min_pd(static_cast<__mmask8>(~at), v);
+    label[p] = a, gap[p] = v2 - v1, own[p] = static_cast<double>(dist[p * 8 + lane]);
+  }
+}
+#endif
+
+// row_state of rows [0, rows): one row a vector where the CPU's selected
+// level allows and m = 8 (the pass's CANDIDATES), else one at a time.
+template <typename T>
+void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
+                int32_t* label, double* gap, double* own) {
+#ifdef SOFTKMEANS_NEWTON_AVX512
+  if (m == 8 && selected_simd_level() == SimdLevel::avx512)
+    return row_states_8(cand, dist, rows, g, label, gap, own);
+#endif
+  row_states_scalar(cand, dist, rows, m, g, label, gap, own);
+}
+
+// The q smallest values pushed (a bounded max-heap): top() is the q-th
+// smallest, or the largest when fewer came; bar() the value a push must be
+// below to change anything (+inf until q came).
+class Smallest {
+ public:
+  void reset(int64_t q) { q_ = q, heap_.clear(); }
+  void push(double x) {
+    if (static_cast<int64_t>(heap_.size()) < q_) {
+      heap_.push_back(x);
+      std::push_heap(heap_.begin(), heap_.end());
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.back() = x;
+      std::push_heap(heap_.begin(), heap_.end());
+    }
+  }
+  void drain_into(Smallest* other) const {
+    for (double x : heap_)
+      if (x < other->bar()) other->push(x);
+  }
+  bool empty() const { return heap_.empty(); }
+  double top() const { return heap_.front(); }
+  double bar() const {
+    return static_cast<int64_t>(heap_.size()) < q_ ? std::numeric_limits<double>::infinity()
+                                                   : heap_.front();
+  }
+
+ private:
+  int64_t q_ = 0;
+  std::vector<double> heap_;
 };
 
 template <typename T>
 class Newton {
  public:
-  Newton(const int32_t* cand, const T* dist, int64_t n, int64_t m, int64_t k,
-         const int64_t* targets)
-      : cand_(cand), dist_(dist), n_(n), m_(m), k_(k), targets_(targets), cur_(n), trial_(n), bucket_(n) {}
+  // rows (n,): the rows of cand / dist read (nullptr: 0 .. n - 1).
+  Newton(const int32_t* cand, const T* dist, const int64_t* rows, int64_t n, int64_t m, int64_t k,
+         const int64_t* targets, int n_threads)
+      : cand_(cand), dist_(dist), rows_(rows), n_(n), m_(m), k_(k), targets_(targets),
+        threads_(std::max(1, n_threads)), cur_(n), trial_(n) {}
 
-  // Each row's bucket of its gap at g0, and the counts of the rows of each
-  // bucket: a row whose gap at g0 exceeds the offsets' spread since then
-  // keeps its label.
+  // Each row's bucket of its gap at g0, and the rows copied in bucket order
+  // (stable), so that the rows of the buckets <= b are a prefix: a row whose
+  // gap at g0 exceeds the offsets' spread since then keeps its label.
   void start(const double* g0) {
     g0_.assign(g0, g0 + k_);
-    eval_rows(g0, kBuckets, &cur_);
+    RowState at0(n_);
+    for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t r = row(i);
+        row_state(cand_ + r * m_, dist_ + r * m_, m_, g0, &at0.a[i], &at0.gap[i], &at0.own[i]);
+      }
+    });
     double top = 0.0;
     for (int64_t i = 0; i < n_; ++i)
-      if (std::isfinite(cur_.gap[i])) top = std::max(top, cur_.gap[i]);
+      if (std::isfinite(at0.gap[i])) top = std::max(top, at0.gap[i]);
     top_exp_ = top > 0 ? std::ilogb(top) : 0;
+    std::vector<uint8_t> bucket(n_);
+    std::vector<int64_t> count(kBuckets + 1, 0);
+    for (int64_t i = 0; i < n_; ++i) {
+      bucket[i] = static_cast<uint8_t>(bucket_of(at0.gap[i]));
+      ++count[bucket[i] + 1];
+    }
+    for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
+    prefix_.assign(count.begin() + 1, count.end());  // rows in the buckets <= b
+    order_.resize(n_);
+    for (int64_t i = 0; i < n_; ++i) order_[count[bucket[i]]++] = i;
+    cand_p_.resize(n_ * m_), dist_p_.resize(n_ * m_);
+    for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t i = order_[p], r = row(i);
+        std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, &cand_p_[p * m_]);
+        std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, &dist_p_[p * m_]);
+        cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];
+      }
+    });
     // fixed_[b * k + j]: rows of label j at g0 in the buckets >= b.
     // fixed_own_[b]: the sum of their D at the label.
     fixed_.assign(static_cast<size_t>((kBuckets + 1) * k_), 0);
     fixed_own_.assign(kBuckets + 1, 0.0);
     for (int64_t i = 0; i < n_; ++i) {
-      bucket_[i] = static_cast<uint8_t>(bucket_of(cur_.gap[i]));
-      ++fixed_[bucket_[i] * k_ + cur_.a[i]];
-      fixed_own_[bucket_[i]] += cur_.own[i];
+      ++fixed_[bucket[i] * k_ + at0.a[i]];
+      fixed_own_[bucket[i]] += at0.own[i];
     }
     for (int b = kBuckets - 1; b >= 0; --b) {
       for (int64_t j = 0; j < k_; ++j) fixed_[b * k_ + j] += fixed_[(b + 1) * k_ + j];
@@ -85,16 +239,29 @@ class Newton {
     int b = spread > 0 ? bucket_of(spread) : -1;
     if (!std::isfinite(spread)) b = kBuckets - 1;
     *active = b;
-    eval_rows(g, b, &trial_);
     const int64_t* fixed = fixed_.data() + (b + 1) * k_;  // the buckets after b
     counts->assign(fixed, fixed + k_);
     double value = fixed_own_[b + 1];
     for (int64_t j = 0; j < k_; ++j) value += (targets_[j] - fixed[j]) * g[j];
-    for (int64_t i = 0; i < n_; ++i)
-      if (bucket_[i] <= b) {
-        ++(*counts)[trial_.a[i]];
-        value += trial_.own[i] - g[trial_.a[i]];
+    const int64_t rows = b >= 0 ? prefix_[b] : 0;
+    const int64_t chunks = chunks_of(rows);
+    std::vector<int64_t> part_counts(chunks * k_, 0);
+    std::vector<double> part_value(chunks, 0.0);
+    for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &trial_.a[p0],
+                 &trial_.gap[p0], &trial_.own[p0]);
+      int64_t* mine = &part_counts[c * k_];
+      double v = 0.0;
+      for (int64_t p = p0; p < p1; ++p) {
+        ++mine[trial_.a[p]];
+        v += trial_.own[p] - g[trial_.a[p]];
       }
+      part_value[c] = v;
+    });
+    for (int64_t c = 0; c < chunks; ++c) {
+      for (int64_t j = 0; j < k_; ++j) (*counts)[j] += part_counts[c * k_ + j];
+      value += part_value[c];
+    }
     *q = value;
     int64_t err = 0;
     for (int64_t j = 0; j < k_; ++j) err += std::abs((*counts)[j] - targets_[j]);
@@ -111,50 +278,79 @@ class Newton {
   bool direction(const double* g, const std::vector<int64_t>& counts, std::vector<double>* delta) {
     std::vector<double> r(k_), h(k_, 0.0);
     for (int64_t j = 0; j < k_; ++j) r[j] = static_cast<double>(targets_[j] - counts[j]);
-    std::vector<std::vector<double>> mine(k_);
-    for (int64_t p = 0; p < n_; ++p)
-      if (bucket_[p] <= active_) add_gaps(p, g, r, &mine);
-    for (int64_t j = 0; j < k_; ++j) {
-      auto& v = mine[j];
-      if (v.empty()) continue;
-      const int64_t q = std::min<int64_t>(v.size(), std::max<int64_t>(std::llabs(
-                                                         targets_[j] - counts[j]), kMinBandRows));
-      std::nth_element(v.begin(), v.begin() + (q - 1), v.end());
-      h[j] = v[q - 1];
-    }
+    const int64_t rows = active_rows();
+    band_gaps(g, r, &h);
     for (int widen = 0; widen < kWidenings; ++widen) {
-      std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
       const double widest = *std::max_element(h.begin(), h.end());
-      for (int64_t p = 0; p < n_; ++p)  // a row's gap is to its nearest other candidate
-        if (bucket_[p] <= active_ && cur_.gap[p] < widest) add_row(p, g, h, &L);
+      const int64_t chunks = chunks_of(rows);
+      std::vector<double> part(chunks * k_ * k_, 0.0);
+      for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p)  // a row's gap is to its nearest other candidate
+          if (cur_.gap[p] < widest) add_row(p, g, h, &part[c * k_ * k_]);
+      });
+      std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
+      for (int64_t c = 0; c < chunks; ++c)
+        for (int64_t e = 0; e < k_ * k_; ++e) L[e] += part[c * k_ * k_ + e];
       if (connected(L, r)) return solve(L, r, delta);
       for (double& x : h) x = x > 0 ? 2 * x : x;
     }
     return false;
   }
 
+  // Each cluster's band h (k,) at g: the max(|r_j|, kMinBandRows)-th smallest
+  // of the gaps add_gaps gives it (0: none), each thread's smallest merged.
+  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) const {
+    const int64_t rows = active_rows();
+    const int nt = static_cast<int>(
+        std::max<int64_t>(1, std::min<int64_t>(threads_, chunks_of(rows))));
+    std::vector<std::vector<Smallest>> heaps(nt, std::vector<Smallest>(k_));
+    for (auto& mine : heaps)
+      for (int64_t j = 0; j < k_; ++j)
+        mine[j].reset(std::max<int64_t>(std::llabs(static_cast<int64_t>(r[j])), kMinBandRows));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      std::vector<Smallest>& mine = heaps[nt > 1 ? omp_get_thread_num() : 0];
+      std::vector<double> bar(k_, -std::numeric_limits<double>::infinity());  // -inf: none
+      for (int64_t j = 0; j < k_; ++j)
+        if (r[j] > 0) bar[j] = mine[j].bar();
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < chunks_of(rows); ++c)
+        for (int64_t p = c * kChunkRows; p < std::min(rows, (c + 1) * kChunkRows); ++p)
+          add_gaps(p, g, r, &mine, &bar);
+    }
+    for (size_t t = 1; t < heaps.size(); ++t)
+      for (int64_t j = 0; j < k_; ++j) heaps[t][j].drain_into(&heaps[0][j]);
+    for (int64_t j = 0; j < k_; ++j)
+      if (!heaps[0][j].empty()) (*h)[j] = heaps[0][j].top();
+  }
+
   // Row p's gaps for the bands at g: to its second candidate, for its own
   // cluster a when a has rows to spare (r_a <= 0); to each other candidate c
-  // short of rows (r_c > 0), for c (the rows c would gain first).
+  // short of rows (r_c > 0), for c (the rows c would gain first). bar (k,):
+  // what a gap must be below to change a cluster's smallest.
   void add_gaps(int64_t p, const double* g, const std::vector<double>& r,
-                std::vector<std::vector<double>>* gaps) const {
+                std::vector<Smallest>* smallest, std::vector<double>* bar) const {
     const int32_t a = cur_.a[p];
-    if (r[a] <= 0) (*gaps)[a].push_back(cur_.gap[p]);
-    const int32_t* ci = cand_ + p * m_;
-    const T* di = dist_ + p * m_;
+    if (r[a] <= 0 && cur_.gap[p] < (*smallest)[a].bar()) (*smallest)[a].push(cur_.gap[p]);
+    const int32_t* ci = &cand_p_[p * m_];
+    const T* di = &dist_p_[p * m_];
     const double best = cur_.own[p] - g[a];
-    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s)
-      if (ci[s] != a && r[ci[s]] > 0)
-        (*gaps)[ci[s]].push_back(static_cast<double>(di[s]) - g[ci[s]] - best);
+    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
+      const int32_t c = ci[s];
+      const double x = static_cast<double>(di[s]) - g[c] - best;
+      if (x < (*bar)[c] && c != a) {
+        (*smallest)[c].push(x);
+        (*bar)[c] = (*smallest)[c].bar();
+      }
+    }
   }
 
   // Row p's share of the Laplacian at g: for each other candidate c within the
   // band of (a, c) of its best a, the density 1 / (2 band) on that pair.
-  void add_row(int64_t p, const double* g, const std::vector<double>& h,
-               std::vector<double>* L) const {
+  void add_row(int64_t p, const double* g, const std::vector<double>& h, double* L) const {
     const int32_t a = cur_.a[p];
-    const int32_t* ci = cand_ + p * m_;
-    const T* di = dist_ + p * m_;
+    const int32_t* ci = &cand_p_[p * m_];
+    const T* di = &dist_p_[p * m_];
     const double best = cur_.own[p] - g[a];
     for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
       const int32_t c = ci[s];
@@ -162,59 +358,48 @@ class Newton {
       const double band = std::max(h[a], h[c]);
       if (static_cast<double>(di[s]) - g[c] - best < band) {
         const double w = 0.5 / band;
-        (*L)[a * k_ + c] -= w, (*L)[c * k_ + a] -= w;
-        (*L)[a * k_ + a] += w, (*L)[c * k_ + c] += w;
+        L[a * k_ + c] -= w, L[c * k_ + a] -= w;
+        L[a * k_ + a] += w, L[c * k_ + c] += w;
       }
     }
   }
 
   void accept(int active) {
-    for (int64_t i = 0; i < n_; ++i)
-      if (bucket_[i] <= active) {
-        cur_.a[i] = trial_.a[i], cur_.b[i] = trial_.b[i];
-        cur_.gap[i] = trial_.gap[i], cur_.own[i] = trial_.own[i];
-      }
+    const int64_t rows = active >= 0 ? prefix_[active] : 0;
+    if (rows == n_) {  // every row's state is the trial's
+      std::swap(cur_, trial_);
+      active_ = active;
+      return;
+    }
+    std::copy(trial_.a.begin(), trial_.a.begin() + rows, cur_.a.begin());
+    std::copy(trial_.gap.begin(), trial_.gap.begin() + rows, cur_.gap.begin());
+    std::copy(trial_.own.begin(), trial_.own.begin() + rows, cur_.own.begin());
     active_ = active;
   }
 
   // Every row's label at g among its candidates, D there, and its gap (the
-  // second candidate's value less the best's; inf when m = 1).
-  void finish(const double* g, int64_t* labels, double* own, double* gap) {
-    RowState all(n_);
-    eval_rows(g, kBuckets, &all);
-    for (int64_t i = 0; i < n_; ++i) labels[i] = all.a[i], own[i] = all.own[i], gap[i] = all.gap[i];
+  // second candidate's value less the best's; inf when m = 1), in row order.
+  void finish(const double* g, int64_t* labels, double* own, double* gap) const {
+    RowState end(n_);
+    for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &end.a[p0], &end.gap[p0],
+                 &end.own[p0]);
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t i = order_[p];
+        labels[i] = end.a[p], gap[i] = end.gap[p], own[i] = end.own[p];
+      }
+    });
   }
 
  private:
+  int64_t row(int64_t i) const { return rows_ ? rows_[i] : i; }
+  int64_t active_rows() const { return active_ >= 0 ? prefix_[active_] : 0; }
+
   int bucket_of(double gap) const {
     if (!(gap > 0)) return 0;
     if (!std::isfinite(gap)) return kBuckets - 1;
     const int e = std::ilogb(gap) - (top_exp_ - (kBuckets - 2));
     return std::min(kBuckets - 1, std::max(0, e));
-  }
-
-  // The states at g of the rows in the buckets <= up_to (in row order).
-  void eval_rows(const double* g, int up_to, RowState* out) const {
-    const double inf = std::numeric_limits<double>::infinity();
-    const bool every = up_to >= kBuckets - 1;
-    for (int64_t i = 0; i < n_; ++i) {
-      if (!every && bucket_[i] > up_to) continue;
-      const int64_t p = i;
-      const int32_t* ci = cand_ + i * m_;
-      const T* di = dist_ + i * m_;
-      double v1 = inf, v2 = inf, own = 0.0;
-      int32_t a = ci[0], b = -1;
-      for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
-        const double v = static_cast<double>(di[s]) - g[ci[s]];
-        if (v < v1 || (v == v1 && ci[s] < a)) {
-          if (s > 0) v2 = v1, b = a;
-          v1 = v, a = ci[s], own = static_cast<double>(di[s]);
-        } else if (v < v2) {
-          v2 = v, b = ci[s];
-        }
-      }
-      out->a[p] = a, out->b[p] = b, out->gap[p] = v2 - v1, out->own[p] = own;
-    }
   }
 
   // Whether every cluster with a residual shares a component of L's graph
@@ -271,12 +456,17 @@ class Newton {
 
   const int32_t* cand_;
   const T* dist_;
+  const int64_t* rows_;
   int64_t n_, m_, k_;
   const int64_t* targets_;
+  int threads_;
   std::vector<double> g0_;
-  RowState cur_, trial_;
+  RowState cur_, trial_;  // in bucket order
   int top_exp_ = 0;
-  std::vector<uint8_t> bucket_;
+  std::vector<int64_t> order_;   // the row at each place of the bucket order
+  std::vector<int64_t> prefix_;  // prefix_[b]: the rows of the buckets <= b
+  std::vector<int32_t> cand_p_;  // the candidates in bucket order
+  std::vector<T> dist_p_;
   std::vector<int64_t> fixed_;
   std::vector<double> fixed_own_;
   int active_ = kBuckets - 1;
@@ -285,10 +475,11 @@ class Newton {
 }  // namespace
 
 template <typename T>
-int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
-                        const int64_t* targets, int64_t max_steps, int64_t enough, double* g,
-                        int64_t* labels, double* own, double* gap, int64_t* evals) {
-  Newton<T> newton(cand, cand_dist, n, m, k, targets);
+int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* rows, int64_t n,
+                        int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
+                        int64_t enough, double* g, int64_t* labels, double* own, double* gap,
+                        int64_t* evals, int n_threads) {
+  Newton<T> newton(cand, cand_dist, rows, n, m, k, targets, n_threads);
   newton.start(g);
   std::vector<int64_t> counts, trial_counts;
   int active = 0;
@@ -332,11 +523,11 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int6
   return err;
 }
 
-template int64_t balanced_newton<float>(const int32_t*, const float*, int64_t, int64_t, int64_t,
-                                        const int64_t*, int64_t, int64_t, double*, int64_t*,
-                                        double*, double*, int64_t*);
-template int64_t balanced_newton<double>(const int32_t*, const double*, int64_t, int64_t, int64_t,
-                                         const int64_t*, int64_t, int64_t, double*, int64_t*,
-                                         double*, double*, int64_t*);
+template int64_t balanced_newton<float>(const int32_t*, const float*, const int64_t*, int64_t,
+                                        int64_t, int64_t, const int64_t*, int64_t, int64_t, double*,
+                                        int64_t*, double*, double*, int64_t*, int);
+template int64_t balanced_newton<double>(const int32_t*, const double*, const int64_t*, int64_t,
+                                         int64_t, int64_t, const int64_t*, int64_t, int64_t,
+                                         double*, int64_t*, double*, double*, int64_t*, int);
 
 }  // namespace softkmeans

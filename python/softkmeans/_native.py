@@ -193,13 +193,14 @@ def biased_hard_stats_candidates(X, C, g, w, n_threads, m, band=float("inf")):
     return labels, gap, dist, stats, cand, cand_dist, floor
 
 
-def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0):
-    """Damped Newton on the balanced dual from the offsets g (k,) on each row's candidates
-    (cand (n, m) int32, cand_dist (n, m)) toward the counts targets (k,) int64: (count
-    error among the candidates, g, labels (n,) int64, D there (n,) and gap (n,) float64
-    among the candidates at g, count evaluations); it stops at a count error of `enough`
-    (`cpp/include/softkmeans/balanced.hpp`)."""
-    return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough)
+def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0, rows=None, n_threads=1):
+    """Damped Newton on the balanced dual from the offsets g (k,) on the candidates (cand
+    (N, m) int32, cand_dist (N, m)) of the rows `rows` (n,) int64 (None: all N) toward the
+    counts targets (k,) int64: (count error among the candidates, g, labels (n,) int64, D
+    there (n,) and gap (n,) float64 among the candidates at g, count evaluations); it stops
+    at a count error of `enough`. Its sweeps over the rows run on n_threads in chunks of
+    fixed size: the same outputs at every count (`cpp/include/softkmeans/balanced.hpp`)."""
+    return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough, rows, n_threads)
 
 
 def feature_moments(X, w, chunk_rows, n_threads):

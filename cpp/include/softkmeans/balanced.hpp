@@ -119,22 +119,26 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
 // then keep their labels unread (bucketed by gap). Approximate by design:
 // balanced_counts makes the counts exact.
 //
-// cand      [in]  (n, m) int32, each row's m best columns at the start offsets
-//                 (-1 past the last: fewer)
-// cand_dist [in]  (n, m) their D_ij
+// cand      [in]  (rows of cand, m) int32, each row's m best columns at the
+//                 start offsets (-1 past the last: fewer)
+// cand_dist [in]  (rows of cand, m) their D_ij
+// rows      [in]  (n,) the rows of cand that Newton reads (nullptr: the first n)
+// n_threads [in]  threads of its sweeps over the rows (chunks of fixed size,
+//                 summed in order: the same outputs at every count)
 // targets   [in]  (k,) int64 counts summing to n
 // max_steps [in]  the most Newton steps
 // enough    [in]  a count error at which to stop
 // g         [in/out] (k,) the start offsets in, the offsets out
-// labels    [out] (n,) each row's best candidate at g (ties to the smaller j)
+// labels    [out] (n,) each read row's best candidate at g (ties to the smaller j)
 // own       [out] (n,) its D_ij
 // gap       [out] (n,) the second best candidate's value less the best's
 //                 (inf when m = 1; not a bound on the columns outside)
 // evals     [out] the count evaluations made
 // Returns the count error sum_j |N_j - t_j| at g among the candidates.
 template <typename T>
-int64_t balanced_newton(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
-                        const int64_t* targets, int64_t max_steps, int64_t enough, double* g,
-                        int64_t* labels, double* own, double* gap, int64_t* evals);
+int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* rows, int64_t n,
+                        int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
+                        int64_t enough, double* g, int64_t* labels, double* own, double* gap,
+                        int64_t* evals, int n_threads);
 
 }  // namespace softkmeans

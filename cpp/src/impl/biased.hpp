@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -39,13 +40,38 @@ inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp) {
   return m.finish();
 }
 
+// An upper bound on the m-th smallest value of the biased row (m <= k): each
+// lane's minimum over the row's vectors is the minimum of its own columns,
+// and lanes are folded in halves while m remain, so the largest of the
+// lanes left is the minimum of one of at least m disjoint groups of columns:
+// m columns lie at or below it. +inf where fewer than m lanes (W < m).
+template <typename T>
+inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) {
+  constexpr index_t W = VT<T>::W;
+  auto u = vload(row) - vload(gt);
+  for (index_t j = W; j < kp; j += W) u = vmin(u, vload(row + j) - vload(gt + j));
+  T lane[W];
+  vstore(lane, u);
+  index_t lanes = W;
+  while (lanes % 2 == 0 && lanes / 2 >= m) {
+    lanes /= 2;
+    for (index_t l = 0; l < lanes; ++l) lane[l] = std::min(lane[l], lane[l + lanes]);
+  }
+  if (lanes < m) return std::numeric_limits<T>::infinity();
+  T top = lane[0];
+  for (index_t l = 1; l < lanes; ++l) top = std::max(top, lane[l]);
+  return top;
+}
+
 // The m smallest biased values of a row below tau (m <= k), ascending, ties
 // to the smaller j (so cand[0] is biased_row_min2's label when tau > its
 // value): their columns in cand [out] (m,) (-1 past the last held) and
 // their distances D_ij in cand_dist [out] (m,). Returns a floor on every
 // other column's biased value: the m-th value when m are held, else tau.
-// The lanes below the bar are found with one compare a vector; once m are
-// held the bar is the m-th value (the others could not enter).
+// The lanes below the bar are found with one compare a vector; the bar
+// starts at the bound on the m-th value (no column above it is among the m
+// smallest) and, once m are held, is the m-th value (the others could not
+// enter).
 template <typename T>
 inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp, index_t m, T tau,
                                std::int32_t* cand, T* cand_dist) {
@@ -53,7 +79,8 @@ inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp,
   constexpr index_t kMaxHeld = 64;
   T value[kMaxHeld];
   index_t held = 0;
-  T bar = tau;
+  const T bound = biased_row_mth_bound(row, gt, kp, m);
+  T bar = std::min(tau, std::nextafter(bound, std::numeric_limits<T>::infinity()));
   for (index_t j0 = 0; j0 < kp; j0 += W) {
     const auto v = vload(row + j0) - vload(gt + j0);
     for (unsigned bits = lane_bits<Cmp::lt>(v, vset<T>(bar)); bits; bits &= bits - 1) {

@@ -62,6 +62,10 @@ NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 1
 # last change, and starts again (at most NEWTON_RESTARTS times) while it stops above
 # NEWTON_AGAIN x its enough.
 NEWTON_REACH, NEWTON_RESTARTS, NEWTON_AGAIN = 2.0, 2, 4
+# Rows a Newton call reads from which its ~30 sweeps (parallel regions) run on the
+# source's threads: on a busy machine each waits for a descheduled thread (load 4-5, 2
+# cores: 1e6 x 16, k = 64, Newton 14.2 s wall a fit on 2, 8.4 s on 1; quiet: 30 % less).
+NEWTON_THREAD_ROWS = 1 << 21
 # Rows left open by Newton's margins, per row the first repair takes, above which a
 # pass at Newton's offsets gives their exact gaps (`CountsRepair._start`).
 RECHECK_ROWS = 4
@@ -209,7 +213,7 @@ def _pass_start(p, g):
     return Start(g, p.labels, margin, p.dist.astype(np.float64))
 
 
-def _newton_start(p, g, targets, enough, reach=np.inf):
+def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
     row's candidates (`_native.balanced_newton`, many rows a step). A row's margin is
     its gap among its candidates, and below the bound on the columns outside them: at
@@ -222,22 +226,25 @@ def _newton_start(p, g, targets, enough, reach=np.inf):
     rows, k = 64, late in a fit); the others keep the pass's label, their margin the
     pass's less the most an offset rose relative to theirs. A Newton that stops above
     NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its error)
-    starts again from where it stopped, at most NEWTON_RESTARTS times."""
+    starts again from where it stopped, at most NEWTON_RESTARTS times. Newton reads the
+    rows in place (by index), on n_threads."""
     start = _pass_start(p, g)
     if p.cand.shape[1] < 2:
         return start
     some = np.flatnonzero((p.cand[:, 1] >= 0) & (p.gap < reach))
     if some.size == 0:
         return start
-    rest = np.bincount(np.delete(p.labels, some), minlength=targets.size)
+    k = targets.size
+    rest = np.bincount(p.labels, minlength=k) - np.bincount(p.labels[some], minlength=k)
     if (rest > targets).any():
         some = np.arange(p.labels.size)
         rest[:] = 0
-    cand, cand_dist, g_new = p.cand[some], p.cand_dist[some], g
-    last = np.inf
+    rows = None if some.size == p.labels.size else some  # (None: every row, unindexed)
+    n_threads = n_threads if some.size >= NEWTON_THREAD_ROWS else 1
+    g_new, last = g, np.inf
     for _ in range(NEWTON_RESTARTS + 1):
         err, g_new, labels, own, gap = _native.balanced_newton(
-            cand, cand_dist, targets - rest, g_new, NEWTON_STEPS, enough
+            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, n_threads
         )[:5]
         if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
             break
@@ -352,13 +359,15 @@ class CountsRepair:
         if not self.m or off <= NEWTON_ERROR * k:
             return p, g, _pass_start(p, g)
         enough = NEWTON_ENOUGH * k
-        start = _newton_start(p, g, self.targets, enough, NEWTON_REACH * self.band / CANDIDATE_BAND)
+        threads = self.source.n_threads
+        reach = NEWTON_REACH * self.band / CANDIDATE_BAND
+        start = _newton_start(p, g, self.targets, enough, reach, threads)
         err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         if err > NEWTON_AGAIN * enough and np.isfinite(self.band):
             # from g again: Newton's offsets there count only the rows among their
             # candidates (measured: 812,048 rows off on every column)
             p = biased_pass(self.source, C, g, self.m, np.inf)
-            start = _newton_start(p, g, self.targets, enough)
+            start = _newton_start(p, g, self.targets, enough, np.inf, threads)
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         if (start.margin < 0).sum() > RECHECK_ROWS * ROWS_PER_MOVE * (err // 2 + k):
             p = biased_pass(self.source, C, start.g, 0)
@@ -569,8 +578,12 @@ def _with_leavers(boundary, labels, margin, leave):
     if not leave.any() or boundary.size == labels.size:
         return boundary
     extra = [boundary]
+    # each cluster's rows in row order by one stable (radix) sort, not a scan per cluster
+    by_label = np.argsort(labels.astype(np.uint16), kind="stable")
+    sizes = np.bincount(labels, minlength=leave.size)
+    ends = np.cumsum(sizes)
     for j in np.flatnonzero(leave):
-        mine = np.flatnonzero(labels == j)
+        mine = by_label[ends[j] - sizes[j] : ends[j]]
         take = min(int(leave[j]), mine.size)
         if take < mine.size:
             mine = mine[np.argpartition(margin[mine], take - 1)[:take]]

@@ -1,0 +1,97 @@
+"""The row states of the balanced Newton start (`_native.balanced_newton`, SPEC.md
+"Balanced assignments as one pass"): each row's best candidate at the offsets (ties to
+the smaller column), D there and the gap to the second best value, the same at every
+SIMD level (one row a vector at avx512 with 8 candidates, one at a time otherwise).
+
+Oracle: the definition in NumPy on the candidates at the offsets Newton returns, on
+inputs built with ties (equal values in a row, equal offsets) and short rows (-1 past
+the last candidate).
+"""
+
+import numpy as np
+import pytest
+
+from conftest import DTYPES, THREAD_COUNTS
+from softkmeans import _native
+
+
+def _candidates(n, m, k, dtype, seed):
+    """(cand (n, m) int32 with -1 tails, dist (n, m) with repeated values, targets)."""
+    rng = np.random.default_rng(seed)
+    cand = np.argsort(rng.random((n, k)), axis=1)[:, :m].astype(np.int32)
+    held = rng.integers(1, m + 1, n)
+    held[: n // 2] = m  # most rows full
+    cand[np.arange(m)[None, :] >= held[:, None]] = -1
+    dist = rng.integers(0, 6, (n, m)).astype(dtype)  # few values: ties within rows
+    targets = np.full(k, n // k, dtype=np.int64)
+    targets[: n - targets.sum()] += 1
+    return cand, dist, targets
+
+
+def _definition(cand, dist, g):
+    """(labels, own, gap) of each row among its candidates at g, in float64."""
+    held = cand >= 0
+    v = np.where(held, dist.astype(np.float64) - g[np.maximum(cand, 0)], np.inf)
+    best = v.min(axis=1)
+    tied = (v == best[:, None]) & held
+    labels = np.where(tied, cand, np.iinfo(np.int32).max).min(axis=1)
+    lane = np.argmax(tied & (cand == labels[:, None]), axis=1)
+    own = dist[np.arange(len(cand)), lane].astype(np.float64)
+    rest = v.copy()
+    rest[np.arange(len(cand)), lane] = np.inf
+    return labels, own, rest.min(axis=1) - best
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [8, 5])
+@pytest.mark.parametrize("steps", [0, 6])
+def test_newton_row_states_are_their_definition_at_every_level(dtype, m, steps, simd_level):
+    # steps = 0: the states at the start offsets, whose equal entries tie columns
+    k = 12
+    cand, dist, targets = _candidates(3000, m, k, dtype, seed=m)
+    g0 = np.zeros(k)
+    g0[[2, 5]] = 1.0
+    err, g, labels, own, gap, _ = _native.balanced_newton(cand, dist, targets, g0, steps, 0)
+    want_labels, want_own, want_gap = _definition(cand, dist, g)
+    assert np.array_equal(labels, want_labels)
+    assert np.array_equal(own, want_own)
+    assert np.array_equal(gap, want_gap)
+    assert err == int(np.abs(np.bincount(labels, minlength=k) - targets).sum())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_newton_is_the_same_at_every_level(dtype):
+    cand, dist, targets = _candidates(5000, 8, 16, dtype, seed=3)
+    dist = dist + np.random.default_rng(4).random(dist.shape).astype(dtype)  # few ties
+    before = _native.selected_simd_level()
+    outs = []
+    try:
+        for level in _native.available_simd_levels():
+            _native.set_simd_level(level)
+            outs.append(_native.balanced_newton(cand, dist, targets, np.zeros(16), 10, 0))
+    finally:
+        _native.set_simd_level(before)
+    for out in outs[1:]:
+        assert out[0] == outs[0][0] and out[5] == outs[0][5]
+        for a, b in zip(out[1:5], outs[0][1:5]):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_newton_on_rows_by_index_is_newton_on_those_rows_at_every_thread_count(dtype):
+    # 70,000 rows: several chunks of the sweeps, so the threads split them
+    n, k = 70_000, 16
+    cand, dist, _ = _candidates(n, 8, k, dtype, seed=5)
+    dist = dist + np.random.default_rng(6).random(dist.shape).astype(dtype)
+    rows = np.flatnonzero(np.random.default_rng(7).random(n) < 0.8)
+    # unequal counts: large residuals, so each band is a high order statistic (its
+    # rows spread over the chunks and threads)
+    targets = (rows.size * np.arange(1, k + 1) / (k * (k + 1) / 2)).astype(np.int64)
+    targets[-1] += rows.size - targets.sum()
+    want = _native.balanced_newton(cand[rows], dist[rows], targets, np.zeros(k), 10, 0)
+    assert want[5] > 2  # some steps taken
+    for n_threads in THREAD_COUNTS:
+        got = _native.balanced_newton(cand, dist, targets, np.zeros(k), 10, 0, rows, n_threads)
+        assert got[0] == want[0] and got[5] == want[5]
+        for a, b in zip(got[1:5], want[1:5]):
+            assert np.array_equal(a, b)

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
 from ..sources.runner import Pass, run
+from .balanced_rows import label_groups, min_outside, sorted_union, with_leavers
 
 __all__ = [
     "BIASED",
@@ -323,10 +324,11 @@ class CountsRepair:
         off = int(np.abs(counts - self.targets).sum()) + self.slack
         excess = np.maximum(counts - self.targets, 0)
         want = ROWS_PER_MOVE * (off // 2 + k)
+        groups = label_groups(start.labels, excess > 0)  # (the same at every try)
         band = BAND_FACTOR * self.reach[start.labels]
         for tries in range(TRIES + 1):
             boundary = _boundary(start.margin, band, want, tries == TRIES)
-            boundary = _with_leavers(boundary, start.labels, start.margin, (2 << tries) * excess)
+            boundary = with_leavers(boundary, groups, start.margin, (2 << tries) * excess)
             out = self._repair_rounds(C, p, g, start, boundary)
             if out is not None:
                 boundary, end, g_new, owner, D = out
@@ -403,7 +405,7 @@ class CountsRepair:
             start = Start(g_new, labels, after, own)
             if violators.size == 0:
                 return boundary, start, g_new, owner, D
-            boundary = np.union1d(boundary, violators)
+            boundary = sorted_union(start.labels.size, boundary, violators)
             self.slack_owner = owner[-self.slack :] if self.slack else self.slack_owner
         return None
 
@@ -428,7 +430,8 @@ class CountsRepair:
         bad = v.min(axis=1) - va < -_tie(cd)
         margin[rows] = gap
         open_ = (gap < 0) & ~bad
-        return np.union1d(rows[bad], self._violators_on_d(C, g, rows[open_], labels, margin))
+        on_d = self._violators_on_d(C, g, rows[open_], labels, margin)
+        return sorted_union(margin.size, rows[bad], on_d)
 
     def _violators_on_d(self, C, g, rows, labels, margin):
         """_violators on every column (the rows' D from the kernel)."""
@@ -570,31 +573,3 @@ def _boundary(margin, band, want, everything):
         take = want if near.size < want else BAND_ROWS * want
         near = np.sort(np.argpartition(margin, take)[:take])
     return np.arange(n) if 2 * near.size >= n else near
-
-
-def _with_leavers(boundary, labels, margin, leave):
-    """boundary with, for every cluster j, at least leave_j of its rows (those of least
-    margin): a cluster over its count by e needs e of its rows free to move."""
-    if not leave.any() or boundary.size == labels.size:
-        return boundary
-    extra = [boundary]
-    # each cluster's rows in row order by one stable (radix) sort, not a scan per cluster
-    by_label = np.argsort(labels.astype(np.uint16), kind="stable")
-    sizes = np.bincount(labels, minlength=leave.size)
-    ends = np.cumsum(sizes)
-    for j in np.flatnonzero(leave):
-        mine = by_label[ends[j] - sizes[j] : ends[j]]
-        take = min(int(leave[j]), mine.size)
-        if take < mine.size:
-            mine = mine[np.argpartition(margin[mine], take - 1)[:take]]
-        extra.append(mine)
-    return np.unique(np.concatenate(extra))
-
-
-def min_outside(values, boundary):
-    """The least of values outside the rows `boundary` (inf when none)."""
-    if boundary.size == values.size:
-        return np.inf
-    keep = np.ones(values.size, dtype=bool)
-    keep[boundary] = False
-    return float(values[keep].min())

@@ -438,7 +438,8 @@ class CountsRepair:
         if rows.size == 0:
             return rows
         D = self._distances(rows, C)
-        v = D.astype(np.float64) - g
+        v = D.astype(np.float64)
+        v -= g  # (in place: one (rows, k) float64 array, not two)
         own = v[np.arange(rows.size), labels[rows]]
         v[np.arange(rows.size), labels[rows]] = np.inf
         gap = v.min(axis=1) - own

@@ -80,7 +80,7 @@ struct BoundedStep {
 
   BoundedStep(Engine<T>& engine, const T* X_, index_t n_, index_t d_, const T* C_, index_t k_,
               const T* C_prev, const std::int64_t* group_, index_t t_, const double* w_,
-              std::int64_t* labels_, double* lower_, bool exact_)
+              std::int64_t* labels_, double* lower_, bool exact_, int n_threads)
       : X(X_),
         C(C_),
         group(group_),
@@ -96,10 +96,9 @@ struct BoundedStep {
         grouped(!engine.small),
         bounded(C_prev != nullptr && grouped),
         slack(engine),
-        // The separations cost k^2 d, on the calling thread: taken when that
-        // is at most about a sixteenth of a pass (before the lanes are put in
-        // group order).
-        half_sep(bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack)
+        // The separations cost k^2 d: taken when that is at most about a
+        // sixteenth of a pass (before the lanes are put in group order).
+        half_sep(bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack, n_threads)
                                                   : std::vector<double>{}),
         slots(group, k, t, Engine<T>::LC),
         drifts(bounded ? group_drifts(C, C_prev, k, d, group, t) : std::vector<Drifts>{}),
@@ -512,25 +511,32 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
                         double* lower, bool exact, index_t* n_computed, std::int64_t* n_distances,
                         int n_threads) {
   Engine<T> engine(C, k, d, 0, true);
-  const BoundedStep<T> st(engine, X, n, d, C, k, C_prev, group, t, w, labels, lower, exact);
+  const BoundedStep<T> st(engine, X, n, d, C, k, C_prev, group, t, w, labels, lower, exact,
+                          n_threads);
   const SparseAccumulator<T> acc(st.E);
   double objective;  // hard: J again
   const BlockStatsOut out{W, N, S, &objective, distortion, min_margin};
   std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
   std::vector<UnsureRows> unsure(chunks.size());  // stays empty unless exact
-  for (ChunkStats& c : chunks) {
+  // A chunk's sums are zeroed by the thread that computes it, at its first
+  // block (on the calling thread they were a serial k d per chunk, 31 MB at
+  // (k, d) = (1024, 256)); a chunk a cancelled call never reached, after.
+  auto zero_sums = [k, d](ChunkStats& c) {
+    if (!c.S.empty()) return;
     c.N.assign(k, 0.0);
     c.S.assign(k * d, 0.0);
-  }
+  };
   using Scratch = BoundedScratch<T>;
   auto scratch = per_thread<Scratch>(st.E, n, n_threads, [&](Scratch& s) { s.init(st, acc); });
   drive(
       st.E, X, n, static_cast<index_t>(chunks.size()), scratch,
       [&](index_t c, Scratch& s, index_t i0, index_t rows) {
+        zero_sums(chunks[c]);
         bounded_block(st, acc, chunks[c], unsure[c], s, i0, rows);
       },
       [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, false);
-  merge_in_chunk_order(chunks, k, d, out);
+  for (ChunkStats& c : chunks) zero_sums(c);
+  merge_in_chunk_order(chunks, k, d, out, static_cast<int>(scratch.size()));
   if (exact && k >= 2) unsure_margins(st, unsure, scratch[0], min_margin);
   index_t total = 0;
   std::int64_t distances = 0;

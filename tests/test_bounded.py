@@ -191,6 +191,42 @@ def test_labels_and_lower_do_not_depend_on_the_thread_count():
             np.testing.assert_array_equal(lo1, lo2)
 
 
+def test_chunks_of_several_tiles_shared_by_threads_give_one_threads_bytes():
+    # k d = 262144: 15 chunks (stats_chunks) of 3-4 row tiles. A thread out of chunks
+    # assigns the last tiles of the others' (drive_split); their sums stay in row order.
+    # 2 threads: 8 chunks against 7, so tiles are shared at every step.
+    rng = np.random.default_rng(8)
+    n, d, k = 12_000, 128, 2048
+    X, _ = make_blobs(n, d, 64, dtype=np.float32, seed=rng)
+    w = rng.random(n)
+    C0 = X[rng.choice(n, size=k, replace=False)].copy()
+    group = _group(C0, "fit")
+    runs = {}
+    for threads in (1, 2, 3):
+        bounds, C, C_prev, out = Bounds(n, group), C0, None, []
+        for _ in range(4):
+            before = bounds.labels.copy(), bounds.lower.copy()
+            stats, n_computed, _ = bounds.step(X, C, C_prev, w, threads)
+            exact = Bounds(n, group)
+            exact.labels[:], exact.lower[:] = before
+            e_stats, _, _ = exact.step(X, C, C_prev, w, threads, exact=True)
+            out.append((stats, e_stats, n_computed, bounds.labels.copy(), bounds.lower.copy()))
+            C_prev, C = C, lloyd_step(stats, C)
+        runs[threads] = out
+    for threads in (2, 3):
+        for one, many in zip(runs[1], runs[threads]):
+            for s1, s2 in ((one[0], many[0]), (one[1], many[1])):
+                assert s1.sums.tobytes() == s2.sums.tobytes()
+                assert s1.cluster_weights.tobytes() == s2.cluster_weights.tobytes()
+                assert (s1.distortion, s1.weight) == (s2.distortion, s2.weight)
+                assert s1.min_margin == s2.min_margin or np.isnan(s1.min_margin)
+            assert one[2] == many[2]
+            assert one[3].tobytes() == many[3].tobytes() and one[4].tobytes() == many[4].tobytes()
+    ref, ref_labels = _plain(X, C_prev, w, 1)  # the last step's exact call: block_stats's
+    assert runs[2][-1][1].distortion == ref.distortion
+    assert runs[2][-1][1].min_margin == ref.min_margin
+
+
 def _count_calls(monkeypatch, name):
     """Wraps _native.<name>; returns the list that gets one entry per call."""
     calls = []

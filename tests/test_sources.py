@@ -208,3 +208,21 @@ def test_distinct_dense_rows_are_numpys_even_when_hashes_collide(monkeypatch, dt
     if not collide:  # each distinct row at its first place, in X's order
         first = sorted(np.unique(X, axis=0, return_index=True)[1])
         np.testing.assert_array_equal(got, X[first])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_distances_to_labels_are_scikit_learns_per_row_sums_at_any_thread_count(dtype):
+    # The relocation's farthest rows are chosen on these bits: in place, in ~4 MiB row
+    # blocks on threads, each row must still be NumPy's sum of its own squares.
+    from softkmeans.sources.block_ops import sq_distances_to_labels
+
+    rng = np.random.default_rng(3)
+    n, d = 20_011, 129  # several blocks, the last one short
+    X = (rng.standard_normal((n, d)) * rng.uniform(0.1, 1e3, size=(n, 1))).astype(dtype)
+    C = rng.standard_normal((7, d)).astype(dtype)
+    labels = rng.integers(0, 7, size=n)
+    expected = ((X - C[labels]) ** 2).sum(axis=1)
+    for threads in (1, 2, 3, 0):
+        got = sq_distances_to_labels(X, C, labels, threads)
+        assert got.dtype == dtype
+        assert got.tobytes() == expected.tobytes(), threads

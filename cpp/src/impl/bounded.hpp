@@ -46,6 +46,7 @@
 
 #include "impl/bounds.hpp"
 #include "impl/drive.hpp"
+#include "impl/drive_split.hpp"
 #include "impl/engine.hpp"
 #include "impl/stats.hpp"
 #include "impl/stats_accumulators.hpp"
@@ -80,7 +81,7 @@ struct BoundedStep {
 
   BoundedStep(Engine<T>& engine, const T* X_, index_t n_, index_t d_, const T* C_, index_t k_,
               const T* C_prev, const std::int64_t* group_, index_t t_, const double* w_,
-              std::int64_t* labels_, double* lower_, bool exact_)
+              std::int64_t* labels_, double* lower_, bool exact_, int n_threads)
       : X(X_),
         C(C_),
         group(group_),
@@ -96,10 +97,9 @@ struct BoundedStep {
         grouped(!engine.small),
         bounded(C_prev != nullptr && grouped),
         slack(engine),
-        // The separations cost k^2 d, on the calling thread: taken when that
-        // is at most about a sixteenth of a pass (before the lanes are put in
-        // group order).
-        half_sep(bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack)
+        // The separations cost k^2 d: taken when that is at most about a
+        // sixteenth of a pass (before the lanes are put in group order).
+        half_sep(bounded && k >= 2 && n >= 16 * k ? half_separations(engine, C, slack, n_threads)
                                                   : std::vector<double>{}),
         slots(group, k, t, Engine<T>::LC),
         drifts(bounded ? group_drifts(C, C_prev, k, d, group, t) : std::vector<Drifts>{}),
@@ -107,6 +107,10 @@ struct BoundedStep {
     if (grouped) engine.order_lanes(slots.centroid_of_slot);
   }
 };
+
+// The rows, per chunk, whose margin may be below the least margin found, with
+// a lower bound on their margin (exact: computed in full after the pass).
+using UnsureRows = std::vector<std::pair<index_t, double>>;
 
 // Per thread: the rows of the current block and what is known of them.
 template <typename T>
@@ -124,6 +128,10 @@ struct BoundedScratch : Workspace<T> {
                                      // a skipped row (direct differences), the kernel's if computed
   index_t n_computed = 0;
   std::int64_t n_distances = 0;
+  // What the thread's assignment of other chunks' tiles found (drive_split):
+  // their least margin and unsure rows.
+  double stolen_mm = std::numeric_limits<double>::infinity();
+  UnsureRows stolen_unsure;
 
   // After Engine::init (per_thread).
   void init(const BoundedStep<T>& st, const SparseAccumulator<T>& acc) {
@@ -141,10 +149,6 @@ struct BoundedScratch : Workspace<T> {
     label_sq.assign(mb, 0.0);
   }
 };
-
-// The rows, per chunk, whose margin may be below the least margin found, with
-// a lower bound on their margin (exact: computed in full after the pass).
-using UnsureRows = std::vector<std::pair<index_t, double>>;
 
 // The group test of row i (labelled a, da2u its squared distance to c_a
 // rounded up, lower[i, :] its bounds after the drifts) once the global test
@@ -179,6 +183,16 @@ template <typename VD>
 double shifted_bounds(double* lower_row, const double* drift, index_t t, double sep) {
   constexpr index_t B = sizeof(VD) / sizeof(double);
   const double inf = std::numeric_limits<double>::infinity();
+  if (t < B) {  // a few groups (2 at (2e5, 64, 256), 1/9 of a step padded): one at a time,
+    double lo = inf;  // with the vector path's operations (vmax: x > sep ? x : sep)
+    for (index_t g = 0; g < t; ++g) {
+      const double x = lower_row[g] - drift[g];
+      const double bound = x > sep ? x : sep;
+      lower_row[g] = bound;
+      lo = bound < lo ? bound : lo;
+    }
+    return lo;
+  }
   const VD sv = vset(sep);
   VD least = vset(inf);
   for (index_t g0 = 0; g0 < t; g0 += B) {
@@ -403,16 +417,16 @@ void exact_margin(const BoundedStep<T>& st, const BoundedScratch<T>& s, index_t 
 }
 
 // A computed row r of the block (row i, grouped): its label, its squared
-// distance to it (s.label_sq), its margin where known (mm, unsure) and the
+// distance to it (label_sq[r]), its margin where known (mm, unsure) and the
 // computed groups' new bounds.
 template <typename T>
 void finish_grouped_row(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t r, index_t i,
-                        double& mm, UnsureRows& unsure) {
+                        double* label_sq, double& mm, UnsureRows& unsure) {
   const index_t t = st.t;
   const double wi = st.w[i];
   const RowMin<T> mn = min_over_groups(st, s, r);
   st.labels[i] = mn.a;
-  s.label_sq[r] = static_cast<double>(mn.m1);
+  label_sq[r] = static_cast<double>(mn.m1);
   // The computed groups' new bounds: an upper bound on ||x - s||, then the
   // exact distance to the group's nearest other than c_a bounded below.
   const double ax = std::sqrt(direct_sq_distance(st.X + i * st.d, st.E.shift.data(), st.d) * st.up);
@@ -432,25 +446,26 @@ void finish_grouped_row(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t 
 
 // Row r of the block (row i) on the direct path, computed in full by min2_rows.
 template <typename T>
-void finish_direct_row(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t r, index_t i,
-                       double& mm) {
+void finish_direct_row(const BoundedStep<T>& st, const BoundedScratch<T>& s, index_t r, index_t i,
+                       double* label_sq, double& mm) {
   const RowMin<T>& mn = s.mins[r];
   st.labels[i] = mn.a;
   if (st.w[i] > 0.0) mm = std::min(mm, static_cast<double>(mn.m2 - mn.m1));
-  s.label_sq[r] = static_cast<double>(mn.m1);
+  label_sq[r] = static_cast<double>(mn.m1);
   for (index_t g = 0; g < st.t; ++g)
     st.lower[i * st.t + g] = -std::numeric_limits<double>::infinity();
 }
 
-// Rows i0 .. i0 + rows of chunk c: the bound tests, the groups wanted, the
-// computed rows' labels, distances (into s.label_sq, which holds the skipped
-// rows' exact ones), margins and bounds; then the row pass of stats_rows in
-// row order, without a branch on the kind of row.
+// Rows i0 .. i0 + rows: the bound tests, the groups wanted, the computed rows'
+// labels, margins (into mm, unsure) and bounds, and every row's squared
+// distance to its label (label_sq [out] (rows,): the kernel's for a computed
+// row, direct differences for a skipped one). Nothing here is summed in row
+// order: a tile's assignment may run on another thread than its sums.
 template <typename T>
-void bounded_block(const BoundedStep<T>& st, const SparseAccumulator<T>& acc, ChunkStats& chunk,
-                   UnsureRows& unsure, BoundedScratch<T>& s, index_t i0, index_t rows) {
+void bounded_assign(const BoundedStep<T>& st, BoundedScratch<T>& s, index_t i0, index_t rows,
+                    double* label_sq, double& mm, UnsureRows& unsure) {
   if (st.bounded)
-    bound_tests(st, i0, rows, s.want.data(), s.label_sq.data());
+    bound_tests(st, i0, rows, s.want.data(), label_sq);
   else
     std::fill(s.want.begin(), s.want.begin() + rows, st.slots.all_groups);
   const index_t m = list_rows(st, s, rows);
@@ -460,21 +475,30 @@ void bounded_block(const BoundedStep<T>& st, const SparseAccumulator<T>& acc, Ch
   else if (m > 0)
     compute_groups(st, s, i0, rows);
   s.n_computed += m;
-  double Wc = chunk.W, J = chunk.J, mm = chunk.mm;
   for (index_t p = 0; p < (st.grouped ? m : rows); ++p) {
     if (st.grouped)
-      finish_grouped_row(st, s, s.computed[p], i0 + s.computed[p], mm, unsure);
+      finish_grouped_row(st, s, s.computed[p], i0 + s.computed[p], label_sq, mm, unsure);
     else
-      finish_direct_row(st, s, p, i0 + p, mm);
+      finish_direct_row(st, s, p, i0 + p, label_sq, mm);
   }
+}
+
+// The row pass of stats_rows over rows i0 .. i0 + rows of chunk `chunk` in row
+// order (their labels and label_sq set by bounded_assign), without a branch on
+// the kind of row.
+template <typename T>
+void bounded_sums(const BoundedStep<T>& st, const SparseAccumulator<T>& acc, ChunkStats& chunk,
+                  typename SparseAccumulator<T>::Tile& tile, const double* label_sq, index_t i0,
+                  index_t rows) {
+  double Wc = chunk.W, J = chunk.J;
   for (index_t r = 0; r < rows; ++r) {
     const index_t i = i0 + r;
     const double wi = st.w[i];
     Wc += wi;
-    J += rounded_product(wi, s.label_sq[r]);
-    acc.one_hot(s.tile, st.X + i * st.d, wi, static_cast<index_t>(st.labels[i]));
+    J += rounded_product(wi, label_sq[r]);
+    acc.one_hot(tile, st.X + i * st.d, wi, static_cast<index_t>(st.labels[i]));
   }
-  chunk.set_sums(Wc, J, J, mm);  // hard: the objective is J
+  chunk.set_sums(Wc, J, J, chunk.mm);  // hard: the objective is J
 }
 
 // exact: the rows whose margin may be the least, in full, into *min_margin
@@ -512,25 +536,43 @@ void hard_stats_bounded(const T* X, index_t n, index_t d, const T* C, index_t k,
                         double* lower, bool exact, index_t* n_computed, std::int64_t* n_distances,
                         int n_threads) {
   Engine<T> engine(C, k, d, 0, true);
-  const BoundedStep<T> st(engine, X, n, d, C, k, C_prev, group, t, w, labels, lower, exact);
+  const BoundedStep<T> st(engine, X, n, d, C, k, C_prev, group, t, w, labels, lower, exact,
+                          n_threads);
   const SparseAccumulator<T> acc(st.E);
   double objective;  // hard: J again
   const BlockStatsOut out{W, N, S, &objective, distortion, min_margin};
   std::vector<ChunkStats> chunks(stats_chunks(n, k, d));
   std::vector<UnsureRows> unsure(chunks.size());  // stays empty unless exact
-  for (ChunkStats& c : chunks) {
+  // A chunk's sums are zeroed by the thread that computes it, at its first
+  // block (on the calling thread they were a serial k d per chunk, 31 MB at
+  // (k, d) = (1024, 256)); a chunk a cancelled call never reached, after.
+  auto zero_sums = [k, d](ChunkStats& c) {
+    if (!c.S.empty()) return;
     c.N.assign(k, 0.0);
     c.S.assign(k * d, 0.0);
-  }
+  };
   using Scratch = BoundedScratch<T>;
   auto scratch = per_thread<Scratch>(st.E, n, n_threads, [&](Scratch& s) { s.init(st, acc); });
-  drive(
-      st.E, X, n, static_cast<index_t>(chunks.size()), scratch,
-      [&](index_t c, Scratch& s, index_t i0, index_t rows) {
-        bounded_block(st, acc, chunks[c], unsure[c], s, i0, rows);
+  drive_split(
+      st.E, n, static_cast<index_t>(chunks.size()), scratch,
+      [&](index_t c, Scratch& s, index_t i0, index_t rows, double* dist) {
+        if (c >= 0)
+          bounded_assign(st, s, i0, rows, dist, chunks[c].mm, unsure[c]);
+        else
+          bounded_assign(st, s, i0, rows, dist, s.stolen_mm, s.stolen_unsure);
       },
-      [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, false);
-  merge_in_chunk_order(chunks, k, d, out);
+      [&](index_t c, Scratch& s, index_t i0, index_t rows, const double* dist) {
+        zero_sums(chunks[c]);
+        bounded_sums(st, acc, chunks[c], s.tile, dist, i0, rows);
+      },
+      [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); },
+      [](Scratch& s) { return s.label_sq.data(); });
+  for (ChunkStats& c : chunks) zero_sums(c);
+  merge_in_chunk_order(chunks, k, d, out, static_cast<int>(scratch.size()));
+  for (Scratch& s : scratch) {
+    if (k >= 2) *min_margin = std::min(*min_margin, s.stolen_mm);
+    unsure.push_back(std::move(s.stolen_unsure));
+  }
   if (exact && k >= 2) unsure_margins(st, unsure, scratch[0], min_margin);
   index_t total = 0;
   std::int64_t distances = 0;

@@ -89,21 +89,32 @@ struct KernelSlack {
 // decides most rows of well separated clusters at once. The distances are the
 // kernel's own (Engine::min2_rows on the rows of C; the row's own centroid is
 // one of its two smallest), turned into exact bounds by the slack.
+// Blocks of mb centroids on up to n_threads threads (k^2 d multiply-adds: about
+// a sixteenth of a pass, on the calling thread it was a serial part of every
+// bounded step); each centroid's minima are its own: the same bits.
 template <typename T>
-std::vector<double> half_separations(const Engine<T>& E, const T* C, const KernelSlack<T>& slack) {
-  const index_t k = E.k, d = E.d;
-  Workspace<T> ws;
-  E.init(ws);
+std::vector<double> half_separations(const Engine<T>& E, const T* C, const KernelSlack<T>& slack,
+                                     int n_threads) {
+  const index_t k = E.k, d = E.d, n_blocks = (k + E.mb - 1) / E.mb;
+  const int nt = static_cast<int>(
+      std::min<index_t>(resolve_threads(n_threads, k * k * d), n_blocks));
   std::vector<double> half(k);
-  for (index_t j0 = 0; j0 < k; j0 += E.mb) {
-    const index_t rows = std::min(E.mb, k - j0);
-    E.min2_rows(C + j0 * d, rows, ws.mins.data(), ws);
-    for (index_t r = 0; r < rows; ++r) {
-      const RowMin<T>& m = ws.mins[r];
-      // The smallest over the other centroids: m2 when the argmin is c itself.
-      const double other = static_cast<double>(m.a == j0 + r ? m.m2 : m.m1);
-      const double lo = std::sqrt(std::max(other - slack.sq(slack.b), 0.0)) - slack.lin(slack.b);
-      half[j0 + r] = std::max(lo, 0.0) / 2.0;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    Workspace<T> ws;
+    E.init(ws);
+#pragma omp for schedule(dynamic, 1)
+    for (index_t b = 0; b < n_blocks; ++b) {
+      const index_t j0 = b * E.mb, rows = std::min(E.mb, k - j0);
+      E.min2_rows(C + j0 * d, rows, ws.mins.data(), ws);
+      for (index_t r = 0; r < rows; ++r) {
+        const RowMin<T>& m = ws.mins[r];
+        // The smallest over the other centroids: m2 when the argmin is c itself.
+        const double other = static_cast<double>(m.a == j0 + r ? m.m2 : m.m1);
+        const double lo =
+            std::sqrt(std::max(other - slack.sq(slack.b), 0.0)) - slack.lin(slack.b);
+        half[j0 + r] = std::max(lo, 0.0) / 2.0;
+      }
     }
   }
   return half;
@@ -168,6 +179,30 @@ struct GroupSlots {
   }
 };
 
+// Engine::lanes_min2 over the first `vectors` row vectors of a lane group
+// only (the rest padding): a group's last lane group of a block often holds a
+// few rows (the final pass computes each row's own group: about mb / t rows a
+// group), and all LR vectors cost LR / vectors the multiply-adds. Each lane
+// folds the same distances in the same order whichever row vectors run
+// together (lanes_min2_part): the same bits.
+template <typename T>
+void lanes_min2_first(const Engine<T>& E, index_t vectors, const T* xg,
+                      const typename Engine<T>::V* xnv, index_t j_begin, index_t j_end,
+                      typename Engine<T>::V* v1p, typename Engine<T>::V* v2p,
+                      typename Engine<T>::VI* i1p) {
+  using En = Engine<T>;
+  if (vectors >= En::LR) {
+    E.lanes_min2(xg, xnv, j_begin, j_end, v1p, v2p, i1p);
+    return;
+  }
+  index_t q0 = 0;
+  if constexpr (En::LR > 2)
+    for (; q0 + 2 <= vectors; q0 += 2)
+      E.template lanes_min2_part<true, 2, 2 * En::LC>(xg, xnv, q0, j_begin, j_end, v1p, v2p, i1p);
+  for (; q0 < vectors; ++q0)
+    E.template lanes_min2_part<true, 1, 2 * En::LC>(xg, xnv, q0, j_begin, j_end, v1p, v2p, i1p);
+}
+
 // The minima of group g's centroids (its slots) for the m rows packed in ws
 // (Engine::pack_lanes, m <= mb): f(q, RowMin) for row q of the packing, its
 // argmin a centroid (the first in slot order: the smallest of the group).
@@ -185,9 +220,10 @@ void packed_group_minima(const Engine<T>& E, const GroupSlots& slots, index_t g,
   for (index_t j0 = slots.begin[g]; j0 < slots.end[g]; j0 += kc)
     for (index_t lg = 0; lg < n_lane; ++lg) {
       auto* lanes = ws.lanes.data() + 3 * lg * En::LR;
-      E.lanes_min2(ws.xt.data() + lg * E.d * G, lanes + 2 * En::LR, j0,
-                   std::min(slots.end[g], j0 + kc), lanes, lanes + En::LR,
-                   ws.lane_idx.data() + lg * En::LR);
+      const index_t vectors = std::min(En::LR, (m - lg * G + En::W - 1) / En::W);
+      lanes_min2_first(E, vectors, ws.xt.data() + lg * E.d * G, lanes + 2 * En::LR, j0,
+                       std::min(slots.end[g], j0 + kc), lanes, lanes + En::LR,
+                       ws.lane_idx.data() + lg * En::LR);
     }
   for (index_t q = 0; q < m; ++q) {
     const index_t lg = q / G, v = (q % G) / En::W, ln = q % En::W;

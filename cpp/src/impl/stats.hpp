@@ -40,8 +40,11 @@ struct BlockStatsOut {
 
 // The statistics of disjoint chunks merged in chunk order: sums added, margins
 // minimized. The result does not depend on which thread computed which chunk.
+// S's spans on up to n_threads threads (each entry's sum is its own, in chunk
+// order: the same bits; at k d = 262144 and 15 chunks, 31 MB read, serial
+// after every pass).
 inline void merge_in_chunk_order(const std::vector<ChunkStats>& chunks, index_t k, index_t d,
-                                 const BlockStatsOut& out) {
+                                 const BlockStatsOut& out, int n_threads = 1) {
   double obj = 0.0, J = 0.0, W = 0.0, mm = std::numeric_limits<double>::infinity();
   if (out.N) std::fill(out.N, out.N + k, 0.0);
   for (const ChunkStats& c : chunks) {
@@ -56,13 +59,18 @@ inline void merge_in_chunk_order(const std::vector<ChunkStats>& chunks, index_t 
   // the same additions in the same order as chunk by chunk over all of S, but
   // S (k d, 480 KB at k = 20, d = 3000) is not read and written once per chunk.
   constexpr index_t kSpan = 1024;
-  if (out.S)
-    for (index_t q0 = 0; q0 < k * d; q0 += kSpan) {
-      const index_t q1 = std::min(k * d, q0 + kSpan);
+  const index_t n_spans = (k * d + kSpan - 1) / kSpan;
+  const int nt = static_cast<int>(std::min<index_t>(
+      resolve_threads(n_threads, k * d * static_cast<index_t>(chunks.size())), n_spans));
+  if (out.S) {
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (index_t span = 0; span < n_spans; ++span) {
+      const index_t q0 = span * kSpan, q1 = std::min(k * d, q0 + kSpan);
       std::fill(out.S + q0, out.S + q1, 0.0);
       for (const ChunkStats& c : chunks)
         for (index_t q = q0; q < q1; ++q) out.S[q] += c.S[q];
     }
+  }
   *out.W = W;
   *out.objective = obj;
   *out.distortion = J;
@@ -95,7 +103,7 @@ void run_block_stats(const StatsPass<T>& p, const Acc& acc, index_t n, int n_thr
         acc.block(p, chunks[c], s, s.tile, i0, rows);
       },
       [&](index_t c, Scratch& s) { acc.fold(s.tile, chunks[c]); }, !p.in_registers);
-  merge_in_chunk_order(chunks, k, d, out);
+  merge_in_chunk_order(chunks, k, d, out, static_cast<int>(scratch.size()));
 }
 
 template <typename T>

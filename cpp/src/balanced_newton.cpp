@@ -39,14 +39,6 @@ constexpr int kStall = 4;
 // Rows a chunk of a sweep: the chunks run in parallel and their sums are
 // added in chunk order, so every output is the same at every thread count.
 constexpr int64_t kChunkRows = 1 << 14;
-// An evaluation walks its lists of rows that may change label (random
-// reads) while they hold at most 1 / kWalkShare of the rows it would sweep.
-constexpr int64_t kWalkShare = 4;
-// Rows ahead of the one read whose lines a walk asks for.
-constexpr int64_t kAhead = 16;
-// A call builds its lists once a sweep finds fewer than 1 / kIndexAfter of
-// the rows it read changed (the lists then walk about 10 rows a change).
-constexpr int64_t kIndexAfter = 32;
 
 int64_t chunks_of(int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
 
@@ -89,28 +81,6 @@ inline void row_state(const int32_t* ci, const T* di, int64_t m, const double* g
     d1 = take ? d : d1;
   }
   *label = a, *gap = v2 - v1, *own = d1;
-}
-
-// A row's second candidate at g (-1: none) and the gap from its label a's
-// value to its third smallest value (inf: fewer than three candidates).
-template <typename T>
-inline void runner_up(const int32_t* ci, const T* di, int64_t m, const double* g, int32_t a,
-                      int32_t* second, double* gap3) {
-  const double inf = std::numeric_limits<double>::infinity();
-  double v1 = inf, v2 = inf, v3 = inf;
-  int32_t c2 = -1;
-  for (int64_t s = 0; s < m; ++s) {
-    if (ci[s] < 0) continue;
-    const double v = static_cast<double>(di[s]) - g[ci[s]];
-    if (ci[s] == a) {
-      v1 = v;
-    } else if (v < v2) {
-      v3 = v2, v2 = v, c2 = ci[s];
-    } else if (v < v3) {
-      v3 = v;
-    }
-  }
-  *second = c2, *gap3 = v3 - v1;
 }
 
 // row_state of rows [0, rows) (m candidates each), into label, gap, own.
@@ -195,14 +165,6 @@ class Smallest {
   std::vector<double> heap_;
 };
 
-// A row whose label at an evaluation's g differs from its label at g0: its
-// place in the bucket order, the label and D there.
-struct Change {
-  int64_t place;
-  int32_t label;
-  double own;
-};
-
 template <typename T>
 class Newton {
  public:
@@ -260,109 +222,11 @@ class Newton {
       fixed_own_[b] += fixed_own_[b + 1];
     }
     active_ = kBuckets - 1;
-    a0_ = cur_.a, own0_ = cur_.own, indexed_ = false;
-  }
-
-  // The lists the evaluations walk (walk()), over the places of the bucket
-  // order: by_pair_ each row with a second candidate c2, grouped by (label a,
-  // c2) and within by the bucket of its gap2 (to c2); by_label_ every row,
-  // grouped by a and within by the bucket of its gap3 (to its third value).
-  // *_start_[group * kBuckets + b]: where the group's bucket b begins.
-  void index_walk() {
-    indexed_ = true;
-    second_.resize(n_), bucket3_.resize(n_);
-    std::vector<double> top_dist(chunks_of(n_), 0.0);
-    for_chunks(n_, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
-      double top = 0.0;
-      for (int64_t p = p0; p < p1; ++p) {
-        double gap3 = 0.0;
-        runner_up(&cand_p_[p * m_], &dist_p_[p * m_], m_, g0_.data(), a0_[p], &second_[p], &gap3);
-        bucket3_[p] = static_cast<uint8_t>(bucket_of(gap3));
-        for (int64_t s = 0; s < m_; ++s) top = std::max(top, std::abs(double(dist_p_[p * m_ + s])));
-      }
-      top_dist[c] = top;
-    });
-    top_dist_ = top_dist.empty() ? 0.0 : *std::max_element(top_dist.begin(), top_dist.end());
-    group_sort(k_ * k_, [&](int64_t p) {
-      return second_[p] < 0 ? -1 : (a0_[p] * k_ + second_[p]) * kBuckets + bucket_of(cur_.gap[p]);
-    }, &by_pair_start_, &by_pair_);
-    group_sort(k_, [&](int64_t p) { return int64_t{a0_[p]} * kBuckets + bucket3_[p]; },
-               &by_label_start_, &by_label_);
-  }
-
-  // Counting sort of the places p by key(p) in [0, groups * kBuckets) (-1:
-  // left out), stable: into order, with start[key] where each key begins.
-  template <typename Key>
-  void group_sort(int64_t groups, const Key& key, std::vector<int64_t>* start,
-                  std::vector<int64_t>* order) const {
-    start->assign(groups * kBuckets + 1, 0);
-    std::vector<int64_t> keys(n_);
-    for (int64_t p = 0; p < n_; ++p) {
-      keys[p] = key(p);
-      if (keys[p] >= 0) ++(*start)[keys[p] + 1];
-    }
-    for (size_t e = 1; e < start->size(); ++e) (*start)[e] += (*start)[e - 1];
-    order->resize(start->back());
-    std::vector<int64_t> at(start->begin(), start->end() - 1);
-    for (int64_t p = 0; p < n_; ++p)
-      if (keys[p] >= 0) (*order)[at[keys[p]]++] = p;
-  }
-
-  // The places below bound whose label may differ at g from their label a at
-  // g0, into walk_ (in a fixed order). With Delta = g - g0, a row keeps a
-  // while gap2 > Delta_c2 - Delta_a and gap3 > max Delta - Delta_a (every
-  // column past the second is at least gap3 from a): the first prefix of each
-  // by_label_ group whose gap3 bucket reaches max Delta - Delta_a, then of
-  // each by_pair_ group the rows up to Delta_c2 - Delta_a not walked already;
-  // each bound raised by a rounding slack, and a bucket a factor 2 wide.
-  // False (walk_ empty) when the lists hold more than a kWalkShare-th of the
-  // rows below bound: a sweep of those rows in order is then cheaper.
-  bool walk(const double* g, int64_t bound) {
-    walk_.clear();
-    double top_change = -std::numeric_limits<double>::infinity(), top_g = 0.0;
-    std::vector<double> change(k_);
-    for (int64_t j = 0; j < k_; ++j) {
-      change[j] = g[j] - g0_[j];
-      top_change = std::max(top_change, change[j]);
-      top_g = std::max({top_g, std::abs(g[j]), std::abs(g0_[j])});
-    }
-    const double slack =
-        64.0 * std::numeric_limits<double>::epsilon() * (top_dist_ + 2.0 * top_g);
-    if (!std::isfinite(top_change + slack)) return false;
-    auto last_bucket = [&](double reach) { return reach >= 0 ? bucket_of(reach) : -1; };
-    std::vector<int> label_bucket(k_), pair_bucket(k_ * k_);
-    int64_t listed = 0;
-    for (int64_t a = 0; a < k_; ++a) {
-      label_bucket[a] = last_bucket(top_change - change[a] + slack);
-      const int64_t* first = &by_label_start_[a * kBuckets];
-      listed += first[label_bucket[a] + 1] - first[0];
-      for (int64_t c = 0; c < k_; ++c) {
-        pair_bucket[a * k_ + c] = last_bucket(change[c] - change[a] + slack);
-        const int64_t* pair = &by_pair_start_[(a * k_ + c) * kBuckets];
-        listed += pair[pair_bucket[a * k_ + c] + 1] - pair[0];
-      }
-    }
-    if (listed * kWalkShare > bound) return false;
-    for (int64_t a = 0; a < k_; ++a) {
-      const int64_t* first = &by_label_start_[a * kBuckets];
-      for (int64_t e = first[0]; e < first[label_bucket[a] + 1]; ++e)
-        if (by_label_[e] < bound) walk_.push_back(by_label_[e]);
-    }
-    for (int64_t a = 0; a < k_; ++a)
-      for (int64_t c = 0; c < k_; ++c) {
-        const int b = pair_bucket[a * k_ + c];
-        const int64_t* first = &by_pair_start_[(a * k_ + c) * kBuckets];
-        for (int64_t e = first[0]; e < first[b + 1]; ++e) {
-          const int64_t p = by_pair_[e];
-          if (p < bound && bucket3_[p] > label_bucket[a]) walk_.push_back(p);
-        }
-      }
-    return true;
   }
 
   // The count error sum_j |N_j - t_j| at g and the dual objective q (sum_i
-  // min_j (D_ij - g_j) + t . g over the candidates): the sums at g0 plus the
-  // changes of the rows walk() finds; *active: the buckets direction() reads.
+  // min_j (D_ij - g_j) + t . g over the candidates), with the states of the
+  // rows that may have moved (the buckets <= *active) in trial_.
   int64_t evaluate(const double* g, std::vector<int64_t>* counts, int* active, double* q) {
     double lo = 0.0, hi = 0.0;
     for (int64_t j = 0; j < k_; ++j) {
@@ -375,45 +239,29 @@ class Newton {
     int b = spread > 0 ? bucket_of(spread) : -1;
     if (!std::isfinite(spread)) b = kBuckets - 1;
     *active = b;
-    // Rows past the buckets <= b keep their labels; of the others, only those
-    // walk() lists may change (else all are read, in order). The changes are
-    // summed in row order: q is the same whichever rows were read.
-    const int64_t bound = b >= 0 ? prefix_[b] : 0;
-    const bool walked = indexed_ && walk(g, bound);
-    const int64_t rows = walked ? static_cast<int64_t>(walk_.size()) : bound;
-    std::vector<std::vector<Change>> parts(chunks_of(rows));
-    for_chunks(rows, threads_, [&](int64_t c, int64_t e0, int64_t e1) {
-      if (walked) {
-        for (int64_t e = e0; e < e1; ++e) {
-          if (e + kAhead < e1) prefetch_row(walk_[e + kAhead]);  // random reads: overlap them
-          const int64_t p = walk_[e];
-          int32_t a = 0;
-          double gap = 0.0, own = 0.0;
-          row_state(&cand_p_[p * m_], &dist_p_[p * m_], m_, g, &a, &gap, &own);
-          if (a != a0_[p]) parts[c].push_back({p, a, own});
-        }
-        return;
+    const int64_t* fixed = fixed_.data() + (b + 1) * k_;  // the buckets after b
+    counts->assign(fixed, fixed + k_);
+    double value = fixed_own_[b + 1];
+    for (int64_t j = 0; j < k_; ++j) value += (targets_[j] - fixed[j]) * g[j];
+    const int64_t rows = b >= 0 ? prefix_[b] : 0;
+    const int64_t chunks = chunks_of(rows);
+    std::vector<int64_t> part_counts(chunks * k_, 0);
+    std::vector<double> part_value(chunks, 0.0);
+    for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &trial_.a[p0],
+                 &trial_.gap[p0], &trial_.own[p0]);
+      int64_t* mine = &part_counts[c * k_];
+      double v = 0.0;
+      for (int64_t p = p0; p < p1; ++p) {
+        ++mine[trial_.a[p]];
+        v += trial_.own[p] - g[trial_.a[p]];
       }
-      row_states(&cand_p_[e0 * m_], &dist_p_[e0 * m_], e1 - e0, m_, g, &trial_.a[e0],
-                 &trial_.gap[e0], &trial_.own[e0]);
-      for (int64_t p = e0; p < e1; ++p)
-        if (trial_.a[p] != a0_[p]) parts[c].push_back({p, trial_.a[p], trial_.own[p]});
+      part_value[c] = v;
     });
-    std::vector<Change> changes;
-    for (const auto& part : parts) changes.insert(changes.end(), part.begin(), part.end());
-    if (!indexed_ && static_cast<int64_t>(changes.size()) * kIndexAfter < bound) index_walk();
-    if (walked)
-      std::sort(changes.begin(), changes.end(),
-                [](const Change& x, const Change& y) { return x.place < y.place; });
-    const int64_t* start = fixed_.data();  // every row's label at g0
-    counts->assign(start, start + k_);
-    double value = fixed_own_[0];
-    for (int64_t j = 0; j < k_; ++j) value += (targets_[j] - start[j]) * g[j];
-    for (const Change& x : changes) {
-      ++(*counts)[x.label], --(*counts)[a0_[x.place]];
-      value += (x.own - g[x.label]) - (own0_[x.place] - g[a0_[x.place]]);
+    for (int64_t c = 0; c < chunks; ++c) {
+      for (int64_t j = 0; j < k_; ++j) (*counts)[j] += part_counts[c * k_ + j];
+      value += part_value[c];
     }
-    changes_.swap(changes);
     *q = value;
     int64_t err = 0;
     for (int64_t j = 0; j < k_; ++j) err += std::abs((*counts)[j] - targets_[j]);
@@ -451,8 +299,7 @@ class Newton {
 
   // Each cluster's band h (k,) at g: the max(|r_j|, kMinBandRows)-th smallest
   // of the gaps add_gaps gives it (0: none), each thread's smallest merged.
-  // Each row's gap at g is found here (cur_.gap, for add_row).
-  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) {
+  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) const {
     const int64_t rows = active_rows();
     const int nt = static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(threads_, chunks_of(rows))));
@@ -467,12 +314,10 @@ class Newton {
       for (int64_t j = 0; j < k_; ++j)
         if (r[j] > 0) bar[j] = mine[j].bar();
 #pragma omp for schedule(static)
-      for (int64_t c = 0; c < chunks_of(rows); ++c) {
-        const int64_t p0 = c * kChunkRows, p1 = std::min(rows, (c + 1) * kChunkRows);
-        for (int64_t p = p0; p < p1; ++p) add_gaps(p, g, r, &mine, &bar);
-      }
+      for (int64_t c = 0; c < chunks_of(rows); ++c)
+        for (int64_t p = c * kChunkRows; p < std::min(rows, (c + 1) * kChunkRows); ++p)
+          add_gaps(p, g, r, &mine, &bar);
     }
-
     for (size_t t = 1; t < heaps.size(); ++t)
       for (int64_t j = 0; j < k_; ++j) heaps[t][j].drain_into(&heaps[0][j]);
     for (int64_t j = 0; j < k_; ++j)
@@ -483,26 +328,21 @@ class Newton {
   // cluster a when a has rows to spare (r_a <= 0); to each other candidate c
   // short of rows (r_c > 0), for c (the rows c would gain first). bar (k,):
   // what a gap must be below to change a cluster's smallest.
-  // The row's gap is the least x of its other columns (x - best is monotone:
-  // row_state's v2 - v1 bit for bit), stored in cur_.gap.
   void add_gaps(int64_t p, const double* g, const std::vector<double>& r,
-                std::vector<Smallest>* smallest, std::vector<double>* bar) {
+                std::vector<Smallest>* smallest, std::vector<double>* bar) const {
     const int32_t a = cur_.a[p];
+    if (r[a] <= 0 && cur_.gap[p] < (*smallest)[a].bar()) (*smallest)[a].push(cur_.gap[p]);
     const int32_t* ci = &cand_p_[p * m_];
     const T* di = &dist_p_[p * m_];
     const double best = cur_.own[p] - g[a];
-    double gap = std::numeric_limits<double>::infinity();
     for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
       const int32_t c = ci[s];
       const double x = static_cast<double>(di[s]) - g[c] - best;
-      gap = c != a ? std::min(gap, x) : gap;
       if (x < (*bar)[c] && c != a) {
         (*smallest)[c].push(x);
         (*bar)[c] = (*smallest)[c].bar();
       }
     }
-    cur_.gap[p] = gap;
-    if (r[a] <= 0 && gap < (*smallest)[a].bar()) (*smallest)[a].push(gap);
   }
 
   // Row p's share of the Laplacian at g: for each other candidate c within the
@@ -524,17 +364,16 @@ class Newton {
     }
   }
 
-  // g of the last evaluation is the current state: the next direction()
-  // reads the rows of the buckets <= active, their states brought to g.
-  // Each row's label and D there (cur_) are its label at g0 but for the
-  // evaluation's changes; band_gaps() finds the gaps.
   void accept(int active) {
-    for (int64_t p : patched_) cur_.a[p] = a0_[p], cur_.own[p] = own0_[p];
-    patched_.clear();
-    for (const Change& x : changes_) {
-      cur_.a[x.place] = x.label, cur_.own[x.place] = x.own;
-      patched_.push_back(x.place);
+    const int64_t rows = active >= 0 ? prefix_[active] : 0;
+    if (rows == n_) {  // every row's state is the trial's
+      std::swap(cur_, trial_);
+      active_ = active;
+      return;
     }
+    std::copy(trial_.a.begin(), trial_.a.begin() + rows, cur_.a.begin());
+    std::copy(trial_.gap.begin(), trial_.gap.begin() + rows, cur_.gap.begin());
+    std::copy(trial_.own.begin(), trial_.own.begin() + rows, cur_.own.begin());
     active_ = active;
   }
 
@@ -554,13 +393,6 @@ class Newton {
 
  private:
   int64_t row(int64_t i) const { return rows_ ? rows_[i] : i; }
-
-  // Asks for the place p's candidates and label at g0 ahead of their read.
-  void prefetch_row(int64_t p) const {
-    __builtin_prefetch(&cand_p_[p * m_]);
-    __builtin_prefetch(&dist_p_[p * m_]);
-    __builtin_prefetch(&a0_[p]);
-  }
   int64_t active_rows() const { return active_ >= 0 ? prefix_[active_] : 0; }
 
   int bucket_of(double gap) const {
@@ -629,8 +461,7 @@ class Newton {
   const int64_t* targets_;
   int threads_;
   std::vector<double> g0_;
-  RowState trial_;  // evaluate()'s states when it reads every row of the buckets
-  RowState cur_;  // in bucket order; the buckets <= active_ at g (the gaps: at direction())
+  RowState cur_, trial_;  // in bucket order
   int top_exp_ = 0;
   std::vector<int64_t> order_;   // the row at each place of the bucket order
   std::vector<int64_t> prefix_;  // prefix_[b]: the rows of the buckets <= b
@@ -639,16 +470,6 @@ class Newton {
   std::vector<int64_t> fixed_;
   std::vector<double> fixed_own_;
   int active_ = kBuckets - 1;
-  bool indexed_ = false;  // walk()'s lists built (index_walk())
-  std::vector<Change> changes_;  // the last evaluation's, in place order
-  std::vector<int64_t> patched_;  // the places whose cur_ differs from g0's
-  // walk()'s index (in bucket order): each row's label and D at g0, second
-  // candidate and gap3's bucket; the lists and the largest |D|.
-  std::vector<int32_t> a0_, second_;
-  std::vector<double> own0_;
-  std::vector<uint8_t> bucket3_;
-  std::vector<int64_t> by_pair_, by_pair_start_, by_label_, by_label_start_, walk_;
-  double top_dist_ = 0.0;
 };
 
 }  // namespace

@@ -199,11 +199,13 @@ class Newton {
     for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
     prefix_.assign(count.begin() + 1, count.end());  // rows in the buckets <= b
     order_.resize(n_);
-    for (int64_t i = 0; i < n_; ++i) order_[count[bucket[i]]++] = i;
+    std::vector<int64_t> place(n_);  // each row's place in the bucket order
+    for (int64_t i = 0; i < n_; ++i) place[i] = count[bucket[i]]++, order_[place[i]] = i;
     cand_p_.resize(n_ * m_), dist_p_.resize(n_ * m_);
-    for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t i = order_[p], r = row(i);
+    // in row order: the reads in sequence, the writes scattered (not waited on)
+    for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t p = place[i], r = row(i);
         std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, &cand_p_[p * m_]);
         std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, &dist_p_[p * m_]);
         cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];

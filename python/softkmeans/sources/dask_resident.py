@@ -32,6 +32,8 @@ NOT_RESIDENT = object()
 
 # At most this share of X's rows is copied to even out the blocks per worker thread.
 MOVED_SHARE = 0.25
+# Seconds a pass waits for its blocks' copies to other workers (`_even_out`).
+COPY_WAIT_S = 30.0
 
 
 class ResidentPasses:
@@ -127,6 +129,7 @@ class ResidentPasses:
         MOVED_SHARE of the rows in all: the copies live as long as the source. True
         where blocks were copied (self.blocks then names the copies)."""
         threads = self.client.nthreads()
+        where = list(where)  # the caller's placement stays the blocks' (copies may fail)
         load = dict.fromkeys(threads, 0)
         for (_, rows, *_), address in zip(self.blocks, where):
             load[address] = load.get(address, 0) + rows
@@ -151,17 +154,37 @@ class ResidentPasses:
             self.moved += rows
             load[src], load[dst], where[best] = load[src] - rows, load[dst] + rows, dst
             copies[best] = dst
-        for i, dst in copies.items():
-            start, rows, x, w = self.blocks[i]
-            x, w = (None if f is None else self._copy(f, dst) for f in (x, w))
-            self.blocks[i] = (start, rows, x, w)
-        return bool(copies)
+        made = {i: self._copies(i, dst) for i, dst in copies.items()}
+        return self._keep_copied(made)
 
-    def _copy(self, future, address):
-        return self.client.submit(
-            _identity, future, workers=[address], allow_other_workers=True, pure=False,
-            key=f"softkmeans-block-copy-{uuid.uuid4().hex}",
-        )  # fmt: skip
+    def _copies(self, i, address):
+        """Block i's futures copied to the worker at address: restricted to it (a loose
+        restriction lets an idle worker steal the copy, the one that already holds the
+        block, and nothing is evened out)."""
+        start, rows, *keys = self.blocks[i]
+        return (start, rows, *(None if f is None else self.client.submit(
+            _identity, f, workers=[address], allow_other_workers=False, pure=False,
+            key=f"softkmeans-block-copy-{uuid.uuid4().hex}") for f in keys))  # fmt: skip
+
+    def _keep_copied(self, made):
+        """Name the copies made within COPY_WAIT_S in self.blocks (True where any); a copy
+        not made by then (its worker lost, say) is cancelled and its block stays where it
+        was: evening out is never worth waiting on."""
+        from distributed import wait  # made with a client only: distributed is there
+
+        try:
+            wait([f for _, _, *keys in made.values() for f in keys if f is not None],
+                 timeout=COPY_WAIT_S)  # fmt: skip
+        except TimeoutError:
+            pass  # the late ones are cancelled below
+        for i, block in made.items():
+            keys = [f for f in block[2:] if f is not None]
+            if any(f.status != "finished" for f in keys):
+                self.client.cancel(keys)
+                self.moved -= block[1]
+                continue
+            self.blocks[i] = block
+        return any(self.blocks[i] is block for i, block in made.items())
 
 
 def _identity(value):

@@ -349,6 +349,31 @@ def test_blocks_persisted_on_one_worker_are_spread_over_both(client, problem, mo
     np.testing.assert_array_equal(got.labels_, expected.labels_)
 
 
+def test_a_worker_holding_copies_killed_mid_fit_changes_nothing(client, problem, monkeypatch):
+    # The copies that even out the workers are bound to their worker: when it is lost, the
+    # next plan starts from the source's own blocks (no wait on a copy that cannot be
+    # remade elsewhere), and the fit is the in-memory one.
+    from softkmeans.sources import dask_passes
+
+    X, C, _ = problem
+    first, second = sorted(client.nthreads())
+    Xd = da.from_array(X, chunks=((375,) * 8, -1)).persist(workers=[first])
+    distributed.wait(Xd)
+    original, calls = dask_passes.BlockPasses.run, [0]
+
+    def pass_(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 3:
+            os.kill(client.run(os.getpid)[second], signal.SIGKILL)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(dask_passes.BlockPasses, "run", pass_)
+    got = _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=6)
+    assert calls[0] >= 3
+    assert_same_fit(got, _fit(softkmeans.SoftKMeans, X, C, "hard", None, tol=0.0, max_iter=6))
+    client.wait_for_workers(2)
+
+
 @pytest.mark.parametrize("inline", [True, False], ids=["centroids-inline", "centroids-task"])
 @pytest.mark.parametrize("chunks", [CHUNKS, (150,) * 20], ids=["5-blocks", "20-blocks"])
 def test_the_futures_passes_give_the_graph_passes_bits(

@@ -44,7 +44,8 @@ class ResidentPasses:
 
     def __init__(self, client, blocks):
         self.client = client
-        self.blocks = list(blocks)
+        self.originals = list(blocks)
+        self.blocks = list(blocks)  # with the copies made to even out the workers
         self.plan = None
         self.rows = sum(rows for _, rows, *_ in blocks)
         self.moved = 0  # rows copied to even out the workers (`_even_out`)
@@ -67,7 +68,9 @@ class ResidentPasses:
             if kind == "raised":
                 raise value
             if kind == "missing":
-                self.plan = None
+                # A worker gone: its copies too (each bound to its worker, never remade
+                # elsewhere); the next plan starts from the source's own blocks.
+                self.plan, self.blocks, self.moved = None, list(self.originals), 0
                 return NOT_RESIDENT
             nodes.update(value)
         self.plan = plan

@@ -262,6 +262,7 @@ struct Engine {
   void lane_rows_min2(const T* X, index_t rows, RowMin<T>* out, Workspace<T>& ws) const;
   void reduce_blocks(index_t groups, index_t kc, Workspace<T>& ws) const;
   void reduce_group(const T* xg, V* s, VI* i1) const;
+  void redo_clamped(const T* xg, V* s, VI* i1) const;
 
 #ifdef SOFTKMEANS_BF16
   // ---- the bf16 candidate pass of min2_rows (impl/engine_bf16.hpp) ----

@@ -294,6 +294,25 @@ def test_a_lost_unrecomputable_input_is_reported(client, problem, monkeypatch):
     client.wait_for_workers(2)
 
 
+def _on_one_worker_recording_plans(client, problem, monkeypatch):
+    """X in 8 blocks persisted on one worker, C, and the list each resident plan made
+    (`ResidentPasses._make_plan`) is appended to."""
+    from softkmeans.sources import dask_resident
+
+    X, C, _ = problem
+    first = sorted(client.nthreads())[0]
+    Xd = da.from_array(X, chunks=((375,) * 8, -1)).persist(workers=[first])
+    distributed.wait(Xd)
+    plans, original = [], dask_resident.ResidentPasses._make_plan
+
+    def make_plan(passes):
+        plans.append(original(passes))
+        return plans[-1]
+
+    monkeypatch.setattr(dask_resident.ResidentPasses, "_make_plan", make_plan)
+    return Xd, C, plans
+
+
 def test_a_copy_not_made_in_time_leaves_its_block_where_it_was(client, problem, monkeypatch):
     # Evening out copies each moved block to one named worker (strictly: a loose restriction
     # let the idle holder steal the copy). A copy its worker never makes (here: a worker
@@ -301,19 +320,9 @@ def test_a_copy_not_made_in_time_leaves_its_block_where_it_was(client, problem, 
     # where they are, the same bits, no hang.
     from softkmeans.sources import dask_passes, dask_resident
 
-    X, C, _ = problem
-    first = sorted(client.nthreads())[0]
-    Xd = da.from_array(X, chunks=((375,) * 8, -1)).persist(workers=[first])
-    distributed.wait(Xd)
-    plans, original = [], dask_resident.ResidentPasses._make_plan
+    Xd, C, plans = _on_one_worker_recording_plans(client, problem, monkeypatch)
     copies = dask_resident.ResidentPasses._copies
-
-    def make_plan(passes):
-        plans.append(original(passes))
-        return plans[-1]
-
     monkeypatch.setattr(dask_resident, "COPY_WAIT_S", 0.5)
-    monkeypatch.setattr(dask_resident.ResidentPasses, "_make_plan", make_plan)
     monkeypatch.setattr(
         dask_resident.ResidentPasses, "_copies", lambda self, i, a: copies(self, i, "tcp://0.0.0.0:9")
     )
@@ -328,19 +337,9 @@ def test_blocks_persisted_on_one_worker_are_spread_over_both(client, problem, mo
     # A pass runs where the blocks are (`softkmeans.sources.dask_resident`): blocks all
     # on one worker are first copied to the other (at most a quarter of the rows: 2 of 8
     # blocks), and the fit is the tasks' bit for bit.
-    from softkmeans.sources import dask_passes, dask_resident
+    from softkmeans.sources import dask_passes
 
-    X, C, _ = problem
-    first = sorted(client.nthreads())[0]
-    Xd = da.from_array(X, chunks=((375,) * 8, -1)).persist(workers=[first])
-    distributed.wait(Xd)
-    plans, original = [], dask_resident.ResidentPasses._make_plan
-
-    def make_plan(passes):
-        plans.append(original(passes))
-        return plans[-1]
-
-    monkeypatch.setattr(dask_resident.ResidentPasses, "_make_plan", make_plan)
+    Xd, C, plans = _on_one_worker_recording_plans(client, problem, monkeypatch)
     got = _fit(skd.SoftKMeans, Xd, C, "hard", tol=0.0, max_iter=4)
     assert [sorted(map(len, plan.values())) for plan in plans] == [[2, 6]]
     monkeypatch.setattr(dask_passes, "RESIDENT", False)

@@ -5,24 +5,29 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <memory>
+#include <new>
 #include <numeric>
 #include <vector>
 
 #include <omp.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "softkmeans/balanced.hpp"
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
-
-#if defined(SOFTKMEANS_HAVE_AVX512) && (defined(__x86_64__) || defined(_M_X64))
-#include <immintrin.h>
-#define SOFTKMEANS_NEWTON_AVX512 1
-#endif
+#include "balanced_newton_rows.hpp"
 
 namespace softkmeans {
 
 namespace {
+
+using newton_rows::Bands;
+using newton_rows::Smallest;
 
 // Buckets of rows by the binary exponent of their gap at the start offsets.
 constexpr int kBuckets = 64;
@@ -52,11 +57,38 @@ void for_chunks(int64_t rows, int n_threads, const F& f) {
     f(c, c * kChunkRows, std::min(rows, (c + 1) * kChunkRows));
 }
 
+// n elements of T, uninitialized, on transparent huge pages where Linux
+// gives them: a call on 10^6 rows takes ~150 MB of fresh memory, whose 4 KiB
+// pages cost a fault each (a fifth of the call), where 2 MiB pages cost few.
+template <typename T>
+class Fresh {
+ public:
+  Fresh() = default;
+  explicit Fresh(int64_t n) { reset(n); }
+  void reset(int64_t n) {
+    constexpr size_t kHuge = size_t(1) << 21;
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+    data_.reset(static_cast<T*>(bytes ? std::aligned_alloc(kHuge, bytes) : nullptr));
+    if (bytes && !data_) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: fine if refused
+#endif
+  }
+  T& operator[](int64_t i) { return data_.get()[i]; }
+  const T& operator[](int64_t i) const { return data_.get()[i]; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+};
+
 // Each row's best candidate at offsets g (float64): label a, the gap to the
 // second candidate's value, and D at a.
 struct RowState {
-  std::vector<int32_t> a;
-  std::vector<double> gap, own;
+  Fresh<int32_t> a;
+  Fresh<double> gap, own;
   explicit RowState(int64_t n) : a(n), gap(n), own(n) {}
 };
 
@@ -91,35 +123,16 @@ void row_states_scalar(const int32_t* cand, const T* dist, int64_t rows, int64_t
     row_state(cand + p * m, dist + p * m, m, g, label + p, gap + p, own + p);
 }
 
+// The avx512 sweeps (balanced_newton_rows.hpp) where the CPU's selected level
+// allows and m = 8 (the pass's CANDIDATES), else the scalar ones below.
+bool rows_of_8(int64_t m) {
 #ifdef SOFTKMEANS_NEWTON_AVX512
-// row_states_scalar for m = 8, one row a vector (the same values: each v is
-// the one subtraction d - g_c, and min and compare are exact).
-template <typename T>
-__attribute__((target("avx512f,avx512vl,avx512dq"))) void row_states_8(
-    const int32_t* cand, const T* dist, int64_t rows, const double* g, int32_t* label,
-    double* gap, double* own) {
-  const __m512d inf = _mm512_set1_pd(std::numeric_limits<double>::infinity());
-  const __m256i none = _mm256_set1_epi32(-1);
-  for (int64_t p = 0; p < rows; ++p) {
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cand + p * 8));
-    const __mmask8 held = _mm256_cmpgt_epi32_mask(c, none);
-    __m512d d;
-    if constexpr (sizeof(T) == 4)
-      d = _mm512_cvtps_pd(_mm256_loadu_ps(reinterpret_cast<const float*>(dist + p * 8)));
-    else
-      d = _mm512_loadu_pd(reinterpret_cast<const double*>(dist + p * 8));
-    const __m512d gc = _mm512_mask_i32gather_pd(inf, held, c, g, 8);
-    const __m512d v = _mm512_mask_sub_pd(inf, held, d, gc);
-    const double v1 = _mm512_reduce_min_pd(v);
-    const __mmask8 tied = _mm512_cmp_pd_mask(v, _mm512_set1_pd(v1), _CMP_EQ_OQ) & held;
-    const int32_t a = _mm512_mask_reduce_min_epi32(tied, _mm512_castsi256_si512(c));
-    const __mmask8 at = _mm256_mask_cmpeq_epi32_mask(tied, c, _mm256_set1_epi32(a));
-    const int lane = __builtin_ctz(at);
-    const double v2 = _mm512_mask_reduce_min_pd(static_cast<__mmask8>(~at), v);
-    label[p] = a, gap[p] = v2 - v1, own[p] = static_cast<double>(dist[p * 8 + lane]);
-  }
-}
+  return m == 8 && selected_simd_level() == SimdLevel::avx512;
+#else
+  (void)m;
+  return false;
 #endif
+}
 
 // row_state of rows [0, rows): one row a vector where the CPU's selected
 // level allows and m = 8 (the pass's CANDIDATES), else one at a time.
@@ -127,43 +140,77 @@ template <typename T>
 void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
                 int32_t* label, double* gap, double* own) {
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (m == 8 && selected_simd_level() == SimdLevel::avx512)
-    return row_states_8(cand, dist, rows, g, label, gap, own);
+  if (rows_of_8(m))
+    return newton_rows::row_states_8(cand, dist, rows, g, label, gap, own);
 #endif
   row_states_scalar(cand, dist, rows, m, g, label, gap, own);
 }
 
-// The q smallest values pushed (a bounded max-heap): top() is the q-th
-// smallest, or the largest when fewer came; bar() the value a push must be
-// below to change anything (+inf until q came).
-class Smallest {
- public:
-  void reset(int64_t q) { q_ = q, heap_.clear(); }
-  void push(double x) {
-    if (static_cast<int64_t>(heap_.size()) < q_) {
-      heap_.push_back(x);
-      std::push_heap(heap_.begin(), heap_.end());
-    } else {
-      std::pop_heap(heap_.begin(), heap_.end());
-      heap_.back() = x;
-      std::push_heap(heap_.begin(), heap_.end());
+// counts[a] += 1 for each of rows [0, rows)'s label a at g; returns the sum of
+// D - g_a there (in row order).
+template <typename T>
+double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
+                  int64_t* counts) {
+#ifdef SOFTKMEANS_NEWTON_AVX512
+  if (rows_of_8(m)) return newton_rows::count_rows_8(cand, dist, rows, g, counts);
+#endif
+  double value = 0.0;
+  for (int64_t p = 0; p < rows; ++p) {
+    int32_t a;
+    double gap, own;
+    row_state(cand + p * m, dist + p * m, m, g, &a, &gap, &own);
+    ++counts[a];
+    value += own - g[a];
+  }
+  return value;
+}
+
+// Each row's gap at g into gaps, and its offers to the bands: its gap for its
+// label a (a row a would lose), its value less the best for each other
+// candidate c (a row c would gain first).
+template <typename T>
+void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
+              Bands* bands, double* gaps) {
+#ifdef SOFTKMEANS_NEWTON_AVX512
+  if (rows_of_8(m)) return newton_rows::gap_rows_8(cand, dist, rows, g, bands, gaps);
+#endif
+  for (int64_t p = 0; p < rows; ++p) {
+    const int32_t* ci = cand + p * m;
+    const T* di = dist + p * m;
+    int32_t a;
+    double own;
+    row_state(ci, di, m, g, &a, &gaps[p], &own);
+    bands->offer_lost(a, gaps[p]);
+    const double best = own - g[a];
+    for (int64_t s = 0; s < m && ci[s] >= 0; ++s)
+      if (ci[s] != a) bands->offer_gained(ci[s], static_cast<double>(di[s]) - g[ci[s]] - best);
+  }
+}
+
+// The Laplacian L (k, k) of rows [0, rows) at g: for each row whose gap is
+// below widest, each other candidate c within the band of (a, c) of its label
+// a, max(h_a, h_c), adds the density 1 / (2 band) on that pair.
+template <typename T>
+void band_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
+               const double* gaps, double widest, const double* h, int64_t k, double* L) {
+#ifdef SOFTKMEANS_NEWTON_AVX512
+  if (rows_of_8(m)) return newton_rows::band_rows_8(cand, dist, rows, g, gaps, widest, h, k, L);
+#endif
+  for (int64_t p = 0; p < rows; ++p) {
+    if (!(gaps[p] < widest)) continue;
+    const int32_t* ci = cand + p * m;
+    const T* di = dist + p * m;
+    int32_t a;
+    double gap, own;
+    row_state(ci, di, m, g, &a, &gap, &own);
+    const double best = own - g[a];
+    for (int64_t s = 0; s < m && ci[s] >= 0; ++s) {
+      const double band = std::max(h[a], h[ci[s]]);
+      if (ci[s] != a && static_cast<double>(di[s]) - g[ci[s]] - best < band)
+        newton_rows::add_pair(a, ci[s], band, k, L);
     }
   }
-  void drain_into(Smallest* other) const {
-    for (double x : heap_)
-      if (x < other->bar()) other->push(x);
-  }
-  bool empty() const { return heap_.empty(); }
-  double top() const { return heap_.front(); }
-  double bar() const {
-    return static_cast<int64_t>(heap_.size()) < q_ ? std::numeric_limits<double>::infinity()
-                                                   : heap_.front();
-  }
-
- private:
-  int64_t q_ = 0;
-  std::vector<double> heap_;
-};
+}
 
 template <typename T>
 class Newton {
@@ -172,7 +219,7 @@ class Newton {
   Newton(const int32_t* cand, const T* dist, const int64_t* rows, int64_t n, int64_t m, int64_t k,
          const int64_t* targets, int n_threads)
       : cand_(cand), dist_(dist), rows_(rows), n_(n), m_(m), k_(k), targets_(targets),
-        threads_(std::max(1, n_threads)), cur_(n), trial_(n) {}
+        threads_(std::max(1, n_threads)) {}
 
   // Each row's bucket of its gap at g0, and the rows copied in bucket order
   // (stable), so that the rows of the buckets <= b are a prefix: a row whose
@@ -181,16 +228,18 @@ class Newton {
     g0_.assign(g0, g0 + k_);
     RowState at0(n_);
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t r = row(i);
-        row_state(cand_ + r * m_, dist_ + r * m_, m_, g0, &at0.a[i], &at0.gap[i], &at0.own[i]);
-      }
+      if (!rows_)  // the rows in sequence
+        return row_states(cand_ + i0 * m_, dist_ + i0 * m_, i1 - i0, m_, g0, &at0.a[i0],
+                          &at0.gap[i0], &at0.own[i0]);
+      for (int64_t i = i0; i < i1; ++i)
+        row_states(cand_ + rows_[i] * m_, dist_ + rows_[i] * m_, 1, m_, g0, &at0.a[i],
+                   &at0.gap[i], &at0.own[i]);
     });
     double top = 0.0;
     for (int64_t i = 0; i < n_; ++i)
       if (std::isfinite(at0.gap[i])) top = std::max(top, at0.gap[i]);
     top_exp_ = top > 0 ? std::ilogb(top) : 0;
-    std::vector<uint8_t> bucket(n_);
+    Fresh<uint8_t> bucket(n_);
     std::vector<int64_t> count(kBuckets + 1, 0);
     for (int64_t i = 0; i < n_; ++i) {
       bucket[i] = static_cast<uint8_t>(bucket_of(at0.gap[i]));
@@ -198,17 +247,16 @@ class Newton {
     }
     for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
     prefix_.assign(count.begin() + 1, count.end());  // rows in the buckets <= b
-    order_.resize(n_);
-    std::vector<int64_t> place(n_);  // each row's place in the bucket order
+    order_.reset(n_);
+    Fresh<int64_t> place(n_);  // each row's place in the bucket order
     for (int64_t i = 0; i < n_; ++i) place[i] = count[bucket[i]]++, order_[place[i]] = i;
-    cand_p_.resize(n_ * m_), dist_p_.resize(n_ * m_);
+    cand_p_.reset(n_ * m_), dist_p_.reset(n_ * m_);
     // in row order: the reads in sequence, the writes scattered (not waited on)
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t p = place[i], r = row(i);
         std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, &cand_p_[p * m_]);
         std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, &dist_p_[p * m_]);
-        cur_.a[p] = at0.a[i], cur_.gap[p] = at0.gap[i], cur_.own[p] = at0.own[i];
       }
     });
     // fixed_[b * k + j]: rows of label j at g0 in the buckets >= b.
@@ -223,12 +271,13 @@ class Newton {
       for (int64_t j = 0; j < k_; ++j) fixed_[b * k_ + j] += fixed_[(b + 1) * k_ + j];
       fixed_own_[b] += fixed_own_[b + 1];
     }
+    gap_.reset(n_);
     active_ = kBuckets - 1;
   }
 
   // The count error sum_j |N_j - t_j| at g and the dual objective q (sum_i
-  // min_j (D_ij - g_j) + t . g over the candidates), with the states of the
-  // rows that may have moved (the buckets <= *active) in trial_.
+  // min_j (D_ij - g_j) + t . g over the candidates), reading the rows that
+  // may have moved (the buckets <= *active).
   int64_t evaluate(const double* g, std::vector<int64_t>* counts, int* active, double* q) {
     double lo = 0.0, hi = 0.0;
     for (int64_t j = 0; j < k_; ++j) {
@@ -250,15 +299,8 @@ class Newton {
     std::vector<int64_t> part_counts(chunks * k_, 0);
     std::vector<double> part_value(chunks, 0.0);
     for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
-      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &trial_.a[p0],
-                 &trial_.gap[p0], &trial_.own[p0]);
-      int64_t* mine = &part_counts[c * k_];
-      double v = 0.0;
-      for (int64_t p = p0; p < p1; ++p) {
-        ++mine[trial_.a[p]];
-        v += trial_.own[p] - g[trial_.a[p]];
-      }
-      part_value[c] = v;
+      part_value[c] = count_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g,
+                                 &part_counts[c * k_]);
     });
     for (int64_t c = 0; c < chunks; ++c) {
       for (int64_t j = 0; j < k_; ++j) (*counts)[j] += part_counts[c * k_ + j];
@@ -285,14 +327,15 @@ class Newton {
     for (int widen = 0; widen < kWidenings; ++widen) {
       const double widest = *std::max_element(h.begin(), h.end());
       const int64_t chunks = chunks_of(rows);
-      std::vector<double> part(chunks * k_ * k_, 0.0);
+      part_.assign(chunks * k_ * k_, 0.0);  // kept between calls: no fresh pages
       for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p)  // a row's gap is to its nearest other candidate
-          if (cur_.gap[p] < widest) add_row(p, g, h, &part[c * k_ * k_]);
+        // a row's gap is to its nearest other candidate: none nearer than widest
+        band_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &gap_[p0], widest,
+                  h.data(), k_, &part_[c * k_ * k_]);
       });
       std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
       for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t e = 0; e < k_ * k_; ++e) L[e] += part[c * k_ * k_ + e];
+        for (int64_t e = 0; e < k_ * k_; ++e) L[e] += part_[c * k_ * k_ + e];
       if (connected(L, r)) return solve(L, r, delta);
       for (double& x : h) x = x > 0 ? 2 * x : x;
     }
@@ -300,84 +343,31 @@ class Newton {
   }
 
   // Each cluster's band h (k,) at g: the max(|r_j|, kMinBandRows)-th smallest
-  // of the gaps add_gaps gives it (0: none), each thread's smallest merged.
-  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) const {
+  // of the gaps gap_rows offers it (0: none), each thread's smallest merged;
+  // the active rows' gaps at g into gap_.
+  void band_gaps(const double* g, const std::vector<double>& r, std::vector<double>* h) {
     const int64_t rows = active_rows();
     const int nt = static_cast<int>(
         std::max<int64_t>(1, std::min<int64_t>(threads_, chunks_of(rows))));
-    std::vector<std::vector<Smallest>> heaps(nt, std::vector<Smallest>(k_));
-    for (auto& mine : heaps)
-      for (int64_t j = 0; j < k_; ++j)
-        mine[j].reset(std::max<int64_t>(std::llabs(static_cast<int64_t>(r[j])), kMinBandRows));
+    std::vector<Bands> bands(nt);
+    for (Bands& mine : bands) mine.reset(r, kMinBandRows);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-      std::vector<Smallest>& mine = heaps[nt > 1 ? omp_get_thread_num() : 0];
-      std::vector<double> bar(k_, -std::numeric_limits<double>::infinity());  // -inf: none
-      for (int64_t j = 0; j < k_; ++j)
-        if (r[j] > 0) bar[j] = mine[j].bar();
+      Bands* mine = &bands[nt > 1 ? omp_get_thread_num() : 0];
 #pragma omp for schedule(static)
-      for (int64_t c = 0; c < chunks_of(rows); ++c)
-        for (int64_t p = c * kChunkRows; p < std::min(rows, (c + 1) * kChunkRows); ++p)
-          add_gaps(p, g, r, &mine, &bar);
+      for (int64_t c = 0; c < chunks_of(rows); ++c) {
+        const int64_t p0 = c * kChunkRows, p1 = std::min(rows, (c + 1) * kChunkRows);
+        gap_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, mine, &gap_[p0]);
+      }
     }
-    for (size_t t = 1; t < heaps.size(); ++t)
-      for (int64_t j = 0; j < k_; ++j) heaps[t][j].drain_into(&heaps[0][j]);
+    for (int t = 1; t < nt; ++t)
+      for (int64_t j = 0; j < k_; ++j) bands[t].smallest[j].drain_into(&bands[0].smallest[j]);
     for (int64_t j = 0; j < k_; ++j)
-      if (!heaps[0][j].empty()) (*h)[j] = heaps[0][j].top();
+      if (!bands[0].smallest[j].empty()) (*h)[j] = bands[0].smallest[j].top();
   }
 
-  // Row p's gaps for the bands at g: to its second candidate, for its own
-  // cluster a when a has rows to spare (r_a <= 0); to each other candidate c
-  // short of rows (r_c > 0), for c (the rows c would gain first). bar (k,):
-  // what a gap must be below to change a cluster's smallest.
-  void add_gaps(int64_t p, const double* g, const std::vector<double>& r,
-                std::vector<Smallest>* smallest, std::vector<double>* bar) const {
-    const int32_t a = cur_.a[p];
-    if (r[a] <= 0 && cur_.gap[p] < (*smallest)[a].bar()) (*smallest)[a].push(cur_.gap[p]);
-    const int32_t* ci = &cand_p_[p * m_];
-    const T* di = &dist_p_[p * m_];
-    const double best = cur_.own[p] - g[a];
-    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
-      const int32_t c = ci[s];
-      const double x = static_cast<double>(di[s]) - g[c] - best;
-      if (x < (*bar)[c] && c != a) {
-        (*smallest)[c].push(x);
-        (*bar)[c] = (*smallest)[c].bar();
-      }
-    }
-  }
-
-  // Row p's share of the Laplacian at g: for each other candidate c within the
-  // band of (a, c) of its best a, the density 1 / (2 band) on that pair.
-  void add_row(int64_t p, const double* g, const std::vector<double>& h, double* L) const {
-    const int32_t a = cur_.a[p];
-    const int32_t* ci = &cand_p_[p * m_];
-    const T* di = &dist_p_[p * m_];
-    const double best = cur_.own[p] - g[a];
-    for (int64_t s = 0; s < m_ && ci[s] >= 0; ++s) {
-      const int32_t c = ci[s];
-      if (c == a) continue;
-      const double band = std::max(h[a], h[c]);
-      if (static_cast<double>(di[s]) - g[c] - best < band) {
-        const double w = 0.5 / band;
-        L[a * k_ + c] -= w, L[c * k_ + a] -= w;
-        L[a * k_ + a] += w, L[c * k_ + c] += w;
-      }
-    }
-  }
-
-  void accept(int active) {
-    const int64_t rows = active >= 0 ? prefix_[active] : 0;
-    if (rows == n_) {  // every row's state is the trial's
-      std::swap(cur_, trial_);
-      active_ = active;
-      return;
-    }
-    std::copy(trial_.a.begin(), trial_.a.begin() + rows, cur_.a.begin());
-    std::copy(trial_.gap.begin(), trial_.gap.begin() + rows, cur_.gap.begin());
-    std::copy(trial_.own.begin(), trial_.own.begin() + rows, cur_.own.begin());
-    active_ = active;
-  }
+  // The trial offsets of evaluate(..., &active) become the current ones.
+  void accept(int active) { active_ = active; }
 
   // Every row's label at g among its candidates, D there, and its gap (the
   // second candidate's value less the best's; inf when m = 1), in row order.
@@ -463,12 +453,14 @@ class Newton {
   const int64_t* targets_;
   int threads_;
   std::vector<double> g0_;
-  RowState cur_, trial_;  // in bucket order
+  // the active rows' gaps at the current offsets (band_gaps), in bucket order
+  Fresh<double> gap_;
+  std::vector<double> part_;  // direction's Laplacian of each chunk
   int top_exp_ = 0;
-  std::vector<int64_t> order_;   // the row at each place of the bucket order
+  Fresh<int64_t> order_;  // the row at each place of the bucket order
   std::vector<int64_t> prefix_;  // prefix_[b]: the rows of the buckets <= b
-  std::vector<int32_t> cand_p_;  // the candidates in bucket order
-  std::vector<T> dist_p_;
+  Fresh<int32_t> cand_p_;  // the candidates in bucket order
+  Fresh<T> dist_p_;
   std::vector<int64_t> fixed_;
   std::vector<double> fixed_own_;
   int active_ = kBuckets - 1;

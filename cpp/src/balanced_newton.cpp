@@ -115,35 +115,27 @@ inline void row_state(const int32_t* ci, const T* di, int64_t m, const double* g
   *label = a, *gap = v2 - v1, *own = d1;
 }
 
-// row_state of rows [0, rows) (m candidates each), into label, gap, own.
-template <typename T>
-void row_states_scalar(const int32_t* cand, const T* dist, int64_t rows, int64_t m,
-                       const double* g, int32_t* label, double* gap, double* own) {
-  for (int64_t p = 0; p < rows; ++p)
-    row_state(cand + p * m, dist + p * m, m, g, label + p, gap + p, own + p);
-}
-
-// The avx512 sweeps (balanced_newton_rows.hpp) where the CPU's selected level
-// allows and m = 8 (the pass's CANDIDATES), else the scalar ones below.
-bool rows_of_8(int64_t m) {
+// The rows of [0, rows) that the avx512 sweeps (balanced_newton_rows.hpp)
+// take, eight rows a vector, where the CPU's selected level allows and m = 8
+// (the pass's CANDIDATES): the scalar sweeps below take the rest, in order.
+int64_t rows_of_8(int64_t rows, int64_t m) {
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  return m == 8 && selected_simd_level() == SimdLevel::avx512;
-#else
-  (void)m;
-  return false;
+  if (m == 8 && selected_simd_level() == SimdLevel::avx512) return rows / 8 * 8;
 #endif
+  (void)m, (void)rows;
+  return 0;
 }
 
-// row_state of rows [0, rows): one row a vector where the CPU's selected
-// level allows and m = 8 (the pass's CANDIDATES), else one at a time.
+// row_state of rows [0, rows) into label, gap, own.
 template <typename T>
 void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
                 int32_t* label, double* gap, double* own) {
+  const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (rows_of_8(m))
-    return newton_rows::row_states_8(cand, dist, rows, g, label, gap, own);
+  if (done) newton_rows::row_states_8(cand, dist, done, g, label, gap, own);
 #endif
-  row_states_scalar(cand, dist, rows, m, g, label, gap, own);
+  for (int64_t p = done; p < rows; ++p)
+    row_state(cand + p * m, dist + p * m, m, g, label + p, gap + p, own + p);
 }
 
 // counts[a] += 1 for each of rows [0, rows)'s label a at g; returns the sum of
@@ -151,11 +143,12 @@ void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, con
 template <typename T>
 double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
                   int64_t* counts) {
-#ifdef SOFTKMEANS_NEWTON_AVX512
-  if (rows_of_8(m)) return newton_rows::count_rows_8(cand, dist, rows, g, counts);
-#endif
   double value = 0.0;
-  for (int64_t p = 0; p < rows; ++p) {
+  const int64_t done = rows_of_8(rows, m);
+#ifdef SOFTKMEANS_NEWTON_AVX512
+  if (done) newton_rows::count_rows_8(cand, dist, done, g, counts, &value);
+#endif
+  for (int64_t p = done; p < rows; ++p) {
     int32_t a;
     double gap, own;
     row_state(cand + p * m, dist + p * m, m, g, &a, &gap, &own);
@@ -171,10 +164,11 @@ double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, c
 template <typename T>
 void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
               Bands* bands, double* gaps) {
+  const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (rows_of_8(m)) return newton_rows::gap_rows_8(cand, dist, rows, g, bands, gaps);
+  if (done) newton_rows::gap_rows_8(cand, dist, done, g, bands, gaps);
 #endif
-  for (int64_t p = 0; p < rows; ++p) {
+  for (int64_t p = done; p < rows; ++p) {
     const int32_t* ci = cand + p * m;
     const T* di = dist + p * m;
     int32_t a;
@@ -193,10 +187,11 @@ void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const
 template <typename T>
 void band_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
                const double* gaps, double widest, const double* h, int64_t k, double* L) {
+  const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (rows_of_8(m)) return newton_rows::band_rows_8(cand, dist, rows, g, gaps, widest, h, k, L);
+  if (done) newton_rows::band_rows_8(cand, dist, done, g, gaps, widest, h, k, L);
 #endif
-  for (int64_t p = 0; p < rows; ++p) {
+  for (int64_t p = done; p < rows; ++p) {
     if (!(gaps[p] < widest)) continue;
     const int32_t* ci = cand + p * m;
     const T* di = dist + p * m;
@@ -231,9 +226,16 @@ class Newton {
       if (!rows_)  // the rows in sequence
         return row_states(cand_ + i0 * m_, dist_ + i0 * m_, i1 - i0, m_, g0, &at0.a[i0],
                           &at0.gap[i0], &at0.own[i0]);
-      for (int64_t i = i0; i < i1; ++i)
-        row_states(cand_ + rows_[i] * m_, dist_ + rows_[i] * m_, 1, m_, g0, &at0.a[i],
-                   &at0.gap[i], &at0.own[i]);
+      std::vector<int32_t> cand8(8 * m_);  // eight rows at a time, side by side
+      std::vector<T> dist8(8 * m_);
+      for (int64_t i = i0; i < i1; i += 8) {
+        const int64_t span = std::min<int64_t>(8, i1 - i);
+        for (int64_t u = 0; u < span; ++u) {
+          std::copy_n(cand_ + rows_[i + u] * m_, m_, &cand8[u * m_]);
+          std::copy_n(dist_ + rows_[i + u] * m_, m_, &dist8[u * m_]);
+        }
+        row_states(cand8.data(), dist8.data(), span, m_, g0, &at0.a[i], &at0.gap[i], &at0.own[i]);
+      }
     });
     double top = 0.0;
     for (int64_t i = 0; i < n_; ++i)

@@ -94,152 +94,238 @@ inline void add_pair(int32_t a, int32_t c, double band, int64_t k, double* L) {
 #ifdef SOFTKMEANS_NEWTON_AVX512
 #define SOFTKMEANS_NEWTON_TARGET __attribute__((target("avx512f,avx512vl,avx512dq")))
 
-// One row of 8 candidates at g: the values v = d - g_c (+inf past the last
-// held column), the columns c, the held lanes, the label a (the smallest
-// value, ties to the smaller column) at lane `lane`, and the best and second
-// best values v1, v2 (+inf with one candidate).
-struct Lanes8 {
-  __m512d v;
-  __m256i c;
-  __mmask8 held;
-  int32_t a;
-  int lane;
-  double v1, v2;
+// The 8 x 8 bit matrix x (byte i, bit j) transposed (byte j, bit i): per
+// position the rows, in, per row the positions, out (Hacker's Delight 7-3).
+inline uint64_t transpose_bits_8(uint64_t x) {
+  x = (x & 0xAA55AA55AA55AA55ull) | ((x & 0x00AA00AA00AA00AAull) << 7) |
+      ((x >> 7) & 0x00AA00AA00AA00AAull);
+  x = (x & 0xCCCC3333CCCC3333ull) | ((x & 0x0000CCCC0000CCCCull) << 14) |
+      ((x >> 14) & 0x0000CCCC0000CCCCull);
+  x = (x & 0xF0F0F0F00F0F0F0Full) | ((x & 0x00000000F0F0F0F0ull) << 28) |
+      ((x >> 28) & 0x00000000F0F0F0F0ull);
+  return x;
+}
+
+// Eight rows of 8 candidates at g, one row a lane (where one row a vector
+// spends its time reducing across lanes): at each column position s the
+// columns c[s] and values v[s] = d - g_c (+inf where not held), and each
+// row's label a (the smallest value, ties to the smaller column), its best and
+// second best values v1, v2 (+inf with one candidate) and D at the label.
+struct Rows8 {
+  __m256i c[8];
+  __m512d v[8];
+  __m512d v1, v2, own;
+  __m256i a;
 };
 
+// The columns and D of rows p .. p + 7 by column position: 32-bit values by
+// two rounds of two-source permutes (four positions of four rows, then of
+// eight), float64 by a gather a position (rows of 64 bytes: in L1).
 template <typename T>
-SOFTKMEANS_NEWTON_TARGET inline Lanes8 lanes_8(const int32_t* ci, const T* di, const double* g) {
-  Lanes8 L;
+SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T* dist,
+                                                   __m256i c[8], __m512d d[8]) {
+  // round 1: lane 4 s + r <- row r (of four), position s (+4 for the upper)
+  const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(4));
+  // round 2: lane 8 t + r <- position t (+2), row r: rows 0-3 from the first
+  // source, 4-7 from the second
+  const __m512i first =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
+  const __m512i* in = reinterpret_cast<const __m512i*>(cand);
+  const __m512i r01 = _mm512_loadu_si512(in), r23 = _mm512_loadu_si512(in + 1);
+  const __m512i r45 = _mm512_loadu_si512(in + 2), r67 = _mm512_loadu_si512(in + 3);
+  const __m512i p0 = _mm512_permutex2var_epi32(r01, lo, r23);
+  const __m512i p1 = _mm512_permutex2var_epi32(r01, hi, r23);
+  const __m512i q0 = _mm512_permutex2var_epi32(r45, lo, r67);
+  const __m512i q1 = _mm512_permutex2var_epi32(r45, hi, r67);
+  const __m512i pairs[4] = {
+      _mm512_permutex2var_epi32(p0, first, q0), _mm512_permutex2var_epi32(p0, second, q0),
+      _mm512_permutex2var_epi32(p1, first, q1), _mm512_permutex2var_epi32(p1, second, q1)};
+  for (int t = 0; t < 4; ++t) {
+    c[2 * t] = _mm512_castsi512_si256(pairs[t]);
+    c[2 * t + 1] = _mm512_extracti32x8_epi32(pairs[t], 1);
+  }
+  if constexpr (sizeof(T) == 4) {
+    const float* f = reinterpret_cast<const float*>(dist);
+    const __m512 s01 = _mm512_loadu_ps(f), s23 = _mm512_loadu_ps(f + 16);
+    const __m512 s45 = _mm512_loadu_ps(f + 32), s67 = _mm512_loadu_ps(f + 48);
+    const __m512 u0 = _mm512_permutex2var_ps(s01, lo, s23);
+    const __m512 u1 = _mm512_permutex2var_ps(s01, hi, s23);
+    const __m512 w0 = _mm512_permutex2var_ps(s45, lo, s67);
+    const __m512 w1 = _mm512_permutex2var_ps(s45, hi, s67);
+    const __m512 dp[4] = {
+        _mm512_permutex2var_ps(u0, first, w0), _mm512_permutex2var_ps(u0, second, w0),
+        _mm512_permutex2var_ps(u1, first, w1), _mm512_permutex2var_ps(u1, second, w1)};
+    for (int t = 0; t < 4; ++t) {
+      d[2 * t] = _mm512_cvtps_pd(_mm512_castps512_ps256(dp[t]));
+      d[2 * t + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(dp[t], 1));
+    }
+  } else {
+    const __m256i rows = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);
+    const double* f = reinterpret_cast<const double*>(dist);
+    for (int s = 0; s < 8; ++s) d[s] = _mm512_i32gather_pd(rows, f + s, 8);
+  }
+}
+
+// Rows p .. p + 7 at g, each row's label as row_state finds it: the values in
+// column order, each taken over the best so far where smaller, or equal and
+// of a smaller column.
+template <typename T>
+SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, const double* g,
+                                            Rows8* R) {
   const __m512d inf = _mm512_set1_pd(std::numeric_limits<double>::infinity());
-  L.c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ci));
-  L.held = _mm256_cmpgt_epi32_mask(L.c, _mm256_set1_epi32(-1));
-  __m512d d;
-  if constexpr (sizeof(T) == 4)
-    d = _mm512_cvtps_pd(_mm256_loadu_ps(reinterpret_cast<const float*>(di)));
-  else
-    d = _mm512_loadu_pd(reinterpret_cast<const double*>(di));
-  const __m512d gc = _mm512_mask_i32gather_pd(inf, L.held, L.c, g, 8);
-  L.v = _mm512_mask_sub_pd(inf, L.held, d, gc);
-  L.v1 = _mm512_reduce_min_pd(L.v);
-  const __mmask8 tied = _mm512_cmp_pd_mask(L.v, _mm512_set1_pd(L.v1), _CMP_EQ_OQ) & L.held;
-  L.a = _mm512_mask_reduce_min_epi32(tied, _mm512_castsi256_si512(L.c));
-  const __mmask8 at = _mm256_mask_cmpeq_epi32_mask(tied, L.c, _mm256_set1_epi32(L.a));
-  L.lane = __builtin_ctz(at);
-  L.v2 = _mm512_mask_reduce_min_pd(static_cast<__mmask8>(~at), L.v);
-  return L;
+  __m512d d[8];
+  by_position_8(cand, dist, R->c, d);
+  __m512d v1 = inf, v2 = inf, own = _mm512_setzero_pd();
+  __m256i a = R->c[0];
+  for (int s = 0; s < 8; ++s) {
+    const __m256i c = R->c[s];
+    const __mmask8 held = _mm256_cmpgt_epi32_mask(c, _mm256_set1_epi32(-1));
+    const __m512d v = _mm512_mask_sub_pd(inf, held, d[s], _mm512_mask_i32gather_pd(inf, held, c, g, 8));
+    const __mmask8 take = _mm512_cmp_pd_mask(v, v1, _CMP_LT_OQ) |
+                          (_mm512_cmp_pd_mask(v, v1, _CMP_EQ_OQ) &
+                           _mm256_mask_cmplt_epi32_mask(held, c, a));
+    v2 = _mm512_mask_blend_pd(take, _mm512_min_pd(v, v2), v1);  // min: v < v2 ? v : v2
+    v1 = _mm512_mask_blend_pd(take, v1, v);
+    a = _mm256_mask_blend_epi32(take, a, c);
+    own = _mm512_mask_blend_pd(take, own, d[s]);
+    R->v[s] = v;
+  }
+  R->v1 = v1, R->v2 = v2, R->own = own, R->a = a;
 }
 
-// The lanes other than the label's, among the held, whose value less best is
-// below bar (a gathered per column, masked: -inf).
-SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Lanes8& L, double best, __m512d bar) {
-  const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(L.held, L.c, _mm256_set1_epi32(L.a));
-  const __m512d x = _mm512_sub_pd(L.v, _mm512_set1_pd(best));
-  return _mm512_mask_cmp_pd_mask(other, x, bar, _CMP_LT_OQ);
+// The rows (each bit a row) whose value at position s less the best is below
+// bar (gathered by column: where not held, -inf), the label's column aside.
+SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Rows8& R, int s, const double* bar) {
+  const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
+  const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held, R.c[s], R.a);
+  const __m512d b = _mm512_mask_i32gather_pd(
+      _mm512_set1_pd(-std::numeric_limits<double>::infinity()), other, R.c[s], bar, 8);
+  return _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), b, _CMP_LT_OQ);
 }
 
-// Each row's label, gap (v2 - v1) and D at the label.
+// Each row's label, gap (v2 - v1) and D at the label, rows a multiple of 8.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void row_states_8(const int32_t* cand, const T* dist, int64_t rows,
                                            const double* g, int32_t* label, double* gap,
                                            double* own) {
-  for (int64_t p = 0; p < rows; ++p) {
-    const Lanes8 L = lanes_8(cand + p * 8, dist + p * 8, g);
-    label[p] = L.a, gap[p] = L.v2 - L.v1, own[p] = static_cast<double>(dist[p * 8 + L.lane]);
+  Rows8 R;
+  for (int64_t p = 0; p < rows; p += 8) {
+    rows_8(cand + p * 8, dist + p * 8, g, &R);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(label + p), R.a);
+    _mm512_storeu_pd(gap + p, _mm512_sub_pd(R.v2, R.v1));
+    _mm512_storeu_pd(own + p, R.own);
   }
 }
 
-// counts[a] += 1 for each row's label a; returns the sum of D - g_a there
-// (in row order). The labels of a block first, then their counts: an
-// increment waits on the last one's store, which would hold every row's
-// reads behind the last row's label.
+// counts[a] += 1 for each row's label a; value += D - g_a there (the best
+// value), in row order; rows a multiple of 8. The labels of a block first,
+// then their counts: an increment waits on the last one's store, which would
+// hold every row's reads behind the last row's label.
 template <typename T>
-SOFTKMEANS_NEWTON_TARGET double count_rows_8(const int32_t* cand, const T* dist, int64_t rows,
-                                             const double* g, int64_t* counts) {
+SOFTKMEANS_NEWTON_TARGET void count_rows_8(const int32_t* cand, const T* dist, int64_t rows,
+                                           const double* g, int64_t* counts, double* value) {
   constexpr int64_t kBlock = 256;
-  int32_t label[kBlock];
-  double best[kBlock];
-  double value = 0.0;
+  alignas(64) int32_t label[kBlock];
+  alignas(64) double best[kBlock];
+  Rows8 R;
   for (int64_t p0 = 0; p0 < rows; p0 += kBlock) {
     const int64_t span = std::min(kBlock, rows - p0);
-    for (int64_t i = 0; i < span; ++i) {
-      const int64_t p = p0 + i;
-      const Lanes8 L = lanes_8(cand + p * 8, dist + p * 8, g);
-      label[i] = L.a, best[i] = static_cast<double>(dist[p * 8 + L.lane]) - g[L.a];
+    for (int64_t i = 0; i < span; i += 8) {
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
+      _mm512_store_pd(best + i, R.v1);
     }
-    for (int64_t i = 0; i < span; ++i) ++counts[label[i]], value += best[i];
+    for (int64_t i = 0; i < span; ++i) ++counts[label[i]], *value += best[i];
   }
-  return value;
 }
 
 // Each row's gap into gaps and its offers to the bands: its gap to its label
-// (the row it would lose), its value less the best to each other candidate
-// (the row it would gain). A block's rows first, against the bars at the
-// block's start (they only fall: a superset of the offers that enter), then
-// their offers in row order, each checked again against its bar then.
+// (a row it would lose), its value less the best to each other candidate (a
+// row it would gain); rows a multiple of 8. A block's rows first, against
+// the bars at the block's start (they only fall: a superset of the offers
+// that enter), then their offers in row order, each checked again then.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void gap_rows_8(const int32_t* cand, const T* dist, int64_t rows,
                                          const double* g, Bands* bands, double* gaps) {
   constexpr int64_t kBlock = 256;
-  int32_t label[kBlock];
-  double best[kBlock];
-  uint8_t gained[kBlock];
-  bool lost[kBlock];
-  const __m512d none = _mm512_set1_pd(-std::numeric_limits<double>::infinity());
+  alignas(64) int32_t label[kBlock];
+  alignas(64) double best[kBlock];
+  uint8_t lost[kBlock / 8];  // a bit a row
+  uint64_t gained[kBlock / 8];  // byte s: a bit a row whose position s is offered
+  Rows8 R;
   for (int64_t p0 = 0; p0 < rows; p0 += kBlock) {
     const int64_t span = std::min(kBlock, rows - p0);
-    for (int64_t i = 0; i < span; ++i) {
-      const int64_t p = p0 + i;
-      const Lanes8 L = lanes_8(cand + p * 8, dist + p * 8, g);
-      gaps[p] = L.v2 - L.v1;
-      label[i] = L.a, best[i] = static_cast<double>(dist[p * 8 + L.lane]) - g[L.a];
-      lost[i] = gaps[p] < bands->lose[L.a];
-      const __m512d bar = _mm512_mask_i32gather_pd(none, L.held, L.c, bands->gain.data(), 8);
-      gained[i] = below_8(L, best[i], bar);
+    for (int64_t i = 0; i < span; i += 8) {
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      const __m512d gap = _mm512_sub_pd(R.v2, R.v1);
+      _mm512_storeu_pd(gaps + p0 + i, gap);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
+      _mm512_store_pd(best + i, R.v1);
+      lost[i / 8] = _mm512_cmp_pd_mask(gap, _mm512_i32gather_pd(R.a, bands->lose.data(), 8),
+                                       _CMP_LT_OQ);
+      gained[i / 8] = 0;
+      for (int s = 0; s < 8; ++s)
+        gained[i / 8] |= uint64_t{below_8(R, s, bands->gain.data())} << (8 * s);
     }
-    for (int64_t i = 0; i < span; ++i) {
-      const int32_t* ci = cand + (p0 + i) * 8;
-      const T* di = dist + (p0 + i) * 8;
-      if (lost[i]) bands->offer_lost(label[i], gaps[p0 + i]);
-      for (unsigned hit = gained[i]; hit; hit &= hit - 1) {
-        const int s = __builtin_ctz(hit);
-        bands->offer_gained(ci[s], static_cast<double>(di[s]) - g[ci[s]] - best[i]);
+    for (int64_t i = 0; i < span; i += 8) {
+      if (!lost[i / 8] && !gained[i / 8]) continue;
+      const uint64_t offers = transpose_bits_8(gained[i / 8]);  // byte r: row r's positions
+      for (int row = 0; row < 8; ++row) {
+        const int64_t p = p0 + i + row;
+        if (lost[i / 8] >> row & 1) bands->offer_lost(label[i + row], gaps[p]);
+        for (unsigned hit = offers >> (8 * row) & 0xff; hit; hit &= hit - 1) {
+          const int s = __builtin_ctz(hit);
+          const int32_t c = cand[p * 8 + s];
+          bands->offer_gained(c, static_cast<double>(dist[p * 8 + s]) - g[c] - best[i + row]);
+        }
       }
     }
   }
 }
 
 // The Laplacian pairs of the rows whose gap is below widest: each other
-// candidate c whose value less the best is below max(h_a, h_c). A block's
-// rows below widest listed first (no branch a row), then their pairs found,
-// then added in row order.
+// candidate c whose value less the best is below max(h_a, h_c); rows a
+// multiple of 8. A block's pairs found first, then added in row order.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void band_rows_8(const int32_t* cand, const T* dist, int64_t rows,
                                           const double* g, const double* gaps, double widest,
                                           const double* h, int64_t k, double* Lap) {
   constexpr int64_t kBlock = 256;
-  int64_t near[kBlock];
-  int32_t label[kBlock];
-  uint8_t pairs[kBlock];
-  const __m512d zero = _mm512_setzero_pd();
+  alignas(64) int32_t label[kBlock];
+  uint64_t pairs[kBlock / 8];  // byte s: a bit a row whose position s is a pair
+  Rows8 R;
   for (int64_t p0 = 0; p0 < rows; p0 += kBlock) {
     const int64_t span = std::min(kBlock, rows - p0);
-    int64_t count = 0;
-    for (int64_t i = 0; i < span; ++i) near[count] = p0 + i, count += gaps[p0 + i] < widest;
-    for (int64_t i = 0; i < count; ++i) {
-      const int32_t* ci = cand + near[i] * 8;
-      const T* di = dist + near[i] * 8;
-      const Lanes8 L = lanes_8(ci, di, g);
-      const double best = static_cast<double>(di[L.lane]) - g[L.a];
-      // max(h_c, h_a) as std::max(h_a, h_c): h_a where either is NaN or both equal
-      const __m512d hc = _mm512_mask_i32gather_pd(zero, L.held, L.c, h, 8);
-      const __m512d band = _mm512_max_pd(hc, _mm512_set1_pd(h[L.a]));
-      label[i] = L.a, pairs[i] = below_8(L, best, band);
+    for (int64_t i = 0; i < span; i += 8) {
+      const __mmask8 near =
+          _mm512_cmp_pd_mask(_mm512_loadu_pd(gaps + p0 + i), _mm512_set1_pd(widest), _CMP_LT_OQ);
+      pairs[i / 8] = 0;
+      if (!near) continue;
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
+      // max(h_c, h_a) is std::max(h_a, h_c): h_a where either is NaN or both equal
+      const __m512d ha = _mm512_i32gather_pd(R.a, h, 8);
+      for (int s = 0; s < 8; ++s) {
+        const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
+        const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held & near, R.c[s], R.a);
+        const __m512d band = _mm512_max_pd(
+            _mm512_mask_i32gather_pd(_mm512_setzero_pd(), other, R.c[s], h, 8), ha);
+        const __mmask8 below =
+            _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), band, _CMP_LT_OQ);
+        pairs[i / 8] |= uint64_t{below} << (8 * s);
+      }
     }
-    for (int64_t i = 0; i < count; ++i) {
-      const int32_t a = label[i];
-      for (unsigned hit = pairs[i]; hit; hit &= hit - 1) {
-        const int32_t c = cand[near[i] * 8 + __builtin_ctz(hit)];
-        add_pair(a, c, std::max(h[a], h[c]), k, Lap);
+    for (int64_t i = 0; i < span; i += 8) {
+      if (!pairs[i / 8]) continue;
+      const uint64_t rows_pairs = transpose_bits_8(pairs[i / 8]);  // byte r: row r's positions
+      for (int row = 0; row < 8; ++row) {
+        const int32_t a = label[i + row];
+        for (unsigned hit = rows_pairs >> (8 * row) & 0xff; hit; hit &= hit - 1) {
+          const int32_t c = cand[(p0 + i + row) * 8 + __builtin_ctz(hit)];
+          add_pair(a, c, std::max(h[a], h[c]), k, Lap);
+        }
       }
     }
   }

@@ -129,10 +129,10 @@ int64_t rows_of_8(int64_t rows, int64_t m) {
 // row_state of rows [0, rows) into label, gap, own.
 template <typename T>
 void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
-                int32_t* label, double* gap, double* own) {
+                int64_t k, int32_t* label, double* gap, double* own) {
   const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (done) newton_rows::row_states_8(cand, dist, done, g, label, gap, own);
+  if (done) newton_rows::row_states_8(cand, dist, done, g, k, label, gap, own);
 #endif
   for (int64_t p = done; p < rows; ++p)
     row_state(cand + p * m, dist + p * m, m, g, label + p, gap + p, own + p);
@@ -142,11 +142,11 @@ void row_states(const int32_t* cand, const T* dist, int64_t rows, int64_t m, con
 // D - g_a there (in row order).
 template <typename T>
 double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
-                  int64_t* counts) {
+                  int64_t k, int64_t* counts) {
   double value = 0.0;
   const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (done) newton_rows::count_rows_8(cand, dist, done, g, counts, &value);
+  if (done) newton_rows::count_rows_8(cand, dist, done, g, k, counts, &value);
 #endif
   for (int64_t p = done; p < rows; ++p) {
     int32_t a;
@@ -163,10 +163,10 @@ double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, c
 // candidate c (a row c would gain first).
 template <typename T>
 void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
-              Bands* bands, double* gaps) {
+              int64_t k, Bands* bands, double* gaps) {
   const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
-  if (done) newton_rows::gap_rows_8(cand, dist, done, g, bands, gaps);
+  if (done) newton_rows::gap_rows_8(cand, dist, done, g, k, bands, gaps);
 #endif
   for (int64_t p = done; p < rows; ++p) {
     const int32_t* ci = cand + p * m;
@@ -224,7 +224,7 @@ class Newton {
     RowState at0(n_);
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       if (!rows_)  // the rows in sequence
-        return row_states(cand_ + i0 * m_, dist_ + i0 * m_, i1 - i0, m_, g0, &at0.a[i0],
+        return row_states(cand_ + i0 * m_, dist_ + i0 * m_, i1 - i0, m_, g0, k_, &at0.a[i0],
                           &at0.gap[i0], &at0.own[i0]);
       std::vector<int32_t> cand8(8 * m_);  // eight rows at a time, side by side
       std::vector<T> dist8(8 * m_);
@@ -234,7 +234,8 @@ class Newton {
           std::copy_n(cand_ + rows_[i + u] * m_, m_, &cand8[u * m_]);
           std::copy_n(dist_ + rows_[i + u] * m_, m_, &dist8[u * m_]);
         }
-        row_states(cand8.data(), dist8.data(), span, m_, g0, &at0.a[i], &at0.gap[i], &at0.own[i]);
+        row_states(cand8.data(), dist8.data(), span, m_, g0, k_, &at0.a[i], &at0.gap[i],
+                   &at0.own[i]);
       }
     });
     double top = 0.0;
@@ -301,7 +302,7 @@ class Newton {
     std::vector<int64_t> part_counts(chunks * k_, 0);
     std::vector<double> part_value(chunks, 0.0);
     for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
-      part_value[c] = count_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g,
+      part_value[c] = count_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, k_,
                                  &part_counts[c * k_]);
     });
     for (int64_t c = 0; c < chunks; ++c) {
@@ -359,7 +360,7 @@ class Newton {
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < chunks_of(rows); ++c) {
         const int64_t p0 = c * kChunkRows, p1 = std::min(rows, (c + 1) * kChunkRows);
-        gap_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, mine, &gap_[p0]);
+        gap_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, k_, mine, &gap_[p0]);
       }
     }
     for (int t = 1; t < nt; ++t)
@@ -374,13 +375,14 @@ class Newton {
   // Every row's label at g among its candidates, D there, and its gap (the
   // second candidate's value less the best's; inf when m = 1), in row order.
   void finish(const double* g, int64_t* labels, double* own, double* gap) const {
-    RowState end(n_);
     for_chunks(n_, threads_, [&](int64_t, int64_t p0, int64_t p1) {
-      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &end.a[p0], &end.gap[p0],
-                 &end.own[p0]);
+      std::vector<int32_t> a(p1 - p0);  // a chunk's states (in cache), not the call's
+      std::vector<double> chunk_gap(p1 - p0), chunk_own(p1 - p0);
+      row_states(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, k_, a.data(),
+                 chunk_gap.data(), chunk_own.data());
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t i = order_[p];
-        labels[i] = end.a[p], gap[i] = end.gap[p], own[i] = end.own[p];
+        labels[i] = a[p - p0], gap[i] = chunk_gap[p - p0], own[i] = chunk_own[p - p0];
       }
     });
   }

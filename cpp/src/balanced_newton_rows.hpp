@@ -106,6 +106,41 @@ inline uint64_t transpose_bits_8(uint64_t x) {
   return x;
 }
 
+// A k-vector of doubles read by column: for k <= 64 held in eight registers
+// and read by permutes (a gather of 8 costs ~14 cycles on Zen 5, these ~4),
+// else gathered.
+struct Table {
+  __m512d t[8];
+  const double* base;
+  bool in_registers;
+};
+
+SOFTKMEANS_NEWTON_TARGET inline Table table_of(const double* x, int64_t k) {
+  Table T;
+  T.base = x, T.in_registers = k <= 64;
+  if (T.in_registers) {
+    alignas(64) double padded[64] = {0};
+    std::copy(x, x + k, padded);
+    for (int i = 0; i < 8; ++i) T.t[i] = _mm512_load_pd(padded + 8 * i);
+  }
+  return T;
+}
+
+// x[c] in the lanes of mask (c in [0, k) there), src in the others.
+SOFTKMEANS_NEWTON_TARGET inline __m512d look_up(const Table& T, __mmask8 mask, __m256i c,
+                                                __m512d src) {
+  if (!T.in_registers) return _mm512_mask_i32gather_pd(src, mask, c, T.base, 8);
+  const __m512i i = _mm512_cvtepi32_epi64(c);  // bits 0-3: of 16, bit 4: of 32, bit 5: of 64
+  const __mmask8 bit4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
+  const __m512d lo = _mm512_mask_blend_pd(bit4, _mm512_permutex2var_pd(T.t[0], i, T.t[1]),
+                                          _mm512_permutex2var_pd(T.t[2], i, T.t[3]));
+  const __m512d hi = _mm512_mask_blend_pd(bit4, _mm512_permutex2var_pd(T.t[4], i, T.t[5]),
+                                          _mm512_permutex2var_pd(T.t[6], i, T.t[7]));
+  const __m512d x =
+      _mm512_mask_blend_pd(_mm512_test_epi64_mask(i, _mm512_set1_epi64(32)), lo, hi);
+  return _mm512_mask_blend_pd(mask, src, x);
+}
+
 // Eight rows of 8 candidates at g, one row a lane (where one row a vector
 // spends its time reducing across lanes): at each column position s the
 // columns c[s] and values v[s] = d - g_c (+inf where not held), and each
@@ -172,7 +207,7 @@ SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T*
 // column order, each taken over the best so far where smaller, or equal and
 // of a smaller column.
 template <typename T>
-SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, const double* g,
+SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, const Table& g,
                                             Rows8* R) {
   const __m512d inf = _mm512_set1_pd(std::numeric_limits<double>::infinity());
   __m512d d[8];
@@ -182,7 +217,7 @@ SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, 
   for (int s = 0; s < 8; ++s) {
     const __m256i c = R->c[s];
     const __mmask8 held = _mm256_cmpgt_epi32_mask(c, _mm256_set1_epi32(-1));
-    const __m512d v = _mm512_mask_sub_pd(inf, held, d[s], _mm512_mask_i32gather_pd(inf, held, c, g, 8));
+    const __m512d v = _mm512_mask_sub_pd(inf, held, d[s], look_up(g, held, c, inf));
     const __mmask8 take = _mm512_cmp_pd_mask(v, v1, _CMP_LT_OQ) |
                           (_mm512_cmp_pd_mask(v, v1, _CMP_EQ_OQ) &
                            _mm256_mask_cmplt_epi32_mask(held, c, a));
@@ -197,22 +232,23 @@ SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, 
 
 // The rows (each bit a row) whose value at position s less the best is below
 // bar (gathered by column: where not held, -inf), the label's column aside.
-SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Rows8& R, int s, const double* bar) {
+SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Rows8& R, int s, const Table& bar) {
   const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
   const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held, R.c[s], R.a);
-  const __m512d b = _mm512_mask_i32gather_pd(
-      _mm512_set1_pd(-std::numeric_limits<double>::infinity()), other, R.c[s], bar, 8);
+  const __m512d b =
+      look_up(bar, other, R.c[s], _mm512_set1_pd(-std::numeric_limits<double>::infinity()));
   return _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), b, _CMP_LT_OQ);
 }
 
 // Each row's label, gap (v2 - v1) and D at the label, rows a multiple of 8.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void row_states_8(const int32_t* cand, const T* dist, int64_t rows,
-                                           const double* g, int32_t* label, double* gap,
-                                           double* own) {
+                                           const double* g, int64_t k, int32_t* label,
+                                           double* gap, double* own) {
+  const Table G = table_of(g, k);
   Rows8 R;
   for (int64_t p = 0; p < rows; p += 8) {
-    rows_8(cand + p * 8, dist + p * 8, g, &R);
+    rows_8(cand + p * 8, dist + p * 8, G, &R);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(label + p), R.a);
     _mm512_storeu_pd(gap + p, _mm512_sub_pd(R.v2, R.v1));
     _mm512_storeu_pd(own + p, R.own);
@@ -225,7 +261,9 @@ SOFTKMEANS_NEWTON_TARGET void row_states_8(const int32_t* cand, const T* dist, i
 // hold every row's reads behind the last row's label.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void count_rows_8(const int32_t* cand, const T* dist, int64_t rows,
-                                           const double* g, int64_t* counts, double* value) {
+                                           const double* g, int64_t k, int64_t* counts,
+                                           double* value) {
+  const Table G = table_of(g, k);
   constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   alignas(64) double best[kBlock];
@@ -233,7 +271,7 @@ SOFTKMEANS_NEWTON_TARGET void count_rows_8(const int32_t* cand, const T* dist, i
   for (int64_t p0 = 0; p0 < rows; p0 += kBlock) {
     const int64_t span = std::min(kBlock, rows - p0);
     for (int64_t i = 0; i < span; i += 8) {
-      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R);
       _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
       _mm512_store_pd(best + i, R.v1);
     }
@@ -248,7 +286,9 @@ SOFTKMEANS_NEWTON_TARGET void count_rows_8(const int32_t* cand, const T* dist, i
 // that enter), then their offers in row order, each checked again then.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET void gap_rows_8(const int32_t* cand, const T* dist, int64_t rows,
-                                         const double* g, Bands* bands, double* gaps) {
+                                         const double* g, int64_t k, Bands* bands,
+                                         double* gaps) {
+  const Table G = table_of(g, k);
   constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   alignas(64) double best[kBlock];
@@ -257,17 +297,17 @@ SOFTKMEANS_NEWTON_TARGET void gap_rows_8(const int32_t* cand, const T* dist, int
   Rows8 R;
   for (int64_t p0 = 0; p0 < rows; p0 += kBlock) {
     const int64_t span = std::min(kBlock, rows - p0);
+    const Table lose = table_of(bands->lose.data(), k), gain = table_of(bands->gain.data(), k);
     for (int64_t i = 0; i < span; i += 8) {
-      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R);
       const __m512d gap = _mm512_sub_pd(R.v2, R.v1);
       _mm512_storeu_pd(gaps + p0 + i, gap);
       _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
       _mm512_store_pd(best + i, R.v1);
-      lost[i / 8] = _mm512_cmp_pd_mask(gap, _mm512_i32gather_pd(R.a, bands->lose.data(), 8),
-                                       _CMP_LT_OQ);
+      lost[i / 8] = _mm512_cmp_pd_mask(gap, look_up(lose, 0xff, R.a, gap), _CMP_LT_OQ);
       gained[i / 8] = 0;
       for (int s = 0; s < 8; ++s)
-        gained[i / 8] |= uint64_t{below_8(R, s, bands->gain.data())} << (8 * s);
+        gained[i / 8] |= uint64_t{below_8(R, s, gain)} << (8 * s);
     }
     for (int64_t i = 0; i < span; i += 8) {
       if (!lost[i / 8] && !gained[i / 8]) continue;
@@ -292,6 +332,7 @@ template <typename T>
 SOFTKMEANS_NEWTON_TARGET void band_rows_8(const int32_t* cand, const T* dist, int64_t rows,
                                           const double* g, const double* gaps, double widest,
                                           const double* h, int64_t k, double* Lap) {
+  const Table G = table_of(g, k), H = table_of(h, k);
   constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   uint64_t pairs[kBlock / 8];  // byte s: a bit a row whose position s is a pair
@@ -303,15 +344,15 @@ SOFTKMEANS_NEWTON_TARGET void band_rows_8(const int32_t* cand, const T* dist, in
           _mm512_cmp_pd_mask(_mm512_loadu_pd(gaps + p0 + i), _mm512_set1_pd(widest), _CMP_LT_OQ);
       pairs[i / 8] = 0;
       if (!near) continue;
-      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, g, &R);
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R);
       _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
       // max(h_c, h_a) is std::max(h_a, h_c): h_a where either is NaN or both equal
-      const __m512d ha = _mm512_i32gather_pd(R.a, h, 8);
+      const __m512d ha = look_up(H, 0xff, R.a, _mm512_setzero_pd());
       for (int s = 0; s < 8; ++s) {
         const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
         const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held & near, R.c[s], R.a);
         const __m512d band = _mm512_max_pd(
-            _mm512_mask_i32gather_pd(_mm512_setzero_pd(), other, R.c[s], h, 8), ha);
+            look_up(H, other, R.c[s], _mm512_setzero_pd()), ha);
         const __mmask8 below =
             _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), band, _CMP_LT_OQ);
         pairs[i / 8] |= uint64_t{below} << (8 * s);

@@ -95,3 +95,34 @@ def test_newton_on_rows_by_index_is_newton_on_those_rows_at_every_thread_count(d
         assert got[0] == want[0] and got[5] == want[5]
         for a, b in zip(got[1:5], want[1:5]):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [12, 100])
+def test_newton_sweeps_are_the_same_at_every_level_and_thread_count(dtype, k):
+    # Eight candidates a row (the avx512 sweeps take eight rows a vector, the scalar ones
+    # the rest: 40,003 rows leave a tail, and fill several chunks for the threads), ties
+    # and short rows, k <= 64 (columns looked up in registers) and k > 64 (gathered),
+    # unequal targets (large residuals: many offers to each band). Oracle: the scalar
+    # sweeps, one row at a time.
+    n = 40_003
+    cand, dist, _ = _candidates(n, 8, k, dtype, seed=k)
+    dist = dist + (np.random.default_rng(k).integers(0, 4, dist.shape) / 4).astype(dtype)
+    targets = (n * np.arange(1, k + 1) / (k * (k + 1) / 2)).astype(np.int64)
+    targets[-1] += n - targets.sum()
+    g0 = np.zeros(k)
+    g0[::3] = 0.5  # equal offsets: ties between columns
+    before = _native.selected_simd_level()
+    outs = []
+    try:
+        for level in _native.available_simd_levels():
+            _native.set_simd_level(level)
+            for n_threads in THREAD_COUNTS:
+                outs.append(_native.balanced_newton(cand, dist, targets, g0, 8, 0, None, n_threads))
+    finally:
+        _native.set_simd_level(before)
+    assert outs[0][5] > 4  # steps taken
+    for out in outs[1:]:
+        assert out[0] == outs[0][0] and out[5] == outs[0][5]
+        for a, b in zip(out[1:5], outs[0][1:5]):
+            assert np.array_equal(a, b)

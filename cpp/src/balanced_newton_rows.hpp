@@ -126,19 +126,31 @@ SOFTKMEANS_NEWTON_TARGET inline Table table_of(const double* x, int64_t k) {
   return T;
 }
 
+// Columns c as a Table reads them: bits 0-3 pick of 16, bit 4 of 32, bit 5 of
+// 64 (one index for the lookups of several tables).
+struct Index {
+  __m256i c;
+  __m512i i;
+  __mmask8 bit4, bit5;
+};
+
+SOFTKMEANS_NEWTON_TARGET inline Index index_of(__m256i c) {
+  Index x;
+  x.c = c, x.i = _mm512_cvtepi32_epi64(c);
+  x.bit4 = _mm512_test_epi64_mask(x.i, _mm512_set1_epi64(16));
+  x.bit5 = _mm512_test_epi64_mask(x.i, _mm512_set1_epi64(32));
+  return x;
+}
+
 // x[c] in the lanes of mask (c in [0, k) there), src in the others.
-SOFTKMEANS_NEWTON_TARGET inline __m512d look_up(const Table& T, __mmask8 mask, __m256i c,
+SOFTKMEANS_NEWTON_TARGET inline __m512d look_up(const Table& T, __mmask8 mask, const Index& c,
                                                 __m512d src) {
-  if (!T.in_registers) return _mm512_mask_i32gather_pd(src, mask, c, T.base, 8);
-  const __m512i i = _mm512_cvtepi32_epi64(c);  // bits 0-3: of 16, bit 4: of 32, bit 5: of 64
-  const __mmask8 bit4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
-  const __m512d lo = _mm512_mask_blend_pd(bit4, _mm512_permutex2var_pd(T.t[0], i, T.t[1]),
-                                          _mm512_permutex2var_pd(T.t[2], i, T.t[3]));
-  const __m512d hi = _mm512_mask_blend_pd(bit4, _mm512_permutex2var_pd(T.t[4], i, T.t[5]),
-                                          _mm512_permutex2var_pd(T.t[6], i, T.t[7]));
-  const __m512d x =
-      _mm512_mask_blend_pd(_mm512_test_epi64_mask(i, _mm512_set1_epi64(32)), lo, hi);
-  return _mm512_mask_blend_pd(mask, src, x);
+  if (!T.in_registers) return _mm512_mask_i32gather_pd(src, mask, c.c, T.base, 8);
+  const __m512d lo = _mm512_mask_blend_pd(c.bit4, _mm512_permutex2var_pd(T.t[0], c.i, T.t[1]),
+                                          _mm512_permutex2var_pd(T.t[2], c.i, T.t[3]));
+  const __m512d hi = _mm512_mask_blend_pd(c.bit4, _mm512_permutex2var_pd(T.t[4], c.i, T.t[5]),
+                                          _mm512_permutex2var_pd(T.t[6], c.i, T.t[7]));
+  return _mm512_mask_blend_pd(mask, src, _mm512_mask_blend_pd(c.bit5, lo, hi));
 }
 
 // Eight rows of 8 candidates at g, one row a lane (where one row a vector
@@ -149,6 +161,7 @@ SOFTKMEANS_NEWTON_TARGET inline __m512d look_up(const Table& T, __mmask8 mask, _
 struct Rows8 {
   __m256i c[8];
   __m512d v[8];
+  __m512d bar[8];  // rows_8's second table at c[s] (-inf where not held), if asked
   __m512d v1, v2, own;
   __m256i a;
 };
@@ -206,9 +219,10 @@ SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T*
 // Rows p .. p + 7 at g, each row's label as row_state finds it: the values in
 // column order, each taken over the best so far where smaller, or equal and
 // of a smaller column.
+// With bar, bar at each c[s] too, on the same index.
 template <typename T>
 SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, const Table& g,
-                                            Rows8* R) {
+                                            Rows8* R, const Table* bar = nullptr) {
   const __m512d inf = _mm512_set1_pd(std::numeric_limits<double>::infinity());
   __m512d d[8];
   by_position_8(cand, dist, R->c, d);
@@ -217,7 +231,9 @@ SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, 
   for (int s = 0; s < 8; ++s) {
     const __m256i c = R->c[s];
     const __mmask8 held = _mm256_cmpgt_epi32_mask(c, _mm256_set1_epi32(-1));
-    const __m512d v = _mm512_mask_sub_pd(inf, held, d[s], look_up(g, held, c, inf));
+    const Index at = index_of(c);
+    const __m512d v = _mm512_mask_sub_pd(inf, held, d[s], look_up(g, held, at, inf));
+    if (bar) R->bar[s] = look_up(*bar, held, at, -inf);
     const __mmask8 take = _mm512_cmp_pd_mask(v, v1, _CMP_LT_OQ) |
                           (_mm512_cmp_pd_mask(v, v1, _CMP_EQ_OQ) &
                            _mm256_mask_cmplt_epi32_mask(held, c, a));
@@ -231,13 +247,11 @@ SOFTKMEANS_NEWTON_TARGET inline void rows_8(const int32_t* cand, const T* dist, 
 }
 
 // The rows (each bit a row) whose value at position s less the best is below
-// bar (gathered by column: where not held, -inf), the label's column aside.
-SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Rows8& R, int s, const Table& bar) {
+// R.bar[s], the label's column aside.
+SOFTKMEANS_NEWTON_TARGET inline __mmask8 below_8(const Rows8& R, int s) {
   const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
   const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held, R.c[s], R.a);
-  const __m512d b =
-      look_up(bar, other, R.c[s], _mm512_set1_pd(-std::numeric_limits<double>::infinity()));
-  return _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), b, _CMP_LT_OQ);
+  return _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), R.bar[s], _CMP_LT_OQ);
 }
 
 // Each row's label, gap (v2 - v1) and D at the label, rows a multiple of 8.
@@ -299,15 +313,15 @@ SOFTKMEANS_NEWTON_TARGET void gap_rows_8(const int32_t* cand, const T* dist, int
     const int64_t span = std::min(kBlock, rows - p0);
     const Table lose = table_of(bands->lose.data(), k), gain = table_of(bands->gain.data(), k);
     for (int64_t i = 0; i < span; i += 8) {
-      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R);
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R, &gain);
       const __m512d gap = _mm512_sub_pd(R.v2, R.v1);
       _mm512_storeu_pd(gaps + p0 + i, gap);
       _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
       _mm512_store_pd(best + i, R.v1);
-      lost[i / 8] = _mm512_cmp_pd_mask(gap, look_up(lose, 0xff, R.a, gap), _CMP_LT_OQ);
+      lost[i / 8] = _mm512_cmp_pd_mask(gap, look_up(lose, 0xff, index_of(R.a), gap), _CMP_LT_OQ);
       gained[i / 8] = 0;
       for (int s = 0; s < 8; ++s)
-        gained[i / 8] |= uint64_t{below_8(R, s, gain)} << (8 * s);
+        gained[i / 8] |= uint64_t{below_8(R, s)} << (8 * s);
     }
     for (int64_t i = 0; i < span; i += 8) {
       if (!lost[i / 8] && !gained[i / 8]) continue;
@@ -344,15 +358,14 @@ SOFTKMEANS_NEWTON_TARGET void band_rows_8(const int32_t* cand, const T* dist, in
           _mm512_cmp_pd_mask(_mm512_loadu_pd(gaps + p0 + i), _mm512_set1_pd(widest), _CMP_LT_OQ);
       pairs[i / 8] = 0;
       if (!near) continue;
-      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R);
+      rows_8(cand + (p0 + i) * 8, dist + (p0 + i) * 8, G, &R, &H);
       _mm256_store_si256(reinterpret_cast<__m256i*>(label + i), R.a);
       // max(h_c, h_a) is std::max(h_a, h_c): h_a where either is NaN or both equal
-      const __m512d ha = look_up(H, 0xff, R.a, _mm512_setzero_pd());
+      const __m512d ha = look_up(H, 0xff, index_of(R.a), _mm512_setzero_pd());
       for (int s = 0; s < 8; ++s) {
         const __mmask8 held = _mm256_cmpgt_epi32_mask(R.c[s], _mm256_set1_epi32(-1));
         const __mmask8 other = _mm256_mask_cmpneq_epi32_mask(held & near, R.c[s], R.a);
-        const __m512d band = _mm512_max_pd(
-            look_up(H, other, R.c[s], _mm512_setzero_pd()), ha);
+        const __m512d band = _mm512_max_pd(R.bar[s], ha);
         const __mmask8 below =
             _mm512_mask_cmp_pd_mask(other, _mm512_sub_pd(R.v[s], R.v1), band, _CMP_LT_OQ);
         pairs[i / 8] |= uint64_t{below} << (8 * s);

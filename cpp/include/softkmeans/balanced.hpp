@@ -124,7 +124,9 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
 // cand_dist [in]  (rows of cand, m) their D_ij
 // rows      [in]  (n,) the rows of cand that Newton reads (nullptr: the first n)
 // n_threads [in]  threads of its sweeps over the rows (chunks of fixed size,
-//                 summed in order: the same outputs at every count)
+//                 summed in order: the same outputs at every count; eight rows
+//                 a vector at avx512 with m = 8: the same outputs at every
+//                 SIMD level)
 // targets   [in]  (k,) int64 counts summing to n
 // max_steps [in]  the most Newton steps
 // enough    [in]  a count error at which to stop

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -258,6 +259,11 @@ class Newton {
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t p = place[i], r = row(i);
+        if (m_ == 8) {  // a fixed size: copied inline, not by a call a row
+          std::memcpy(&cand_p_[p * 8], cand_ + r * 8, 8 * sizeof(int32_t));
+          std::memcpy(&dist_p_[p * 8], dist_ + r * 8, 8 * sizeof(T));
+          continue;
+        }
         std::copy(cand_ + r * m_, cand_ + (r + 1) * m_, &cand_p_[p * m_]);
         std::copy(dist_ + r * m_, dist_ + (r + 1) * m_, &dist_p_[p * m_]);
       }
@@ -391,10 +397,18 @@ class Newton {
   int64_t row(int64_t i) const { return rows_ ? rows_[i] : i; }
   int64_t active_rows() const { return active_ >= 0 ? prefix_[active_] : 0; }
 
+  // std::ilogb of a finite x > 0, read from its bits where it is normal.
+  static int exponent(double x) {
+    uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    const int biased = static_cast<int>(bits >> 52 & 0x7ff);
+    return biased ? biased - 1023 : std::ilogb(x);
+  }
+
   int bucket_of(double gap) const {
     if (!(gap > 0)) return 0;
     if (!std::isfinite(gap)) return kBuckets - 1;
-    const int e = std::ilogb(gap) - (top_exp_ - (kBuckets - 2));
+    const int e = exponent(gap) - (top_exp_ - (kBuckets - 2));
     return std::min(kBuckets - 1, std::max(0, e));
   }
 

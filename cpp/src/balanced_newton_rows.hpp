@@ -166,12 +166,9 @@ struct Rows8 {
   __m256i a;
 };
 
-// The columns and D of rows p .. p + 7 by column position: 32-bit values by
-// two rounds of two-source permutes (four positions of four rows, then of
-// eight), float64 by a gather a position (rows of 64 bytes: in L1).
-template <typename T>
-SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T* dist,
-                                                   __m256i c[8], __m512d d[8]) {
+// Eight rows of eight 32-bit values (contiguous) by position: out[t] holds
+// positions 2 t (its lower half) and 2 t + 1 (upper), each the eight rows'.
+SOFTKMEANS_NEWTON_TARGET inline void transpose_8x8_32(const void* rows, __m512i out[4]) {
   // round 1: lane 4 s + r <- row r (of four), position s (+4 for the upper)
   const __m512i lo = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
   const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(4));
@@ -180,34 +177,37 @@ SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T*
   const __m512i first =
       _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
   const __m512i second = _mm512_add_epi32(first, _mm512_set1_epi32(8));
-  const __m512i* in = reinterpret_cast<const __m512i*>(cand);
+  const __m512i* in = static_cast<const __m512i*>(rows);
   const __m512i r01 = _mm512_loadu_si512(in), r23 = _mm512_loadu_si512(in + 1);
   const __m512i r45 = _mm512_loadu_si512(in + 2), r67 = _mm512_loadu_si512(in + 3);
   const __m512i p0 = _mm512_permutex2var_epi32(r01, lo, r23);
   const __m512i p1 = _mm512_permutex2var_epi32(r01, hi, r23);
   const __m512i q0 = _mm512_permutex2var_epi32(r45, lo, r67);
   const __m512i q1 = _mm512_permutex2var_epi32(r45, hi, r67);
-  const __m512i pairs[4] = {
-      _mm512_permutex2var_epi32(p0, first, q0), _mm512_permutex2var_epi32(p0, second, q0),
-      _mm512_permutex2var_epi32(p1, first, q1), _mm512_permutex2var_epi32(p1, second, q1)};
+  out[0] = _mm512_permutex2var_epi32(p0, first, q0);
+  out[1] = _mm512_permutex2var_epi32(p0, second, q0);
+  out[2] = _mm512_permutex2var_epi32(p1, first, q1);
+  out[3] = _mm512_permutex2var_epi32(p1, second, q1);
+}
+
+// The columns and D of rows p .. p + 7 by column position: 32-bit values
+// transposed (the float bits moved as integers), float64 by a gather a
+// position (rows of 64 bytes: in L1).
+template <typename T>
+SOFTKMEANS_NEWTON_TARGET inline void by_position_8(const int32_t* cand, const T* dist,
+                                                   __m256i c[8], __m512d d[8]) {
+  __m512i pairs[4];
+  transpose_8x8_32(cand, pairs);
   for (int t = 0; t < 4; ++t) {
     c[2 * t] = _mm512_castsi512_si256(pairs[t]);
     c[2 * t + 1] = _mm512_extracti32x8_epi32(pairs[t], 1);
   }
   if constexpr (sizeof(T) == 4) {
-    const float* f = reinterpret_cast<const float*>(dist);
-    const __m512 s01 = _mm512_loadu_ps(f), s23 = _mm512_loadu_ps(f + 16);
-    const __m512 s45 = _mm512_loadu_ps(f + 32), s67 = _mm512_loadu_ps(f + 48);
-    const __m512 u0 = _mm512_permutex2var_ps(s01, lo, s23);
-    const __m512 u1 = _mm512_permutex2var_ps(s01, hi, s23);
-    const __m512 w0 = _mm512_permutex2var_ps(s45, lo, s67);
-    const __m512 w1 = _mm512_permutex2var_ps(s45, hi, s67);
-    const __m512 dp[4] = {
-        _mm512_permutex2var_ps(u0, first, w0), _mm512_permutex2var_ps(u0, second, w0),
-        _mm512_permutex2var_ps(u1, first, w1), _mm512_permutex2var_ps(u1, second, w1)};
+    transpose_8x8_32(dist, pairs);
     for (int t = 0; t < 4; ++t) {
-      d[2 * t] = _mm512_cvtps_pd(_mm512_castps512_ps256(dp[t]));
-      d[2 * t + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(dp[t], 1));
+      const __m512 f = _mm512_castsi512_ps(pairs[t]);
+      d[2 * t] = _mm512_cvtps_pd(_mm512_castps512_ps256(f));
+      d[2 * t + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1));
     }
   } else {
     const __m256i rows = _mm256_setr_epi32(0, 8, 16, 24, 32, 40, 48, 56);

@@ -94,6 +94,10 @@ inline void add_pair(int32_t a, int32_t c, double band, int64_t k, double* L) {
 #ifdef SOFTKMEANS_NEWTON_AVX512
 #define SOFTKMEANS_NEWTON_TARGET __attribute__((target("avx512f,avx512vl,avx512dq")))
 
+// Rows of a sweep's block: its rows' states first, then what they add to the
+// counts, bands or Laplacian, in row order.
+constexpr int64_t kBlock = 256;
+
 // The 8 x 8 bit matrix x (byte i, bit j) transposed (byte j, bit i): per
 // position the rows, in, per row the positions, out (Hacker's Delight 7-3).
 inline uint64_t transpose_bits_8(uint64_t x) {
@@ -278,7 +282,6 @@ SOFTKMEANS_NEWTON_TARGET void count_rows_8(const int32_t* cand, const T* dist, i
                                            const double* g, int64_t k, int64_t* counts,
                                            double* value) {
   const Table G = table_of(g, k);
-  constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   alignas(64) double best[kBlock];
   Rows8 R;
@@ -303,7 +306,6 @@ SOFTKMEANS_NEWTON_TARGET void gap_rows_8(const int32_t* cand, const T* dist, int
                                          const double* g, int64_t k, Bands* bands,
                                          double* gaps) {
   const Table G = table_of(g, k);
-  constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   alignas(64) double best[kBlock];
   uint8_t lost[kBlock / 8];  // a bit a row
@@ -347,7 +349,6 @@ SOFTKMEANS_NEWTON_TARGET void band_rows_8(const int32_t* cand, const T* dist, in
                                           const double* g, const double* gaps, double widest,
                                           const double* h, int64_t k, double* Lap) {
   const Table G = table_of(g, k), H = table_of(h, k);
-  constexpr int64_t kBlock = 256;
   alignas(64) int32_t label[kBlock];
   uint64_t pairs[kBlock / 8];  // byte s: a bit a row whose position s is a pair
   Rows8 R;

@@ -58,9 +58,10 @@ void for_chunks(int64_t rows, int n_threads, const F& f) {
     f(c, c * kChunkRows, std::min(rows, (c + 1) * kChunkRows));
 }
 
-// n elements of T, uninitialized, on transparent huge pages where Linux
-// gives them: a call on 10^6 rows takes ~150 MB of fresh memory, whose 4 KiB
-// pages cost a fault each (a fifth of the call), where 2 MiB pages cost few.
+// n elements of T, uninitialized; from 4 MiB on transparent huge pages where
+// Linux gives them: a call on 10^6 rows takes ~150 MB of fresh memory, whose
+// 4 KiB pages cost a fault each (a fifth of the call), where 2 MiB pages cost
+// few (a small buffer rounded up to 2 MiB would cost more than it saves).
 template <typename T>
 class Fresh {
  public:
@@ -68,11 +69,13 @@ class Fresh {
   explicit Fresh(int64_t n) { reset(n); }
   void reset(int64_t n) {
     constexpr size_t kHuge = size_t(1) << 21;
-    const size_t bytes = (static_cast<size_t>(n) * sizeof(T) + kHuge - 1) / kHuge * kHuge;
-    data_.reset(static_cast<T*>(bytes ? std::aligned_alloc(kHuge, bytes) : nullptr));
+    size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    const bool huge = bytes >= 2 * kHuge;
+    if (huge) bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+    data_.reset(static_cast<T*>(huge ? std::aligned_alloc(kHuge, bytes) : std::malloc(bytes)));
     if (bytes && !data_) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: fine if refused
+    if (huge) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: fine if refused
 #endif
   }
   T& operator[](int64_t i) { return data_.get()[i]; }

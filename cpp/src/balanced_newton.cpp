@@ -164,10 +164,11 @@ double count_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, c
 
 // Each row's gap at g into gaps, and its offers to the bands: its gap for its
 // label a (a row a would lose), its value less the best for each other
-// candidate c (a row c would gain first).
+// candidate c (a row c would gain first). The scalar rows' labels and D there
+// too, for band_rows (their states cost a loop over m candidates again).
 template <typename T>
 void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
-              int64_t k, Bands* bands, double* gaps) {
+              int64_t k, Bands* bands, int32_t* label, double* gaps, double* own) {
   const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
   if (done) newton_rows::gap_rows_8(cand, dist, done, g, k, bands, gaps);
@@ -175,11 +176,10 @@ void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const
   for (int64_t p = done; p < rows; ++p) {
     const int32_t* ci = cand + p * m;
     const T* di = dist + p * m;
-    int32_t a;
-    double own;
-    row_state(ci, di, m, g, &a, &gaps[p], &own);
+    row_state(ci, di, m, g, &label[p], &gaps[p], &own[p]);
+    const int32_t a = label[p];
     bands->offer_lost(a, gaps[p]);
-    const double best = own - g[a];
+    const double best = own[p] - g[a];
     for (int64_t s = 0; s < m && ci[s] >= 0; ++s)
       if (ci[s] != a) bands->offer_gained(ci[s], static_cast<double>(di[s]) - g[ci[s]] - best);
   }
@@ -187,10 +187,12 @@ void gap_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const
 
 // The Laplacian L (k, k) of rows [0, rows) at g: for each row whose gap is
 // below widest, each other candidate c within the band of (a, c) of its label
-// a, max(h_a, h_c), adds the density 1 / (2 band) on that pair.
+// a, max(h_a, h_c), adds the density 1 / (2 band) on that pair. The scalar
+// rows' labels and D there as gap_rows left them.
 template <typename T>
 void band_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, const double* g,
-               const double* gaps, double widest, const double* h, int64_t k, double* L) {
+               const int32_t* label, const double* gaps, const double* own, double widest,
+               const double* h, int64_t k, double* L) {
   const int64_t done = rows_of_8(rows, m);
 #ifdef SOFTKMEANS_NEWTON_AVX512
   if (done) newton_rows::band_rows_8(cand, dist, done, g, gaps, widest, h, k, L);
@@ -199,10 +201,8 @@ void band_rows(const int32_t* cand, const T* dist, int64_t rows, int64_t m, cons
     if (!(gaps[p] < widest)) continue;
     const int32_t* ci = cand + p * m;
     const T* di = dist + p * m;
-    int32_t a;
-    double gap, own;
-    row_state(ci, di, m, g, &a, &gap, &own);
-    const double best = own - g[a];
+    const int32_t a = label[p];
+    const double best = own[p] - g[a];
     for (int64_t s = 0; s < m && ci[s] >= 0; ++s) {
       const double band = std::max(h[a], h[ci[s]]);
       if (ci[s] != a && static_cast<double>(di[s]) - g[ci[s]] - best < band)
@@ -283,7 +283,7 @@ class Newton {
       for (int64_t j = 0; j < k_; ++j) fixed_[b * k_ + j] += fixed_[(b + 1) * k_ + j];
       fixed_own_[b] += fixed_own_[b + 1];
     }
-    gap_.reset(n_);
+    label_.reset(n_), gap_.reset(n_), own_.reset(n_);  // label_, own_: touched if scalar
     active_ = kBuckets - 1;
   }
 
@@ -342,7 +342,8 @@ class Newton {
       part_.assign(chunks * k_ * k_, 0.0);  // kept between calls: no fresh pages
       for_chunks(rows, threads_, [&](int64_t c, int64_t p0, int64_t p1) {
         // a row's gap is to its nearest other candidate: none nearer than widest
-        band_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &gap_[p0], widest,
+        band_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, &label_[p0], &gap_[p0],
+                  &own_[p0], widest,
                   h.data(), k_, &part_[c * k_ * k_]);
       });
       std::vector<double> L(static_cast<size_t>(k_ * k_), 0.0);
@@ -369,7 +370,8 @@ class Newton {
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < chunks_of(rows); ++c) {
         const int64_t p0 = c * kChunkRows, p1 = std::min(rows, (c + 1) * kChunkRows);
-        gap_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, k_, mine, &gap_[p0]);
+        gap_rows(&cand_p_[p0 * m_], &dist_p_[p0 * m_], p1 - p0, m_, g, k_, mine, &label_[p0],
+                 &gap_[p0], &own_[p0]);
       }
     }
     for (int t = 1; t < nt; ++t)
@@ -474,8 +476,11 @@ class Newton {
   const int64_t* targets_;
   int threads_;
   std::vector<double> g0_;
-  // the active rows' gaps at the current offsets (band_gaps), in bucket order
+  // the active rows' gaps at the current offsets (band_gaps), in bucket order,
+  // and the scalar sweeps' rows' labels and D there
   Fresh<double> gap_;
+  Fresh<int32_t> label_;
+  Fresh<double> own_;
   std::vector<double> part_;  // direction's Laplacian of each chunk
   int top_exp_ = 0;
   Fresh<int64_t> order_;  // the row at each place of the bucket order

@@ -203,6 +203,14 @@ def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0, rows=None,
     return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough, rows, n_threads)
 
 
+def biased_row_states(cand, cand_dist, g, n_threads=1):
+    """Each row's best candidate (cand (n, m) int32, -1 past the last; cand_dist (n, m))
+    at offsets g (k,), ties to the smaller column: (labels (n,) int64, D there (n,) and the
+    second best candidate's value less the best's (n,) float64, inf with one), the values
+    `balanced_newton` gives the rows it reads, on n_threads."""
+    return _core.biased_row_states(cand, cand_dist, g, n_threads)
+
+
 def feature_moments(X, w, chunk_rows, n_threads):
     """Per chunk of chunk_rows rows of a dense X: (W (c,), mean (c, d), M2 (c, d),
     max_abs (c,), finite (c,) bool), the weights' sum, the features' weighted mean and

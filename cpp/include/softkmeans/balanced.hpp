@@ -141,4 +141,13 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
                         int64_t enough, double* g, int64_t* labels, double* own, double* gap,
                         int64_t* evals, int n_threads);
 
+// Each row's best candidate at offsets g among its m (the fused pass's
+// candidates, as balanced_newton reads them): labels (ties to the smaller
+// column), own its D_ij, gap the second best candidate's value less the
+// best's (inf when the row holds one): the values balanced_newton gives a row
+// it reads, for every row, on n_threads (the same at every count).
+template <typename T>
+void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m,
+                       const double* g, int64_t* labels, double* own, double* gap, int n_threads);
+
 }  // namespace softkmeans

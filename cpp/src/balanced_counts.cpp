@@ -111,9 +111,10 @@ constexpr int64_t kMaxEdgesPerRow = 8;
 // few edges a row, only those of reduced cost below edge_reach when it
 // enters. rest (indexed as D's rows): each entered row's least D_il - g_l
 // outside its edges when it entered, -inf once it moved (push_row).
+template <typename T>
 class TransferGraph {
  public:
-  TransferGraph(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
+  TransferGraph(const T* D, int64_t k, const int64_t* rows, int64_t n_rows,
                 int64_t edges_per_row, double edge_reach, const double* g, int64_t* owner,
                 double* rest)
       : D_(D), k_(k), g_(g), owner_(owner), rest_(rest), edge_reach_(edge_reach),
@@ -187,7 +188,7 @@ class TransferGraph {
   // Returns the least D_il - g_l of the clusters l it has no edge to (inf:
   // none), the bound that spares its row a full check (`balanced_counts`).
   double push_row(int64_t i, bool heapify) {
-    const double* di = D_ + i * k_;
+    const T* di = D_ + i * k_;
     const int64_t j = owner_[i];
     const double cut = di[j] - g_[j] + edge_reach_;
     if (every_edge_) {
@@ -195,7 +196,7 @@ class TransferGraph {
       for (int64_t l = 0; l < k_; ++l) {
         if (l == j) continue;
         if (di[l] - g_[l] < cut)
-          push(i, j, l, di[l] - di[j], heapify);
+          push(i, j, l, static_cast<double>(di[l]) - di[j], heapify);
         else
           rest = std::min(rest, di[l] - g_[l]);
       }
@@ -223,7 +224,8 @@ class TransferGraph {
       best[at] = l;
       value[at] = v;
     }
-    for (int64_t t = 0; t < held; ++t) push(i, j, best[t], di[best[t]] - di[j], heapify);
+    for (int64_t t = 0; t < held; ++t)
+      push(i, j, best[t], static_cast<double>(di[best[t]]) - di[j], heapify);
     return rest;
   }
 
@@ -246,7 +248,7 @@ class TransferGraph {
     top_row_[j * k_ + l] = e ? e->second : -1;
   }
 
-  const double* D_;
+  const T* D_;
   int64_t k_;
   const double* g_;
   int64_t* owner_;
@@ -263,11 +265,12 @@ class TransferGraph {
   std::vector<int64_t> top_row_;
 };
 
-TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, int64_t n_rows,
+template <typename T>
+TransferStatus shortest_paths(const T* D, int64_t k, const int64_t* rows, int64_t n_rows,
                               int64_t edges_per_row, double edge_reach, int64_t* excess, double* g,
                               int64_t max_moves, int64_t* owner, int64_t* moves, double* rest) {
   const double inf = std::numeric_limits<double>::infinity();
-  TransferGraph graph(D, k, rows, n_rows, edges_per_row, edge_reach, g, owner, rest);
+  TransferGraph<T> graph(D, k, rows, n_rows, edges_per_row, edge_reach, g, owner, rest);
   const std::atomic<int>* cancel = thread_cancel_flag();
   std::vector<double> dist(k);
   std::vector<int64_t> prev(k);
@@ -298,7 +301,8 @@ TransferStatus shortest_paths(const double* D, int64_t k, const int64_t* rows, i
 // Row i's argmin of D_i - g (ties to the smaller j; its last cluster `last`
 // kept where tied within slack: the slack rows of capacities all tie) and
 // the next value (v1, v2).
-static int64_t row_argmin(const double* di, int64_t k, const double* g, int64_t last, double slack,
+template <typename T>
+static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last, double slack,
                           double* v1_out, double* v2_out) {
   int64_t best = 0;
   double v1 = di[0] - g[0], v2 = std::numeric_limits<double>::infinity();
@@ -331,7 +335,8 @@ static int64_t count_error(const std::vector<int64_t>& excess) {
 // and each cluster's count minus its target; returns the total count error
 // sum_j |excess_j|. off_at_zero (unless null): the count error of the argmins
 // at g = 0, from the same read of D.
-static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* targets,
+template <typename T>
+static int64_t label_rows(const T* D, int64_t n, int64_t k, const int64_t* targets,
                           const double* g, const int64_t* keep, double slack, int64_t* owner,
                           double* gap, std::vector<int64_t>& excess, int64_t* off_at_zero) {
   std::vector<int64_t> excess_zero(off_at_zero ? k : 0);
@@ -339,7 +344,7 @@ static int64_t label_rows(const double* D, int64_t n, int64_t k, const int64_t* 
   for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
   for (int64_t j = 0; j < static_cast<int64_t>(excess_zero.size()); ++j) excess_zero[j] = -targets[j];
   for (int64_t i = 0; i < n; ++i) {
-    const double* di = D + i * k;
+    const T* di = D + i * k;
     double v1, v2;
     const int64_t best = row_argmin(di, k, g, keep[i], slack, &v1, &v2);
     owner[i] = best;
@@ -374,7 +379,8 @@ static double edge_reach(const std::vector<double>& gap, const std::vector<int64
 // its D when the least value outside its edges then (rest) less the most
 // any offset rose since still clears its own value now: its edges keep
 // reduced costs >= 0 (the shortest paths' potentials); -inf: read.
-static bool slackness_holds(const double* D, int64_t n, int64_t k, const double* g,
+template <typename T>
+static bool slackness_holds(const T* D, int64_t n, int64_t k, const double* g,
                             const double* g_start, const int64_t* owner, const double* rest,
                             double slack) {
   double rise = -std::numeric_limits<double>::infinity(), scale = 0.0;
@@ -383,7 +389,7 @@ static bool slackness_holds(const double* D, int64_t n, int64_t k, const double*
     scale = std::max(scale, std::max(std::abs(g[j]), std::abs(g_start[j])));
   }
   for (int64_t i = 0; i < n; ++i) {
-    const double* di = D + i * k;
+    const T* di = D + i * k;
     const int64_t o = owner[i];
     if (rest[i] == std::numeric_limits<double>::infinity()) continue;  // every column an edge
     if (rest[i] > -std::numeric_limits<double>::infinity()) {
@@ -439,7 +445,8 @@ static double spread(const double* g, const std::vector<double>& g_start) {
 // most kReachTries times, then every edge (at once where no path is found). Returns the status; *holds:
 // complementary slackness checked on every row (unless every_edge: the last
 // try, as before).
-static TransferStatus one_try(const double* D, int64_t n, int64_t k, const std::vector<int64_t>& near,
+template <typename T>
+static TransferStatus one_try(const T* D, int64_t n, int64_t k, const std::vector<int64_t>& near,
                               int64_t edges_per_row, bool last, double slack, int64_t max_moves,
                               const std::vector<double>& gap, const std::vector<double>& g_start,
                               const std::vector<int64_t>& owner_start,
@@ -470,10 +477,11 @@ static TransferStatus one_try(const double* D, int64_t n, int64_t k, const std::
   }
 }
 
-TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
-                               int64_t rows_per_move, double band, int64_t edges_per_row,
-                               double slack, int64_t max_tries, double* g, int64_t* owner,
-                               int64_t* moves, int64_t* rows_used) {
+template <typename T>
+static TransferStatus counts_of(const T* D, int64_t n, int64_t k, const int64_t* targets,
+                                int64_t rows_per_move, double band, int64_t edges_per_row,
+                                double slack, int64_t max_tries, double* g, int64_t* owner,
+                                int64_t* moves, int64_t* rows_used) {
   std::vector<double> gap(static_cast<size_t>(n));
   std::vector<int64_t> excess(k), near;
   const std::vector<int64_t> keep(owner, owner + n);
@@ -510,6 +518,22 @@ TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int6
     edges_per_row = k;
   }
   return TransferStatus::too_many_moves;
+}
+
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
+  return counts_of(D, n, k, targets, rows_per_move, band, edges_per_row, slack, max_tries, g, owner,
+                   moves, rows_used);
+}
+
+TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
+  return counts_of(D, n, k, targets, rows_per_move, band, edges_per_row, slack, max_tries, g, owner,
+                   moves, rows_used);
 }
 
 }  // namespace softkmeans

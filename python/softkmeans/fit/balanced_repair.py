@@ -293,7 +293,7 @@ class CountsRepair:
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
         # (boundary rows, their D, every row's margin at the end) of the last solve
-        self.last = None
+        self._last = None
         # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
         self.prev = None
 
@@ -335,7 +335,7 @@ class CountsRepair:
                 change = g_new - start.g
                 # A cold start's change says nothing of the next solve's (from here).
                 self.reach = (change.max() - change) if self.warm else np.zeros(k)
-                self.warm, self.last = True, (boundary, D, end.margin)
+                self.warm, self._last = True, (boundary, D, end.margin)
                 some = np.arange(0, boundary.size, -(-boundary.size // PREDICT_ROWS))
                 self.prev = (C, boundary[some], D[some], owner[some])
                 spread = float(np.ptp(g_new - g_pass))  # from the first pass's offsets
@@ -345,6 +345,15 @@ class CountsRepair:
             # (measured: 20x the spread of the full repair's change).
             want *= 4
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
+
+    @property
+    def last(self):
+        """(boundary rows, their D (float64), every row's margin at the end) of the last
+        solve (None before the first)."""
+        if self._last is None:
+            return None
+        boundary, D, margin = self._last
+        return boundary, D.astype(np.float64, copy=False), margin
 
     def _start(self, C, p, g, off):
         """(pass, its offsets, `Start`) for the repair from the pass p at offsets g that
@@ -507,16 +516,17 @@ class CountsRepair:
         return g_sub if status == 0 else g
 
     def _repair(self, C, start, boundary):
-        """(offsets, owners of the boundary rows then the slack rows, their D (float64))
-        by successive shortest paths from the start's offsets; None when the
-        other rows' labels leave a count out of reach."""
+        """(offsets, owners of the boundary rows then the slack rows, their D (the
+        kernel's, X's dtype: the shortest paths read float32 as float64, no copy)) by
+        successive shortest paths from the start's offsets; None when the other rows'
+        labels leave a count out of reach."""
         k = self.targets.size
         fixed = np.bincount(start.labels, minlength=k)
         fixed -= np.bincount(start.labels[boundary], minlength=k)
         targets = self.targets - fixed
         if (targets < 0).any():
             return None
-        D = self._distances(boundary, C).astype(np.float64)
+        D = self._distances(boundary, C)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
         tie = _tie(D)
@@ -558,8 +568,10 @@ def _sample_error(sample, g, n):
 
 
 def _tie(D):
-    """The repair's tolerance on a tie (float64), relative to the mean of distances D."""
-    return 1e-12 * max(float(D.mean()) if D.size else 0.0, np.finfo(np.float64).tiny)
+    """The repair's tolerance on a tie (float64), relative to the mean of distances D
+    (summed in float64: float32 D gives the bits of its float64 copy)."""
+    mean = float(D.mean(dtype=np.float64)) if D.size else 0.0
+    return 1e-12 * max(mean, np.finfo(np.float64).tiny)
 
 
 def _boundary(margin, band, want, everything):

@@ -80,8 +80,10 @@ enum class TransferStatus : int {
 // max_tries (which needs no check) or when half the rows would take part. It
 // starts from g = 0 instead when that misses the counts by less. At the first
 // try a row enters only the edges to its edges_per_row (at most 8) best other
-// clusters (fewer heap entries; the check covers the others), every edge
-// after, and from the start when over n / 128 rows are to move.
+// clusters whose reduced cost is below a reach (2 x the largest gap of the
+// rows that may move: fewer heap entries; the check covers the others and a
+// failed check widens the reach), every edge after, and from the start when
+// over n / 128 rows are to move.
 //
 // balanced_transfer from the offsets g alone, on every row's distances to all
 // k clusters: labels the rows by the argmin of D - g (ties to the smaller j),

@@ -235,28 +235,32 @@ void def_balanced(py::module_& m) {
       [](const py::array& D_, const py::array& targets_, const py::array& g_,
          const py::array& owner_, int64_t rows_per_move, double band, int64_t edges_per_row,
          double slack, int64_t max_tries) {
-        auto D = checked<double>(D_, "D", 2);
-        auto targets = checked<int64_t>(targets_, "targets", 1);
-        auto g_in = checked<double>(g_, "g", 1);
-        auto owner_in = checked<int64_t>(owner_, "owner", 1);
-        const int64_t n = D.shape(0), k = D.shape(1);
-        if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
-            rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
-          throw py::value_error("balanced_counts: inconsistent shapes");
-        carray<double> g(k);
-        std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
-        carray<int64_t> owner(n);
-        std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
-        int64_t moves = 0, rows_used = 0;
-        softkmeans::TransferStatus status;
-        softkmeans_bindings::run_native([&] {  // Ctrl-C stops it between moves
-          std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
-          std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
-          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move, band,
-                                               edges_per_row, slack, max_tries, g.mutable_data(),
-                                               owner.mutable_data(), &moves, &rows_used);
-        });
-        return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+        // D float32 (read as double, no float64 copy) or float64
+        auto solve = [&](auto type) {
+          using T = decltype(type);
+          auto D = checked<T>(D_, "D", 2);
+          auto targets = checked<int64_t>(targets_, "targets", 1);
+          auto g_in = checked<double>(g_, "g", 1);
+          auto owner_in = checked<int64_t>(owner_, "owner", 1);
+          const int64_t n = D.shape(0), k = D.shape(1);
+          if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
+              rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
+            throw py::value_error("balanced_counts: inconsistent shapes");
+          carray<double> g(k);
+          carray<int64_t> owner(n);
+          int64_t moves = 0, rows_used = 0;
+          softkmeans::TransferStatus status;
+          softkmeans_bindings::run_native([&] {  // Ctrl-C stops it between moves
+            std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+            std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
+            status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
+                                                 band, edges_per_row, slack, max_tries,
+                                                 g.mutable_data(), owner.mutable_data(), &moves,
+                                                 &rows_used);
+          });
+          return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+        };
+        return py::isinstance<carray<float>>(D_) ? solve(float{}) : solve(double{});
       },
       "The hard balanced assignment to integer counts from the offsets g:\n"
       "(status, owner, g, moves, rows_used).");

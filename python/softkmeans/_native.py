@@ -161,7 +161,7 @@ def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, e
 
 def balanced_counts(D, targets, g, owner, rows_per_move, band, edges_per_row, slack, max_tries):
     """The hard balanced assignment of unit-weight rows to integer counts `targets` from
-    the offsets g, on their distances D (n, k) float64, moving first only the rows within
+    the offsets g, on their distances D (n, k) float32 or float64, moving first only the rows within
     band of a tie, each through its edges_per_row best other clusters; owner (n,) int64:
     the last owners (-1: none), kept where tied
     (`cpp/include/softkmeans/balanced.hpp`). Returns (status 0 settled / 1 no path / 2

@@ -264,7 +264,7 @@ class CountsRepair:
         # The offsets' change at the last solve, from its pass's (None: none yet).
         self.pair = None
         # (boundary rows, their D, every row's margin at the end) of the last solve
-        self.last = None
+        self._last = None
         # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
         self.prev = None
 
@@ -306,7 +306,7 @@ class CountsRepair:
                 change = g_new - start.g
                 # A cold start's change says nothing of the next solve's (from here).
                 self.reach = (change.max() - change) if self.warm else np.zeros(k)
-                self.warm, self.last = True, (boundary, D, end.margin)
+                self.warm, self._last = True, (boundary, D, end.margin)
                 some = np.arange(0, boundary.size, -(-boundary.size // PREDICT_ROWS))
                 self.prev = (C, boundary[some], D[some], owner[some])
                 self.pair = g_new - g_pass
@@ -317,6 +317,15 @@ class CountsRepair:
             # (measured: 20x the spread of the full repair's change).
             want *= 4
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
+
+    @property
+    def last(self):
+        """(boundary rows, their D (float64), every row's margin at the end) of the last
+        solve (None before the first)."""
+        if self._last is None:
+            return None
+        boundary, D, margin = self._last
+        return boundary, D.astype(np.float64, copy=False), margin
 
     def _start(self, C, p, g, off):
         """(pass, its offsets, `Start`) for the repair from the pass p at offsets g that
@@ -413,11 +422,15 @@ class CountsRepair:
         if rows.size == 0:
             return rows
         D = self._distances(rows, C)
-        v = D.astype(np.float64)
-        v -= g  # (in place: one (rows, k) float64 array, not two)
-        own = v[np.arange(rows.size), labels[rows]]
-        v[np.arange(rows.size), labels[rows]] = np.inf
-        gap = v.min(axis=1) - own
+        gap = np.empty(rows.size)
+        step = max(1, (1 << 18) // D.shape[1])  # float64 rows in cache (250k rows: 3x faster)
+        for s in range(0, rows.size, step):
+            v = D[s : s + step].astype(np.float64)
+            v -= g  # (in place)
+            at, mine = np.arange(v.shape[0]), labels[rows[s : s + step]]
+            own = v[at, mine]
+            v[at, mine] = np.inf
+            gap[s : s + step] = v.min(axis=1) - own
         margin[rows] = gap
         return rows[gap < -_tie(D)]
 
@@ -482,16 +495,17 @@ class CountsRepair:
         return g_sub if status == 0 else g
 
     def _repair(self, C, start, boundary):
-        """(offsets, owners of the boundary rows then the slack rows, their D (float64))
-        by successive shortest paths from the start's offsets; None when the
-        other rows' labels leave a count out of reach."""
+        """(offsets, owners of the boundary rows then the slack rows, their D (the
+        kernel's, X's dtype: the shortest paths read float32 as float64, no copy)) by
+        successive shortest paths from the start's offsets; None when the other rows'
+        labels leave a count out of reach."""
         k = self.targets.size
         fixed = np.bincount(start.labels, minlength=k)
         fixed -= np.bincount(start.labels[boundary], minlength=k)
         targets = self.targets - fixed
         if (targets < 0).any():
             return None
-        D = self._distances(boundary, C).astype(np.float64)
+        D = self._distances(boundary, C)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
         tie = _tie(D)
@@ -533,8 +547,10 @@ def _sample_error(sample, g, n):
 
 
 def _tie(D):
-    """The repair's tolerance on a tie (float64), relative to the mean of distances D."""
-    return 1e-12 * max(float(D.mean()) if D.size else 0.0, np.finfo(np.float64).tiny)
+    """The repair's tolerance on a tie (float64), relative to the mean of distances D
+    (summed in float64: float32 D gives the bits of its float64 copy)."""
+    mean = float(D.mean(dtype=np.float64)) if D.size else 0.0
+    return 1e-12 * max(mean, np.finfo(np.float64).tiny)
 
 
 def _boundary(margin, band, want, everything):

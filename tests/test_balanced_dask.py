@@ -1,5 +1,5 @@
 """A balanced fit of a Dask array on a 2-worker LocalCluster (issue 35, item 1): its reads
-of X are runner passes on the workers (`softkmeans.fit.balanced_repair.BIASED`, the
+of X are runner passes on the workers (`softkmeans.fit.balanced_passes.BIASED`, the
 candidates, the label sums), the solver runs in this process, as k-means|| does.
 
 Oracles: the counts the balance asks for, the assignment problem at the fitted centroids

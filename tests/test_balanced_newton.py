@@ -142,3 +142,33 @@ def test_warm_solves_with_narrow_candidates_are_the_lp_optimum(seed, monkeypatch
         assert np.array_equal(np.bincount(labels, minlength=k), counts), t
         cost = float(D[np.arange(n), labels].sum())
         assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12), t
+
+
+@pytest.mark.parametrize("reach", [4.0, 0.05])
+def test_pair_started_solves_give_the_labels_of_the_plain_repair(reach, monkeypatch):
+    # Warm solves along a path of centroids, Newton reading the rows near a tie with
+    # their next cluster by that pair's last change (every warm solve; reach 0.05: too
+    # few rows, so they are widened and over-full clusters lend theirs), against the
+    # repair with no Newton start: the same labels at every step (the optimum is unique).
+    # Three candidates a row: the floor bounds most columns.
+    monkeypatch.setattr(balanced_repair, "CANDIDATES", 3)
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)
+    monkeypatch.setattr(balanced_repair, "PAIR_ERROR", 1.0)
+    monkeypatch.setattr(balanced_repair, "PAIR_REACH", reach)
+    calls = []
+    pair_start = balanced_repair._pair_newton_start
+    monkeypatch.setattr(balanced_repair, "_pair_newton_start",
+                        lambda *a: calls.append(1) or pair_start(*a))  # fmt: skip
+    n, k = 6000, 10
+    X, C = unequal_blobs(n, 5, k, seed=8)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 55), n)
+    source = sources.source_of(X)
+    drift = np.random.default_rng(9).normal(scale=0.2, size=C.shape)
+    paths = []
+    for newton_error in (1, np.inf):
+        monkeypatch.setattr(balanced_repair, "NEWTON_ERROR", newton_error)
+        solver = balanced_repair.CountsRepair(source, counts)
+        paths.append([solver.solve(C + t * drift)[0] for t in range(6)])
+    assert len(calls) >= 3, calls
+    for t, (a, b) in enumerate(zip(*paths)):
+        assert np.array_equal(a, b), t

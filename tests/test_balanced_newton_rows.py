@@ -126,3 +126,30 @@ def test_newton_sweeps_are_the_same_at_every_level_and_thread_count(dtype, k):
         assert out[0] == outs[0][0] and out[5] == outs[0][5]
         for a, b in zip(out[1:5], outs[0][1:5]):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [8, 5, 1])
+def test_row_states_of_every_row_are_their_definition(dtype, m, simd_level):
+    # `biased_row_states` (every row's state at given offsets, what the pair-started
+    # Newton reads after each call): 40,000 rows, several chunks of fixed size, ties
+    # within rows and between equal offsets, at every SIMD level and thread count.
+    k = 12
+    cand, dist, _ = _candidates(40_000, m, k, dtype, seed=10 + m)
+    g = np.random.default_rng(m).integers(-2, 3, k).astype(np.float64)
+    g[[3, 7]] = g[1]
+    want = _definition(cand, dist, g)
+    for n_threads in THREAD_COUNTS:
+        got = _native.biased_row_states(cand, dist, g, n_threads)
+        assert got[0].dtype == np.int64
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b)
+
+
+def test_row_states_refuse_a_column_outside_the_clusters():
+    cand, dist, _ = _candidates(10, 3, 4, np.float64, seed=0)
+    cand[4, 1] = 4
+    with pytest.raises(ValueError, match="column outside"):
+        _native.biased_row_states(cand, dist, np.zeros(4))
+    with pytest.raises(TypeError, match="cand"):
+        _native.biased_row_states(cand.astype(np.int64), dist, np.zeros(4))

@@ -87,7 +87,7 @@ def _arguments(C, n_threads=1):
         "softkmeans.fit.balanced_passes.LABEL_SUMS": ((), (labels, K)),
         # The balanced pass at offsets g: labels, gaps, N, S, J and 3 candidates a row
         # within a band of 2 (and none, the band infinite).
-        "softkmeans.fit.balanced_repair.BIASED": ((), (C, offsets, n_threads, 3, 2.0)),
+        "softkmeans.fit.balanced_passes.BIASED": ((), (C, offsets, n_threads, 3, 2.0)),
         "unbanded BIASED": ((), (C, offsets, n_threads, 0, np.inf)),
         # k-means++: the distances to the nearest centre so far, read by each block.
         "softkmeans.fit.seeding.CLOSEST": ((), (closest, C[:1], 3, n_threads)),

@@ -56,6 +56,47 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
   return py::make_tuple(labels, gap, dist, W, N, S, J, cand, cand_dist, floor);
 }
 
+// Each of the n rows read of cand (rows: their indices, nullptr: the first n)
+// holds columns in [0, k), -1 (none) only after its first.
+void check_candidates(const carray<std::int32_t>& cand, index_t k, const std::int64_t* rows,
+                      index_t n) {
+  const index_t total = cand.shape(0), m = cand.shape(1);
+  for (index_t r = 0; r < n; ++r) {
+    const index_t i = rows ? rows[r] : r;
+    if (i < 0 || i >= total) throw py::value_error("rows holds a row outside [0, len(cand))");
+    for (index_t s = 0; s < m; ++s) {
+      const std::int32_t c = cand.data()[i * m + s];
+      if (c < -1 || c >= k || (s == 0 && c < 0))
+        throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
+    }
+  }
+}
+
+// (labels (n,) int64, own (n,) and gap (n,) float64): biased_row_states of
+// every row of cand at the offsets g, on n_threads.
+template <typename T>
+py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
+                              const py::array& g_a, int n_threads) {
+  const auto cand = as_matrix<std::int32_t>(cand_a, "cand");
+  const auto dist = as_matrix<T>(dist_a, "cand_dist");
+  const index_t n = cand.shape(0), m = cand.shape(1);
+  if (dist.shape(0) != n || dist.shape(1) != m)
+    throw py::value_error("cand and cand_dist must have the same shape");
+  const auto g = as_vector<double>(g_a, "g", g_a.size());
+  const index_t k = g.shape(0);
+  if (m < 1 || m > k) throw py::value_error("need 1 <= m <= k candidates a row");
+  check_candidates(cand, k, nullptr, n);
+  carray<std::int64_t> labels(n);
+  carray<double> own(n), gap(n);
+  const int threads = softkmeans::resolve_threads(n_threads);
+  run_native([&] {
+    softkmeans::biased_row_states<T>(cand.data(), dist.data(), n, m, g.data(),
+                                     labels.mutable_data(), own.mutable_data(),
+                                     gap.mutable_data(), threads);
+  });
+  return py::make_tuple(labels, own, gap);
+}
+
 // (count error, g (k,), labels (n,) int64, own (n,) and gap (n,) float64,
 // evals): balanced_newton from the offsets g on the candidates of the rows
 // `rows` (None: every row of cand), on n_threads.
@@ -79,15 +120,7 @@ py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
   }
   const index_t n = some ? rows.shape(0) : total;
   if (n < 1 || m < 1 || m > k) throw py::value_error("need n >= 1 and 1 <= m <= k");
-  for (index_t r = 0; r < n; ++r) {
-    const index_t i = some ? rows.data()[r] : r;
-    if (i < 0 || i >= total) throw py::value_error("rows holds a row outside [0, len(cand))");
-    for (index_t s = 0; s < m; ++s) {
-      const std::int32_t c = cand.data()[i * m + s];
-      if (c < -1 || c >= k || (s == 0 && c < 0))
-        throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
-    }
-  }
+  check_candidates(cand, k, some ? rows.data() : nullptr, n);
   carray<double> g(k), own(n), gap(n);
   carray<std::int64_t> labels(n);
   std::int64_t err = 0, evals = 0;
@@ -120,6 +153,16 @@ void def_biased(py::module_& m) {
       py::arg("n_threads") = 1,
       "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the "
       "offsets g, on the candidates of the rows `rows` (None: every row), on n_threads");
+  m.def(
+      "biased_row_states",
+      [](const py::array& cand, const py::array& cand_dist, const py::array& g, int n_threads) {
+        return by_dtype(cand_dist, [&](auto t) {
+          return biased_row_states_t<decltype(t)>(cand, cand_dist, g, n_threads);
+        });
+      },
+      py::arg("cand"), py::arg("cand_dist"), py::arg("g"), py::arg("n_threads") = 1,
+      "(labels, own, gap): each row's best candidate at the offsets g (ties to the smaller "
+      "column), D there and the second best candidate's value less the best's");
   m.def(
       "biased_hard_stats",
       [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,
@@ -192,28 +235,32 @@ void def_balanced(py::module_& m) {
       [](const py::array& D_, const py::array& targets_, const py::array& g_,
          const py::array& owner_, int64_t rows_per_move, double band, int64_t edges_per_row,
          double slack, int64_t max_tries) {
-        auto D = checked<double>(D_, "D", 2);
-        auto targets = checked<int64_t>(targets_, "targets", 1);
-        auto g_in = checked<double>(g_, "g", 1);
-        auto owner_in = checked<int64_t>(owner_, "owner", 1);
-        const int64_t n = D.shape(0), k = D.shape(1);
-        if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
-            rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
-          throw py::value_error("balanced_counts: inconsistent shapes");
-        carray<double> g(k);
-        std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
-        carray<int64_t> owner(n);
-        std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
-        int64_t moves = 0, rows_used = 0;
-        softkmeans::TransferStatus status;
-        softkmeans_bindings::run_native([&] {  // Ctrl-C stops it between moves
-          std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
-          std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
-          status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move, band,
-                                               edges_per_row, slack, max_tries, g.mutable_data(),
-                                               owner.mutable_data(), &moves, &rows_used);
-        });
-        return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+        // D float32 (read as double, no float64 copy) or float64
+        auto solve = [&](auto type) {
+          using T = decltype(type);
+          auto D = checked<T>(D_, "D", 2);
+          auto targets = checked<int64_t>(targets_, "targets", 1);
+          auto g_in = checked<double>(g_, "g", 1);
+          auto owner_in = checked<int64_t>(owner_, "owner", 1);
+          const int64_t n = D.shape(0), k = D.shape(1);
+          if (targets.shape(0) != k || g_in.shape(0) != k || owner_in.shape(0) != n || k < 1 ||
+              rows_per_move < 1 || max_tries < 1 || edges_per_row < 1)
+            throw py::value_error("balanced_counts: inconsistent shapes");
+          carray<double> g(k);
+          carray<int64_t> owner(n);
+          int64_t moves = 0, rows_used = 0;
+          softkmeans::TransferStatus status;
+          softkmeans_bindings::run_native([&] {  // Ctrl-C stops it between moves
+            std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
+            std::copy(owner_in.data(), owner_in.data() + n, owner.mutable_data());
+            status = softkmeans::balanced_counts(D.data(), n, k, targets.data(), rows_per_move,
+                                                 band, edges_per_row, slack, max_tries,
+                                                 g.mutable_data(), owner.mutable_data(), &moves,
+                                                 &rows_used);
+          });
+          return std::make_tuple(static_cast<int>(status), owner, g, moves, rows_used);
+        };
+        return py::isinstance<carray<float>>(D_) ? solve(float{}) : solve(double{});
       },
       "The hard balanced assignment to integer counts from the offsets g:\n"
       "(status, owner, g, moves, rows_used).");

@@ -161,7 +161,7 @@ def balanced_auction(cand, cost, beyond, w, caps, prices, owner, free_at_zero, e
 
 def balanced_counts(D, targets, g, owner, rows_per_move, band, edges_per_row, slack, max_tries):
     """The hard balanced assignment of unit-weight rows to integer counts `targets` from
-    the offsets g, on their distances D (n, k) float64, moving first only the rows within
+    the offsets g, on their distances D (n, k) float32 or float64, moving first only the rows within
     band of a tie, each through its edges_per_row best other clusters; owner (n,) int64:
     the last owners (-1: none), kept where tied
     (`cpp/include/softkmeans/balanced.hpp`). Returns (status 0 settled / 1 no path / 2
@@ -201,6 +201,14 @@ def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0, rows=None,
     at a count error of `enough`. Its sweeps over the rows run on n_threads in chunks of
     fixed size: the same outputs at every count (`cpp/include/softkmeans/balanced.hpp`)."""
     return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough, rows, n_threads)
+
+
+def biased_row_states(cand, cand_dist, g, n_threads=1):
+    """Each row's best candidate (cand (n, m) int32, -1 past the last; cand_dist (n, m))
+    at offsets g (k,), ties to the smaller column: (labels (n,) int64, D there (n,) and the
+    second best candidate's value less the best's (n,) float64, inf with one), the values
+    `balanced_newton` gives the rows it reads, on n_threads."""
+    return _core.biased_row_states(cand, cand_dist, g, n_threads)
 
 
 def feature_moments(X, w, chunk_rows, n_threads):

@@ -80,8 +80,10 @@ enum class TransferStatus : int {
 // max_tries (which needs no check) or when half the rows would take part. It
 // starts from g = 0 instead when that misses the counts by less. At the first
 // try a row enters only the edges to its edges_per_row (at most 8) best other
-// clusters (fewer heap entries; the check covers the others), every edge
-// after, and from the start when over n / 128 rows are to move.
+// clusters whose reduced cost is below a reach (2 x the largest gap of the
+// rows that may move: fewer heap entries; the check covers the others and a
+// failed check widens the reach), every edge after, and from the start when
+// over n / 128 rows are to move.
 //
 // balanced_transfer from the offsets g alone, on every row's distances to all
 // k clusters: labels the rows by the argmin of D - g (ties to the smaller j),
@@ -91,7 +93,7 @@ enum class TransferStatus : int {
 // times the rows (every row at last, which needs no check), at most max_tries
 // times (too_many_moves).
 //
-// D       [in]  (n, k) double, D_ij
+// D       [in]  (n, k) double or float, D_ij
 // targets [in]  (k,) int64 counts summing to n
 // g       [in/out] (k,) double, the offsets
 // owner   [in/out] (n,) int64: in, each row's last cluster (-1: none), which
@@ -99,6 +101,12 @@ enum class TransferStatus : int {
 //               (the slack rows of capacities tie everywhere); out, its cluster
 // moves   [out] the rows moved; rows_used [out] the rows allowed to move
 TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used);
+// The same on float32 distances (each read as double: the same outputs as
+// on the float64 copy of D, without that copy).
+TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64_t* targets,
                                int64_t rows_per_move, double band, int64_t edges_per_row,
                                double slack, int64_t max_tries, double* g, int64_t* owner,
                                int64_t* moves, int64_t* rows_used);
@@ -142,5 +150,14 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
                         int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
                         int64_t enough, double* g, int64_t* labels, double* own, double* gap,
                         int64_t* evals, int n_threads);
+
+// Each row's best candidate at offsets g among its m (the fused pass's
+// candidates, as balanced_newton reads them): labels (ties to the smaller
+// column), own its D_ij, gap the second best candidate's value less the
+// best's (inf when the row holds one): the values balanced_newton gives a row
+// it reads, for every row, on n_threads (the same at every count).
+template <typename T>
+void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m,
+                       const double* g, int64_t* labels, double* own, double* gap, int n_threads);
 
 }  // namespace softkmeans

@@ -28,7 +28,7 @@ iteration of the soft assignment, and predict with the fitted offsets.
 Soft: entropic transport at T = 2 sigma^2, log-domain Sinkhorn over [X, 0] at the biased
 centroids (one `stats` pass each); the step is c_j = S_j / N_j of the last pass.
 
-Every read of X is a runner pass (`balanced_passes`, `balanced_repair.BIASED`), in this
+Every read of X is a runner pass (`balanced_passes`, BIASED among them), in this
 process or on a Dask source's workers; the solver (the repair, the auction, Sinkhorn's
 offsets) runs in this process on (n,) vectors, as k-means|| does.
 """

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .. import _native
+from .. import _balance, _native, _stats
 from ..sources.runner import Pass, RowMap, concat, run
 
-__all__ = ["candidates", "label_sums", "sq_distances"]
+__all__ = ["BIASED", "BiasedPass", "biased_pass", "candidates", "kernel_rows", "label_sums",
+           "sq_distances"]  # fmt: skip
 
 # Bytes of (rows, k) float64 distances, or of float64 rows, formed at a time.
 _CHUNK_BYTES = 1 << 22
@@ -89,3 +92,93 @@ def label_sums(source, labels, k):
     """S (k, d) float64, S_j = sum of w_i x_i over the rows labelled j (the centroid
     step of a given assignment)."""
     return run(source, LABEL_SUMS, np.asarray(labels), k)
+
+
+class BiasedPass(NamedTuple):
+    """One pass at offsets g: labels (n,) int64, gap (n,) and dist (n,) = D at the label
+    (X's dtype), the BlockStats at those labels, and each row's best biased columns
+    within a band, at most m (`_native.biased_hard_stats_candidates`: cand (n, m) int32,
+    cand_dist (n, m), floor (n,); m = 0: none)."""
+
+    labels: np.ndarray
+    gap: np.ndarray
+    dist: np.ndarray
+    stats: _stats.BlockStats
+    cand: np.ndarray
+    cand_dist: np.ndarray
+    floor: np.ndarray
+
+
+def _unfused_candidates(D, g, m, band):
+    """(cand, cand_dist, floor) of `_native.biased_hard_stats_candidates` from D (rows, k)
+    by their definition (NumPy, in D's dtype)."""
+    if m == 0:
+        none = np.empty((D.shape[0], 0), dtype=D.dtype)
+        return none.astype(np.int32), none, np.empty(0, dtype=D.dtype)
+    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
+    order = np.argsort(v, axis=1, kind="stable")[:, :m]
+    sorted_v = np.take_along_axis(v, order, axis=1)
+    bar = (sorted_v[:, 0] + D.dtype.type(band)).astype(D.dtype)
+    held = sorted_v < bar[:, None]
+    cand = np.where(held, order, -1).astype(np.int32)
+    cand_dist = np.where(held, np.take_along_axis(D, order, axis=1), 0).astype(D.dtype)
+    floor = np.where(held[:, -1], sorted_v[:, -1], bar).astype(D.dtype)
+    return cand, cand_dist, floor
+
+
+def _unfused_block(rows, C, g, w, n_threads, m, band):
+    """The pass over one block by its definition: the kernel's D (rows, k), then
+    `_balance.biased_argmin`, the candidates and the sums (CSR blocks, which no fused
+    kernel reads)."""
+    from scipy import sparse
+
+    D = _native.sq_distances(rows, C, n_threads)
+    labels, gap = _balance.biased_argmin(D, g)
+    dist = D[np.arange(D.shape[0]), labels]
+    k = C.shape[0]
+    onehot = sparse.csr_matrix((w, (labels, np.arange(labels.size))), shape=(k, labels.size))
+    S = onehot @ rows.astype(np.float64)
+    S = S.toarray() if sparse.issparse(S) else np.asarray(S)
+    N = np.bincount(labels, w, minlength=k)
+    J = float(w @ dist.astype(np.float64))
+    stats = _stats.BlockStats(float(w.sum()), N, S, J, J, np.nan)
+    return (labels, gap, dist, stats, *_unfused_candidates(D, g, m, band))
+
+
+def _biased_block(rows, w, start, C, g, n_threads, m, band):
+    """The block's `BiasedPass` fields: the fused native pass for a dense block, the
+    unfused one for a CSR block (which no fused kernel reads)."""
+    if not isinstance(rows, np.ndarray):
+        return _unfused_block(rows, C, g, w, n_threads, m, band)
+    return _native.biased_hard_stats_candidates(rows, C, g, w, n_threads, m, band)
+
+
+def _merge_biased(parts):
+    """Consecutive blocks' fields in block order: the rows' arrays concatenated, the
+    statistics added in order (`_stats.merge`)."""
+    labels, gap, dist, stats, cand, cand_dist, floor = zip(*parts)
+    return (
+        np.concatenate(labels), np.concatenate(gap), np.concatenate(dist), _stats.merge(stats),
+        np.concatenate(cand), np.concatenate(cand_dist), np.concatenate(floor),
+    )  # fmt: skip
+
+
+# args: C (k, d) in X's dtype, g (k,) float64, n_threads, m, band.
+BIASED = Pass("balanced-biased", _biased_block, _merge_biased)
+
+
+def biased_pass(source, C, g, m=0, band=np.inf):
+    """`BiasedPass` of every row of a source at centroids C (X's dtype) and offsets g
+    (k,) float64, with at most m candidates a row within band of its best: the `BIASED`
+    pass, run by the runner (in this process or on Dask; the rows' fields come back to
+    this process, where the repair runs)."""
+    g = np.ascontiguousarray(g, dtype=np.float64)
+    return BiasedPass(*run(source, BIASED, C, g, source.n_threads, m, float(band)))
+
+
+def kernel_rows(source, idx):
+    """The rows idx of the source as its kernels read them (CSR stays CSR: the CSR
+    kernel's distances are not the dense one's bits)."""
+    if source.kind == "csr":
+        return source.data[idx]
+    return np.ascontiguousarray(source.rows(idx))

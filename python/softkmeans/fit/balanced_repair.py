@@ -22,15 +22,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
-from ..sources.runner import Pass, run
+from .balanced_passes import biased_pass, kernel_rows
 from .balanced_rows import label_groups, min_outside, sorted_union, with_leavers
 
 __all__ = [
-    "BIASED",
-    "BiasedPass",
     "CountsRepair",
     "Start",
-    "biased_pass",
     "min_outside",
     "rounding_slack",
 ]
@@ -99,94 +96,19 @@ SMALL_WORK = 1 << 20
 SERIAL_SOLVE_WORK = 1 << 23
 # The moves to a boundary row's best other clusters that the first repair takes.
 EDGES = 8
-
-
-class BiasedPass(NamedTuple):
-    """One pass at offsets g: labels (n,) int64, gap (n,) and dist (n,) = D at the label
-    (X's dtype), the BlockStats at those labels, and each row's best biased columns
-    within a band, at most m (`_native.biased_hard_stats_candidates`: cand (n, m) int32,
-    cand_dist (n, m), floor (n,); m = 0: none)."""
-
-    labels: np.ndarray
-    gap: np.ndarray
-    dist: np.ndarray
-    stats: _stats.BlockStats
-    cand: np.ndarray
-    cand_dist: np.ndarray
-    floor: np.ndarray
-
-
-def _unfused_candidates(D, g, m, band):
-    """(cand, cand_dist, floor) of `_native.biased_hard_stats_candidates` from D (rows, k)
-    by their definition (NumPy, in D's dtype)."""
-    if m == 0:
-        none = np.empty((D.shape[0], 0), dtype=D.dtype)
-        return none.astype(np.int32), none, np.empty(0, dtype=D.dtype)
-    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
-    order = np.argsort(v, axis=1, kind="stable")[:, :m]
-    sorted_v = np.take_along_axis(v, order, axis=1)
-    bar = (sorted_v[:, 0] + D.dtype.type(band)).astype(D.dtype)
-    held = sorted_v < bar[:, None]
-    cand = np.where(held, order, -1).astype(np.int32)
-    cand_dist = np.where(held, np.take_along_axis(D, order, axis=1), 0).astype(D.dtype)
-    floor = np.where(held[:, -1], sorted_v[:, -1], bar).astype(D.dtype)
-    return cand, cand_dist, floor
-
-
-def _unfused_block(rows, C, g, w, n_threads, m, band):
-    """The pass over one block by its definition: the kernel's D (rows, k), then
-    `_balance.biased_argmin`, the candidates and the sums (CSR blocks, which no fused
-    kernel reads)."""
-    D = _native.sq_distances(rows, C, n_threads)
-    labels, gap = _balance.biased_argmin(D, g)
-    dist = D[np.arange(D.shape[0]), labels]
-    k = C.shape[0]
-    onehot = sp.csr_matrix((w, (labels, np.arange(labels.size))), shape=(k, labels.size))
-    S = onehot @ rows.astype(np.float64)
-    S = S.toarray() if sp.issparse(S) else np.asarray(S)
-    N = np.bincount(labels, w, minlength=k)
-    J = float(w @ dist.astype(np.float64))
-    stats = _stats.BlockStats(float(w.sum()), N, S, J, J, np.nan)
-    return (labels, gap, dist, stats, *_unfused_candidates(D, g, m, band))
-
-
-def _biased_block(rows, w, start, C, g, n_threads, m, band):
-    """The block's `BiasedPass` fields: the fused native pass for a dense block, the
-    unfused one for a CSR block (which no fused kernel reads)."""
-    if sp.issparse(rows):
-        return _unfused_block(rows, C, g, w, n_threads, m, band)
-    return _native.biased_hard_stats_candidates(rows, C, g, w, n_threads, m, band)
-
-
-def _merge_biased(parts):
-    """Consecutive blocks' fields in block order: the rows' arrays concatenated, the
-    statistics added in order (`_stats.merge`)."""
-    labels, gap, dist, stats, cand, cand_dist, floor = zip(*parts)
-    return (
-        np.concatenate(labels), np.concatenate(gap), np.concatenate(dist), _stats.merge(stats),
-        np.concatenate(cand), np.concatenate(cand_dist), np.concatenate(floor),
-    )  # fmt: skip
-
-
-# args: C (k, d) in X's dtype, g (k,) float64, n_threads, m, band.
-BIASED = Pass("balanced-biased", _biased_block, _merge_biased)
-
-
-def biased_pass(source, C, g, m=0, band=np.inf):
-    """`BiasedPass` of every row of a source at centroids C (X's dtype) and offsets g
-    (k,) float64, with at most m candidates a row within band of its best: the `BIASED`
-    pass, run by the runner (in this process or on Dask; the rows' fields come back to
-    this process, where the repair runs)."""
-    g = np.ascontiguousarray(g, dtype=np.float64)
-    return BiasedPass(*run(source, BIASED, C, g, source.n_threads, m, float(band)))
-
-
-def _kernel_rows(source, idx):
-    """The rows idx of the source as its kernels read them (CSR stays CSR: the CSR
-    kernel's distances are not the dense one's bits)."""
-    if source.kind == "csr":
-        return source.data[idx]
-    return np.ascontiguousarray(source.rows(idx))
+# A warm solve whose pass misses the counts by at most PAIR_ERROR x n rows gives Newton
+# the rows near a tie with their next cluster, by that pair's change at the last solve
+# (`_pair_newton_start`): a row of label a and next b whose gap is below PAIR_REACH x
+# |change_b - change_a|. Measured at 1e6 x 16, k = 64 (bench/balanced.py), late in the
+# fit: 1,500-50,000 rows where the global spread of the change took 440,000-760,000
+# (far-apart clusters' offsets drift with no row between them), missing 30-300 of the
+# 700-6,000 rows that changed label; an error above 2 % (the first 5 solves, 6-9 %)
+# moved the offsets too far for the last change to say where.
+PAIR_ERROR, PAIR_REACH = 0.02, 4.0
+# Rows that change label outside Newton's rows widen them (the pair's change of this
+# solve), at most PAIR_WIDENINGS times; an over-full cluster lends Newton
+# 2 x its excess + PAIR_LEAVERS of its rows of least gap.
+PAIR_WIDENINGS, PAIR_LEAVERS = 3, 16
 
 
 def rounding_slack(p, g):
@@ -214,57 +136,104 @@ def _pass_start(p, g):
     return Start(g, p.labels, margin, p.dist.astype(np.float64))
 
 
+def _newton_rows(p, g, targets, enough, rows, n_threads):
+    """(count error among the candidates, offsets) of damped Newton from g on the rows
+    `rows` of the pass p (None: every row), the others' labels fixed: a Newton that stops
+    above NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its
+    error) starts again from where it stopped, at most NEWTON_RESTARTS times. Newton
+    reads the rows in place (by index), on n_threads where they are many."""
+    n, k = p.labels.size, targets.size
+    rest = np.zeros(k, dtype=np.int64)
+    if rows is not None:
+        rest = np.bincount(p.labels, minlength=k) - np.bincount(p.labels[rows], minlength=k)
+    threads = n_threads if (n if rows is None else rows.size) >= NEWTON_THREAD_ROWS else 1
+    g_new, last = g, np.inf
+    for _ in range(NEWTON_RESTARTS + 1):
+        err, g_new = _native.balanced_newton(
+            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads
+        )[:2]
+        if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
+            break
+        last = err
+    return err, g_new
+
+
 def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
-    row's candidates (`_native.balanced_newton`, many rows a step). A row's margin is
-    its gap among its candidates, and below the bound on the columns outside them: at
-    g their biased values were at least the pass's floor (in X's dtype, less its
-    rounding), and each has since fallen by at most the most any offset rose.
+    row's candidates (`_newton_rows`, many rows a step), every row's label and margin
+    then at the new offsets (`_candidates_start`).
 
     Newton reads the rows with two candidates or more and a gap below reach (how far
     the offsets are expected to move; a row of one keeps its label there, and costs
     Newton a read of its row at every start and finish: 12 ms of a 15 ms call at 1e5
-    rows, k = 64, late in a fit); the others keep the pass's label, their margin the
-    pass's less the most an offset rose relative to theirs. A Newton that stops above
-    NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its error)
-    starts again from where it stopped, at most NEWTON_RESTARTS times. Newton reads the
-    rows in place (by index), on n_threads."""
-    start = _pass_start(p, g)
+    rows, k = 64, late in a fit), the others' labels fixed; every row where a cluster
+    holds more fixed rows than its count."""
     if p.cand.shape[1] < 2:
-        return start
+        return _pass_start(p, g)
     some = np.flatnonzero((p.cand[:, 1] >= 0) & (p.gap < reach))
     if some.size == 0:
-        return start
+        return _pass_start(p, g)
     k = targets.size
     rest = np.bincount(p.labels, minlength=k) - np.bincount(p.labels[some], minlength=k)
-    if (rest > targets).any():
-        some = np.arange(p.labels.size)
-        rest[:] = 0
-    rows = None if some.size == p.labels.size else some  # (None: every row, unindexed)
-    n_threads = n_threads if some.size >= NEWTON_THREAD_ROWS else 1
-    g_new, last = g, np.inf
-    for _ in range(NEWTON_RESTARTS + 1):
-        err, g_new, labels, own, gap = _native.balanced_newton(
-            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, n_threads
-        )[:5]
-        if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
+    rows = None if some.size == p.labels.size or (rest > targets).any() else some
+    return _candidates_start(p, g, _newton_rows(p, g, targets, enough, rows, n_threads)[1],
+                             n_threads)  # fmt: skip
+
+
+def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
+    """`_newton_start` on the rows near a tie with their next cluster by the change of
+    that pair (`pair` (k,): the offsets' change at the last solve; PAIR_REACH), not by
+    the global spread of the change. Every row's label is then taken at Newton's
+    offsets; while that misses the counts by more than NEWTON_AGAIN x enough, the rows
+    near a tie by this solve's change join Newton's and it runs again from g (at most
+    PAIR_WIDENINGS times). A cluster that holds more fixed rows than its count lends
+    Newton its rows of least gap (PAIR_LEAVERS)."""
+    if p.cand.shape[1] < 2:
+        return _pass_start(p, g)
+    n, k = p.labels.size, targets.size
+    two = p.cand[:, 1] >= 0
+    nxt, labels = np.maximum(p.cand[:, 1], 0), p.labels
+    counts = np.bincount(labels, minlength=k)
+    near = two & (p.gap < PAIR_REACH * np.abs(pair[nxt] - pair[labels]))
+    for _ in range(PAIR_WIDENINGS + 1):
+        rows = np.flatnonzero(near)
+        excess = np.maximum(counts - np.bincount(labels[rows], minlength=k) - targets, 0)
+        if excess.any():
+            leave = 2 * excess + PAIR_LEAVERS
+            rows = with_leavers(rows, label_groups(labels, excess > 0), p.gap, leave)
+        rows = None if rows.size == n else rows
+        g_new = _newton_rows(p, g, targets, enough, rows, n_threads)[1]
+        start = _candidates_start(p, g, g_new, n_threads)
+        err = int(np.abs(np.bincount(start.labels, minlength=k) - targets).sum())
+        if err <= NEWTON_AGAIN * enough or rows is None:
             break
-        last = err
+        change = g_new - g
+        wider = near | (two & (p.gap < PAIR_REACH * np.abs(change[nxt] - change[labels])))
+        if (wider == near).all():
+            break
+        near = wider
+    return start
+
+
+def _candidates_start(p, g, g_new, n_threads=1):
+    """The `Start` at offsets g_new of the pass p at g: every row's best candidate
+    (`_native.biased_row_states`), its margin the gap among its candidates and below the
+    bound on the columns outside them: at g their biased values were at least the
+    pass's floor (in X's dtype, less its rounding), and each has since fallen by at most
+    the most any offset rose."""
+    labels, own, gap = _native.biased_row_states(p.cand, p.cand_dist, g_new, n_threads)
     if np.isfinite(p.floor).any():
         u = float(np.finfo(p.floor.dtype).eps)
-        floor = p.floor[some].astype(np.float64)
+        floor = p.floor.astype(np.float64)
         floor -= 8.0 * u * (np.abs(floor) + 4.0 * np.abs(g).max())
-        outside = floor - float((g_new - g).max()) - (own - g_new[labels])
-        gap = np.minimum(gap, outside)
+        floor -= float((g_new - g).max()) - g_new[labels]
+        floor -= own
+        np.minimum(gap, floor, out=gap)
     u = float(np.finfo(np.float64).eps)
     finite = np.where(np.isfinite(gap), np.abs(gap), 0.0)
     margin = gap - 8.0 * u * (np.abs(own) + 3.0 * np.abs(g_new).max() + finite)
-    change = g_new - g
-    every = start.margin - (change.max() - change)[start.labels]
-    every[some] = margin - np.finfo(np.float64).tiny
-    all_labels, all_own = start.labels.copy(), start.own.copy()
-    all_labels[some], all_own[some] = labels, own
-    return Start(g_new, all_labels, every, all_own)
+    margin -= np.finfo(np.float64).tiny
+    return Start(g_new, labels, margin, own)
 
 
 class CountsRepair:
@@ -292,8 +261,10 @@ class CountsRepair:
         # How far each cluster's offset fell behind the one that rose most, at the last
         # warm repair: the band of its rows at the next.
         self.reach, self.warm = np.zeros(k), False
+        # The offsets' change at the last solve, from its pass's (None: none yet).
+        self.pair = None
         # (boundary rows, their D, every row's margin at the end) of the last solve
-        self.last = None
+        self._last = None
         # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
         self.prev = None
 
@@ -335,9 +306,10 @@ class CountsRepair:
                 change = g_new - start.g
                 # A cold start's change says nothing of the next solve's (from here).
                 self.reach = (change.max() - change) if self.warm else np.zeros(k)
-                self.warm, self.last = True, (boundary, D, end.margin)
+                self.warm, self._last = True, (boundary, D, end.margin)
                 some = np.arange(0, boundary.size, -(-boundary.size // PREDICT_ROWS))
                 self.prev = (C, boundary[some], D[some], owner[some])
+                self.pair = g_new - g_pass
                 spread = float(np.ptp(g_new - g_pass))  # from the first pass's offsets
                 self.band = CANDIDATE_BAND * spread if spread > 0 else self.band
                 return self._accept(p, end, boundary, g_new, owner, D)
@@ -345,6 +317,15 @@ class CountsRepair:
             # (measured: 20x the spread of the full repair's change).
             want *= 4
         raise RuntimeError("the balanced repair did not settle on every row")  # pragma: no cover
+
+    @property
+    def last(self):
+        """(boundary rows, their D (float64), every row's margin at the end) of the last
+        solve (None before the first)."""
+        if self._last is None:
+            return None
+        boundary, D, margin = self._last
+        return boundary, D.astype(np.float64, copy=False), margin
 
     def _start(self, C, p, g, off):
         """(pass, its offsets, `Start`) for the repair from the pass p at offsets g that
@@ -363,7 +344,10 @@ class CountsRepair:
         enough = NEWTON_ENOUGH * k
         threads = self.source.n_threads
         reach = NEWTON_REACH * self.band / CANDIDATE_BAND
-        start = _newton_start(p, g, self.targets, enough, reach, threads)
+        if self.pair is not None and off <= PAIR_ERROR * p.labels.size:
+            start = _pair_newton_start(p, g, self.targets, enough, self.pair, threads)
+        else:
+            start = _newton_start(p, g, self.targets, enough, reach, threads)
         err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         if err > NEWTON_AGAIN * enough and np.isfinite(self.band):
             # from g again: Newton's offsets there count only the rows among their
@@ -438,11 +422,15 @@ class CountsRepair:
         if rows.size == 0:
             return rows
         D = self._distances(rows, C)
-        v = D.astype(np.float64)
-        v -= g  # (in place: one (rows, k) float64 array, not two)
-        own = v[np.arange(rows.size), labels[rows]]
-        v[np.arange(rows.size), labels[rows]] = np.inf
-        gap = v.min(axis=1) - own
+        gap = np.empty(rows.size)
+        step = max(1, (1 << 18) // D.shape[1])  # float64 rows in cache (250k rows: 3x faster)
+        for s in range(0, rows.size, step):
+            v = D[s : s + step].astype(np.float64)
+            v -= g  # (in place)
+            at, mine = np.arange(v.shape[0]), labels[rows[s : s + step]]
+            own = v[at, mine]
+            v[at, mine] = np.inf
+            gap[s : s + step] = v.min(axis=1) - own
         margin[rows] = gap
         return rows[gap < -_tie(D)]
 
@@ -452,7 +440,7 @@ class CountsRepair:
         second thread on this loaded 2-core machine, against 0.06 ms on one)."""
         few = rows.size * C.shape[0] <= SMALL_WORK
         threads = 1 if few else self.source.n_threads
-        return _native.sq_distances(_kernel_rows(self.source, rows), C, threads)
+        return _native.sq_distances(kernel_rows(self.source, rows), C, threads)
 
     def _predicted(self, C):
         """The last offsets moved with the centroids (to C): the change of g_l - g_a that
@@ -507,16 +495,17 @@ class CountsRepair:
         return g_sub if status == 0 else g
 
     def _repair(self, C, start, boundary):
-        """(offsets, owners of the boundary rows then the slack rows, their D (float64))
-        by successive shortest paths from the start's offsets; None when the
-        other rows' labels leave a count out of reach."""
+        """(offsets, owners of the boundary rows then the slack rows, their D (the
+        kernel's, X's dtype: the shortest paths read float32 as float64, no copy)) by
+        successive shortest paths from the start's offsets; None when the other rows'
+        labels leave a count out of reach."""
         k = self.targets.size
         fixed = np.bincount(start.labels, minlength=k)
         fixed -= np.bincount(start.labels[boundary], minlength=k)
         targets = self.targets - fixed
         if (targets < 0).any():
             return None
-        D = self._distances(boundary, C).astype(np.float64)
+        D = self._distances(boundary, C)
         cost = np.vstack([D, np.zeros((self.slack, k))]) if self.slack else D
         owner = np.concatenate([start.labels[boundary], self.slack_owner])
         tie = _tie(D)
@@ -538,7 +527,7 @@ class CountsRepair:
         own[boundary] = D[np.arange(nb), owner[:nb]]
         moved = np.flatnonzero(labels != p.labels)
         new, old = labels[moved], p.labels[moved]
-        x = _kernel_rows(self.source, moved)
+        x = kernel_rows(self.source, moved)
         x = x.toarray() if sp.issparse(x) else np.asarray(x, dtype=np.float64)
         S = p.stats.sums.copy()
         np.add.at(S, new, x)
@@ -558,8 +547,10 @@ def _sample_error(sample, g, n):
 
 
 def _tie(D):
-    """The repair's tolerance on a tie (float64), relative to the mean of distances D."""
-    return 1e-12 * max(float(D.mean()) if D.size else 0.0, np.finfo(np.float64).tiny)
+    """The repair's tolerance on a tie (float64), relative to the mean of distances D
+    (summed in float64: float32 D gives the bits of its float64 copy)."""
+    mean = float(D.mean(dtype=np.float64)) if D.size else 0.0
+    return 1e-12 * max(mean, np.finfo(np.float64).tiny)
 
 
 def _boundary(margin, band, want, everything):

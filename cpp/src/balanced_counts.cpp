@@ -1,0 +1,539 @@
+// The successive shortest paths of balanced.hpp (balanced_counts): the
+// exact repair of integer counts on the k-node cluster graph, each edge a
+// lazily built heap of the rows that may move along it.
+#include "softkmeans/balanced.hpp"
+
+#include "softkmeans/kernels.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace softkmeans {
+
+namespace {
+
+using Edge = std::pair<double, int64_t>;  // (cost[i, l] - cost[i, j], row i)
+
+// std::push_heap / pop_heap keep the largest on top: this order puts the
+// cheapest move on top, and among equal ones the smaller row.
+struct CheaperOnTop {
+  bool operator()(const Edge& a, const Edge& b) const {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second > b.second;
+  }
+};
+
+// A LazyEdges heap takes about this many entries of its reserve at a time.
+constexpr size_t kHeapBatch = 64;
+
+// A min-heap of edges (CheaperOnTop) built lazily: entries enter an unordered
+// reserve, and the heap takes those of the reserve below a floor (about the
+// kHeapBatch cheapest, the floor estimated on a strided sample) whenever its
+// top may not be the cheapest of all. The top is that of one heap of every
+// entry, the same (cost, row) whatever the batches; a repair that moves few of
+// many rows orders few (make_heap over every row's edges was a third of a
+// 20,000-row repair).
+class LazyEdges {
+ public:
+  void reserve(size_t n) { v_.reserve(n); }
+  // Adds e to the reserve (before the first top) or to the heap.
+  void push(const Edge& e, bool to_heap) {
+    if (!to_heap) {
+      v_.push_back(e);
+      return;
+    }
+    if (heap_ < v_.size()) {  // the reserve's first entry moves to the back
+      v_.push_back(v_[heap_]);
+      v_[heap_] = e;
+    } else {
+      v_.push_back(e);
+    }
+    std::push_heap(v_.begin(), v_.begin() + (++heap_), CheaperOnTop());
+  }
+  // The cheapest entry (nullptr: none).
+  const Edge* top() {
+    while (heap_ < v_.size() && (heap_ == 0 || !floor_known_ || CheaperOnTop()(v_.front(), floor_)))
+      refill();
+    return heap_ ? &v_.front() : nullptr;
+  }
+  void pop() {
+    std::pop_heap(v_.begin(), v_.begin() + heap_, CheaperOnTop());
+    --heap_;
+    std::swap(v_[heap_], v_.back());  // (a reserve entry fills the hole)
+    v_.pop_back();
+  }
+
+ private:
+  static bool cheaper(const Edge& a, const Edge& b) { return CheaperOnTop()(b, a); }
+  // Moves the reserve's entries not dearer than a floor into the heap: the
+  // floor is the kHeapBatch / 16-th cheapest of every 16th entry (all of the
+  // reserve when it is small), and every entry left is dearer than it.
+  void refill() {
+    const size_t size = v_.size() - heap_;
+    Edge floor;
+    if (size <= 2 * kHeapBatch) {
+      floor = *std::max_element(v_.begin() + heap_, v_.end(), cheaper);
+    } else {
+      sample_.clear();
+      for (size_t i = heap_; i < v_.size(); i += 16) sample_.push_back(v_[i]);
+      const size_t at = std::min(sample_.size() - 1, kHeapBatch / 16);
+      std::nth_element(sample_.begin(), sample_.begin() + at, sample_.end(), cheaper);
+      floor = sample_[at];
+    }
+    for (size_t i = heap_; i < v_.size(); ++i)
+      if (!cheaper(floor, v_[i])) {
+        std::swap(v_[i], v_[heap_]);
+        std::push_heap(v_.begin(), v_.begin() + (++heap_), CheaperOnTop());
+      }
+    floor_ = floor, floor_known_ = true;
+  }
+
+  std::vector<Edge> v_;  // [0, heap_): the heap; [heap_, size): the reserve
+  size_t heap_ = 0;
+  Edge floor_;  // every reserve entry is dearer (when floor_known_)
+  bool floor_known_ = false;
+  std::vector<Edge> sample_;
+};
+
+// Most edges a row may be limited to (balanced_counts' edges_per_row).
+constexpr int64_t kMaxEdgesPerRow = 8;
+
+// The successive shortest paths of balanced_counts over the rows `rows` of
+// D (n, k). Each row enters the edges to its edges_per_row best other
+// clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
+// k - 1. An edge j -> l costs the cheapest move of a row of j to l (a heap
+// per pair); each path found moves one row along each of its edges. With
+// few edges a row, only those of reduced cost below edge_reach when it
+// enters. rest (indexed as D's rows): each entered row's least D_il - g_l
+// outside its edges when it entered, -inf once it moved (push_row).
+template <typename T>
+class TransferGraph {
+ public:
+  TransferGraph(const T* D, int64_t k, const int64_t* rows, int64_t n_rows,
+                int64_t edges_per_row, double edge_reach, const double* g, int64_t* owner,
+                double* rest)
+      : D_(D), k_(k), g_(g), owner_(owner), rest_(rest), edge_reach_(edge_reach),
+        edges_(static_cast<size_t>(k * k)),
+        every_edge_(edges_per_row >= k - 1), few_(std::min(edges_per_row, kMaxEdgesPerRow)),
+        cheapest_(static_cast<size_t>(k * k), kInf), top_row_(static_cast<size_t>(k * k), -1) {
+    reserve(rows, n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      const int64_t i = rows ? rows[r] : r;
+      rest_[i] = push_row(i, false);
+    }
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t l = 0; l < k; ++l)
+        if (l != j) set_top(j, l);
+  }
+
+  // Dense Dijkstra (k is small) from the clusters over their targets (excess
+  // > 0) to the nearest one under it, on the reduced costs; fills dist and
+  // prev. Returns that cluster, or -1 where none is reachable.
+  int64_t nearest_short(const int64_t* excess, std::vector<double>& dist,
+                        std::vector<int64_t>& prev, std::vector<char>& done) const {
+    for (;;) {
+      int64_t u = -1;
+      for (int64_t j = 0; j < k_; ++j)
+        if (!done[j] && dist[j] < kInf && (u < 0 || dist[j] < dist[u])) u = j;
+      if (u < 0) return -1;
+      done[u] = 1;
+      if (excess[u] < 0) return u;
+      const double* from_u = cheapest_.data() + u * k_;
+      for (int64_t l = 0; l < k_; ++l) {
+        if (done[l] || l == u || from_u[l] == kInf) continue;
+        // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
+        const double reduced = std::max(0.0, from_u[l] - g_[l] + g_[u]);
+        if (dist[u] + reduced < dist[l]) {
+          dist[l] = dist[u] + reduced;
+          prev[l] = u;
+        }
+      }
+    }
+  }
+
+  // Moves the cheapest row of each edge on the path to `target` (prev) and
+  // counts the path's source one row lighter.
+  void move_along(int64_t target, const std::vector<int64_t>& prev, int64_t* excess) {
+    for (int64_t l = target; prev[l] >= 0; l = prev[l]) {
+      const int64_t from = prev[l], i = top_row_[from * k_ + l];
+      owner_[i] = l;
+      rest_[i] = -kInf;
+      for (int64_t m = 0; m < k_; ++m)  // the tops it held in its old cluster
+        if (top_row_[from * k_ + m] == i) set_top(from, m);
+      push_row(i, true);
+      if (prev[prev[l]] < 0) --excess[prev[l]];
+    }
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // Room for the rows' entries (every edge: the rows of each cluster).
+  void reserve(const int64_t* rows, int64_t n_rows) {
+    std::vector<int64_t> held(k_, 0);
+    for (int64_t r = 0; r < n_rows; ++r) ++held[owner_[rows ? rows[r] : r]];
+    const int64_t per_row = every_edge_ ? 1 : few_, share = every_edge_ ? 1 : k_ - 1;
+    for (int64_t j = 0; j < k_; ++j)
+      for (int64_t l = 0; l < k_; ++l)
+        if (l != j) edges_[j * k_ + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
+  }
+
+  // Enters row i's edges from its cluster (heapify: into the heaps, their
+  // tops kept current; else into the reserves, before the first tops).
+  // Returns the least D_il - g_l of the clusters l it has no edge to (inf:
+  // none), the bound that spares its row a full check (`balanced_counts`).
+  double push_row(int64_t i, bool heapify) {
+    const T* di = D_ + i * k_;
+    const int64_t j = owner_[i];
+    const double cut = di[j] - g_[j] + edge_reach_;
+    if (every_edge_) {
+      double rest = kInf;
+      for (int64_t l = 0; l < k_; ++l) {
+        if (l == j) continue;
+        if (di[l] - g_[l] < cut)
+          push(i, j, l, static_cast<double>(di[l]) - di[j], heapify);
+        else
+          rest = std::min(rest, di[l] - g_[l]);
+      }
+      return rest;
+    }
+    // The best clusters so far by D_il - g_l (ties: the smaller l first), their
+    // values alongside: a column not below the last of a full list is passed
+    // over at one comparison (reading the list's values back from D was most
+    // of a repair's time).
+    int64_t best[kMaxEdgesPerRow], held = 0;
+    double value[kMaxEdgesPerRow], rest = kInf;
+    for (int64_t l = 0; l < k_; ++l) {
+      if (l == j) continue;
+      const double v = di[l] - g_[l];
+      if (!(v < (held == few_ ? value[few_ - 1] : cut))) {
+        rest = std::min(rest, v);
+        continue;
+      }
+      if (held == few_) rest = std::min(rest, value[few_ - 1]);
+      int64_t at = held < few_ ? held++ : few_ - 1;
+      for (; at > 0 && v < value[at - 1]; --at) {
+        best[at] = best[at - 1];
+        value[at] = value[at - 1];
+      }
+      best[at] = l;
+      value[at] = v;
+    }
+    for (int64_t t = 0; t < held; ++t)
+      push(i, j, best[t], static_cast<double>(di[best[t]]) - di[j], heapify);
+    return rest;
+  }
+
+  void push(int64_t i, int64_t j, int64_t l, double cost, bool heapify) {
+    auto& heap = edges_[j * k_ + l];
+    heap.push(Edge(cost, i), heapify);
+    if (!heapify) return;
+    const Edge& e = *heap.top();
+    cheapest_[j * k_ + l] = e.first;
+    top_row_[j * k_ + l] = e.second;
+  }
+
+  // The cheapest row of j that may move to l (rows that left j dropped here)
+  // into the dense (k, k) tops (inf, -1: none).
+  void set_top(int64_t j, int64_t l) {
+    auto& heap = edges_[j * k_ + l];
+    const Edge* e = heap.top();
+    for (; e && owner_[e->second] != j; e = heap.top()) heap.pop();
+    cheapest_[j * k_ + l] = e ? e->first : kInf;
+    top_row_[j * k_ + l] = e ? e->second : -1;
+  }
+
+  const T* D_;
+  int64_t k_;
+  const double* g_;
+  int64_t* owner_;
+  double* rest_;
+  double edge_reach_;
+  std::vector<LazyEdges> edges_;  // [j * k + l]
+  bool every_edge_;
+  int64_t few_;
+  // Each heap's top in dense (k, k) matrices, (cost, row), kept current as
+  // rows move: Dijkstra reads k^2 contiguous doubles, and a move touches only
+  // the heaps whose top it changes (touching all k heaps of a cluster, a cache
+  // miss each, was most of a move's time at k = 64).
+  std::vector<double> cheapest_;
+  std::vector<int64_t> top_row_;
+};
+
+template <typename T>
+TransferStatus shortest_paths(const T* D, int64_t k, const int64_t* rows, int64_t n_rows,
+                              int64_t edges_per_row, double edge_reach, int64_t* excess, double* g,
+                              int64_t max_moves, int64_t* owner, int64_t* moves, double* rest) {
+  const double inf = std::numeric_limits<double>::infinity();
+  TransferGraph<T> graph(D, k, rows, n_rows, edges_per_row, edge_reach, g, owner, rest);
+  const std::atomic<int>* cancel = thread_cancel_flag();
+  std::vector<double> dist(k);
+  std::vector<int64_t> prev(k);
+  std::vector<char> done(k);
+  *moves = 0;
+  for (;;) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) return TransferStatus::cancelled;
+    std::fill(dist.begin(), dist.end(), inf);
+    std::fill(prev.begin(), prev.end(), -1);
+    std::fill(done.begin(), done.end(), 0);
+    bool any = false;
+    for (int64_t j = 0; j < k; ++j)
+      if (excess[j] > 0) dist[j] = 0.0, any = true;
+    if (!any) return TransferStatus::settled;
+    if (*moves >= max_moves) return TransferStatus::too_many_moves;
+    const int64_t target = graph.nearest_short(excess, dist, prev, done);
+    if (target < 0) return TransferStatus::no_path;
+    const double reach = dist[target];
+    for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);
+    graph.move_along(target, prev, excess);
+    ++excess[target];
+    ++*moves;
+  }
+}
+
+}  // namespace
+
+// Row i's argmin of D_i - g (ties to the smaller j; its last cluster `last`
+// kept where tied within slack: the slack rows of capacities all tie) and
+// the next value (v1, v2).
+template <typename T>
+static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last, double slack,
+                          double* v1_out, double* v2_out) {
+  int64_t best = 0;
+  double v1 = di[0] - g[0], v2 = std::numeric_limits<double>::infinity();
+  for (int64_t j = 1; j < k; ++j) {
+    const double v = di[j] - g[j];
+    if (v < v1) {
+      v2 = v1;
+      v1 = v;
+      best = j;
+    } else if (v < v2) {
+      v2 = v;
+    }
+  }
+  if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
+    best = last;
+    v2 = v1;
+    v1 = di[last] - g[last];
+  }
+  *v1_out = v1, *v2_out = v2;
+  return best;
+}
+
+static int64_t count_error(const std::vector<int64_t>& excess) {
+  int64_t off = 0;
+  for (const int64_t e : excess) off += std::abs(e);
+  return off;
+}
+
+// The argmin of D - g of every row (row_argmin), its gap to the next value,
+// and each cluster's count minus its target; returns the total count error
+// sum_j |excess_j|. off_at_zero (unless null): the count error of the argmins
+// at g = 0, from the same read of D.
+template <typename T>
+static int64_t label_rows(const T* D, int64_t n, int64_t k, const int64_t* targets,
+                          const double* g, const int64_t* keep, double slack, int64_t* owner,
+                          double* gap, std::vector<int64_t>& excess, int64_t* off_at_zero) {
+  std::vector<int64_t> excess_zero(off_at_zero ? k : 0);
+  const std::vector<double> zero(k, 0.0);
+  for (int64_t j = 0; j < k; ++j) excess[j] = -targets[j];
+  for (int64_t j = 0; j < static_cast<int64_t>(excess_zero.size()); ++j) excess_zero[j] = -targets[j];
+  for (int64_t i = 0; i < n; ++i) {
+    const T* di = D + i * k;
+    double v1, v2;
+    const int64_t best = row_argmin(di, k, g, keep[i], slack, &v1, &v2);
+    owner[i] = best;
+    gap[i] = std::max(0.0, v2 - v1);
+    ++excess[best];
+    if (off_at_zero) ++excess_zero[row_argmin(di, k, zero.data(), keep[i], slack, &v1, &v2)];
+  }
+  if (off_at_zero) *off_at_zero = count_error(excess_zero);
+  return count_error(excess);
+}
+
+// A try's edges: those of reduced cost (at the start offsets) below
+// kEdgeReach x the largest finite gap of the rows near, the first time (the
+// offsets move by about that much relative to each other: a dearer edge is
+// rarely on a path; the rows whose edges it leaves out are checked after,
+// and a failed check widens it). Measured at 1e6 x 16, k = 64 (the repairs
+// of a fit): most rows then enter 1-2 edges, not 8, and the shortest paths
+// took 240 ns a row, not 700; inf: every edge (no positive gap).
+constexpr double kEdgeReach = 2.0, kReachWiden = 4.0;
+constexpr int64_t kReachTries = 3;
+
+static double edge_reach(const std::vector<double>& gap, const std::vector<int64_t>& near) {
+  double widest = 0.0;
+  for (const int64_t i : near)
+    if (std::isfinite(gap[i])) widest = std::max(widest, gap[i]);
+  return widest > 0 ? kEdgeReach * widest : std::numeric_limits<double>::infinity();
+}
+
+// Complementary slackness for every row (after shortest paths from g_start):
+// its label an argmin of D - g within slack. A row that kept its cluster
+// since it entered the paths' graph (rest[i] > -inf) is spared the read of
+// its D when the least value outside its edges then (rest) less the most
+// any offset rose since still clears its own value now: its edges keep
+// reduced costs >= 0 (the shortest paths' potentials); -inf: read.
+template <typename T>
+static bool slackness_holds(const T* D, int64_t n, int64_t k, const double* g,
+                            const double* g_start, const int64_t* owner, const double* rest,
+                            double slack) {
+  double rise = -std::numeric_limits<double>::infinity(), scale = 0.0;
+  for (int64_t j = 0; j < k; ++j) {
+    rise = std::max(rise, g[j] - g_start[j]);
+    scale = std::max(scale, std::max(std::abs(g[j]), std::abs(g_start[j])));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const T* di = D + i * k;
+    const int64_t o = owner[i];
+    if (rest[i] == std::numeric_limits<double>::infinity()) continue;  // every column an edge
+    if (rest[i] > -std::numeric_limits<double>::infinity()) {
+      const double own_start = di[o] - g_start[o];
+      // (a bound on the rounding of these few operations, far above it)
+      const double tol = 1e-12 * (std::abs(own_start) + std::abs(rest[i]) + 4.0 * scale);
+      if (rest[i] - rise - tol >= own_start - (g[o] - g_start[o]) - slack) continue;
+    }
+    const double own = di[o] - g[o];
+    for (int64_t j = 0; j < k; ++j)
+      if (di[j] - g[j] < own - slack) return false;
+  }
+  return true;
+}
+
+// The rows that may move: those within band of a tie, and at least want,
+// of smallest gap (ties: the smaller row), sorted; every row when asked.
+static void near_rows(const std::vector<double>& gap, double band, int64_t want, bool every,
+                      std::vector<int64_t>& near) {
+  const int64_t n = static_cast<int64_t>(gap.size());
+  near.clear();
+  for (int64_t i = 0; i < n; ++i)
+    if (gap[i] < band) near.push_back(i);
+  if (every || static_cast<int64_t>(near.size()) * 2 > n || want * 2 > n) {
+    near.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) near[i] = i;
+  } else if (static_cast<int64_t>(near.size()) < want) {
+    near.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) near[i] = i;
+    auto closer = [&](int64_t a, int64_t b) {
+      return gap[a] < gap[b] || (gap[a] == gap[b] && a < b);
+    };
+    std::nth_element(near.begin(), near.begin() + want, near.end(), closer);
+    near.resize(static_cast<size_t>(want));
+    std::sort(near.begin(), near.end());
+  }
+}
+
+// The spread of g - g_start (how far the offsets moved relative to each other).
+static double spread(const double* g, const std::vector<double>& g_start) {
+  double lo = g[0] - g_start[0], hi = lo;
+  for (size_t j = 1; j < g_start.size(); ++j) {
+    lo = std::min(lo, g[j] - g_start[j]);
+    hi = std::max(hi, g[j] - g_start[j]);
+  }
+  return hi - lo;
+}
+
+// One try of balanced_counts over the rows near, from (g_start, owner_start,
+// excess_start): shortest paths over the edges of reduced cost below a reach
+// (edge_reach), widened to kReachWiden x the offsets' spread (at least
+// kReachWiden x itself) while complementary slackness fails on a row, at
+// most kReachTries times, then every edge (at once where no path is found). Returns the status; *holds:
+// complementary slackness checked on every row (unless every_edge: the last
+// try, as before).
+template <typename T>
+static TransferStatus one_try(const T* D, int64_t n, int64_t k, const std::vector<int64_t>& near,
+                              int64_t edges_per_row, bool last, double slack, int64_t max_moves,
+                              const std::vector<double>& gap, const std::vector<double>& g_start,
+                              const std::vector<int64_t>& owner_start,
+                              const std::vector<int64_t>& excess_start, double* g, int64_t* owner,
+                              int64_t* moves, bool* holds) {
+  std::vector<double> rest(static_cast<size_t>(n));
+  std::vector<int64_t> excess;
+  double reach = last ? std::numeric_limits<double>::infinity() : edge_reach(gap, near);
+  for (int64_t widen = 0;; ++widen) {
+    std::copy(g_start.begin(), g_start.end(), g);
+    std::copy(owner_start.begin(), owner_start.end(), owner);
+    excess = excess_start;
+    std::fill(rest.begin(), rest.end(), -std::numeric_limits<double>::infinity());
+    const TransferStatus status =
+        shortest_paths(D, k, near.data(), static_cast<int64_t>(near.size()), edges_per_row, reach,
+                       excess.data(), g, max_moves, owner, moves, rest.data());
+    *holds = false;
+    if (last || status == TransferStatus::too_many_moves || status == TransferStatus::cancelled)
+      return status;
+    // no_path: a short cluster is reached by none of these rows' edges.
+    *holds = status == TransferStatus::settled &&
+             slackness_holds(D, n, k, g, g_start.data(), owner, rest.data(), slack);
+    if (*holds || !std::isfinite(reach)) return status;
+    // No path: a short cluster needs a row from beyond every reach so far.
+    reach = status == TransferStatus::settled && widen + 1 < kReachTries
+                ? std::max(kReachWiden * reach, kReachWiden * spread(g, g_start))
+                : std::numeric_limits<double>::infinity();
+  }
+}
+
+template <typename T>
+static TransferStatus counts_of(const T* D, int64_t n, int64_t k, const int64_t* targets,
+                                int64_t rows_per_move, double band, int64_t edges_per_row,
+                                double slack, int64_t max_tries, double* g, int64_t* owner,
+                                int64_t* moves, int64_t* rows_used) {
+  std::vector<double> gap(static_cast<size_t>(n));
+  std::vector<int64_t> excess(k), near;
+  const std::vector<int64_t> keep(owner, owner + n);
+  // Far from the optimum (the first iterations: the centroids move far), the
+  // last offsets can miss the counts by more than none at all: the better.
+  int64_t off_at_zero = 0;
+  int64_t off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, gap.data(), excess,
+                           &off_at_zero);
+  if (off_at_zero < off) {
+    std::fill(g, g + k, 0.0);
+    off = label_rows(D, n, k, targets, g, keep.data(), slack, owner, gap.data(), excess, nullptr);
+  }
+  const std::vector<double> g_start(g, g + k);
+  const std::vector<int64_t> owner_start(owner, owner + n), excess_start = excess;
+  int64_t want = rows_per_move * (off / 2 + k);
+  if (off * 64 > n) edges_per_row = k;  // far off: the few edges would not do
+  for (int64_t tries = 0; tries < max_tries; ++tries) {
+    // The rows near a tie may move; the others keep their labels, which stay
+    // argmins while the offsets move by less than their gaps (checked).
+    const bool last = tries + 1 == max_tries;
+    near_rows(gap, band, want, last, near);
+    *rows_used = static_cast<int64_t>(near.size());
+    bool holds = false;
+    const TransferStatus status =
+        one_try(D, n, k, near, last ? k : edges_per_row, last, slack, off + k, gap, g_start,
+                owner_start, excess_start, g, owner, moves, &holds);
+    if (last || holds || status == TransferStatus::too_many_moves ||
+        status == TransferStatus::cancelled)
+      return status;
+    // The offsets moved by their spread: a band that wide is what the rows
+    // left out needed.
+    band = std::max(4 * band, 2 * spread(g, g_start));
+    want *= 4;
+    edges_per_row = k;
+  }
+  return TransferStatus::too_many_moves;
+}
+
+TransferStatus balanced_counts(const double* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
+  return counts_of(D, n, k, targets, rows_per_move, band, edges_per_row, slack, max_tries, g, owner,
+                   moves, rows_used);
+}
+
+TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64_t* targets,
+                               int64_t rows_per_move, double band, int64_t edges_per_row,
+                               double slack, int64_t max_tries, double* g, int64_t* owner,
+                               int64_t* moves, int64_t* rows_used) {
+  return counts_of(D, n, k, targets, rows_per_move, band, edges_per_row, slack, max_tries, g, owner,
+                   moves, rows_used);
+}
+
+}  // namespace softkmeans

@@ -130,11 +130,12 @@ def test_newton_sweeps_are_the_same_at_every_level_and_thread_count(dtype, k):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [8, 5, 1])
-def test_row_states_of_every_row_are_their_definition(dtype, m, simd_level):
+@pytest.mark.parametrize("k", [12, 100])
+def test_row_states_of_every_row_are_their_definition(dtype, m, k, simd_level):
     # `biased_row_states` (every row's state at given offsets, what the pair-started
     # Newton reads after each call): 40,000 rows, several chunks of fixed size, ties
-    # within rows and between equal offsets, at every SIMD level and thread count.
-    k = 12
+    # within rows and between equal offsets, at every SIMD level and thread count; the
+    # offsets held in registers (k <= 64) or gathered.
     cand, dist, _ = _candidates(40_000, m, k, dtype, seed=10 + m)
     g = np.random.default_rng(m).integers(-2, 3, k).astype(np.float64)
     g[[3, 7]] = g[1]

@@ -90,7 +90,7 @@ py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
   carray<double> own(n), gap(n);
   const int threads = softkmeans::resolve_threads(n_threads);
   run_native([&] {
-    softkmeans::biased_row_states<T>(cand.data(), dist.data(), n, m, g.data(),
+    softkmeans::biased_row_states<T>(cand.data(), dist.data(), n, m, k, g.data(),
                                      labels.mutable_data(), own.mutable_data(),
                                      gap.mutable_data(), threads);
   });

@@ -544,21 +544,20 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
 }
 
 template <typename T>
-void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m,
+void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
                        const double* g, int64_t* labels, double* own, double* gap,
                        int n_threads) {
   for_chunks(n, std::max(1, n_threads), [&](int64_t, int64_t i0, int64_t i1) {
     std::vector<int32_t> a(i1 - i0);
-    // k not known here: the offsets gathered by column, not held in registers
-    row_states(cand + i0 * m, cand_dist + i0 * m, i1 - i0, m, g,
-               std::numeric_limits<int64_t>::max(), a.data(), gap + i0, own + i0);
+    row_states(cand + i0 * m, cand_dist + i0 * m, i1 - i0, m, g, k, a.data(), gap + i0,
+               own + i0);
     std::copy(a.begin(), a.end(), labels + i0);
   });
 }
 
-template void biased_row_states<float>(const int32_t*, const float*, int64_t, int64_t,
+template void biased_row_states<float>(const int32_t*, const float*, int64_t, int64_t, int64_t,
                                        const double*, int64_t*, double*, double*, int);
-template void biased_row_states<double>(const int32_t*, const double*, int64_t, int64_t,
+template void biased_row_states<double>(const int32_t*, const double*, int64_t, int64_t, int64_t,
                                         const double*, int64_t*, double*, double*, int);
 
 template int64_t balanced_newton<float>(const int32_t*, const float*, const int64_t*, int64_t,

@@ -157,7 +157,7 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
 // best's (inf when the row holds one): the values balanced_newton gives a row
 // it reads, for every row, on n_threads (the same at every count).
 template <typename T>
-void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m,
+void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
                        const double* g, int64_t* labels, double* own, double* gap, int n_threads);
 
 }  // namespace softkmeans

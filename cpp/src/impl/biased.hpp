@@ -21,6 +21,7 @@
 
 #include "impl/drive.hpp"
 #include "impl/engine.hpp"
+#include "impl/lane_compress.hpp"
 #include "impl/rows.hpp"
 #include "impl/stats.hpp"
 #include "impl/stats_accumulators.hpp"
@@ -40,47 +41,41 @@ inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp) {
   return m.finish();
 }
 
-// An upper bound on the m-th smallest value of the biased row (m <= k): each
-// lane's minimum over the row's vectors is the minimum of its own columns,
-// and lanes are folded in halves while m remain, so the largest of the
-// lanes left is the minimum of one of at least m disjoint groups of columns:
-// m columns lie at or below it. +inf where fewer than m lanes (W < m).
-template <typename T>
-inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) {
-  constexpr index_t W = VT<T>::W;
-  auto u = vload(row) - vload(gt);
-  for (index_t j = W; j < kp; j += W) u = vmin(u, vload(row + j) - vload(gt + j));
-  T lane[W];
-  vstore(lane, u);
-  index_t lanes = W;
-  while (lanes % 2 == 0 && lanes / 2 >= m) {
-    lanes /= 2;
-    for (index_t l = 0; l < lanes; ++l) lane[l] = std::min(lane[l], lane[l + lanes]);
+// The lanes of u folded in halves (lane q and q ^ S to their minimum, S = W/2,
+// W/4, ...) while at least m groups remain: each lane then holds the minimum
+// of its group, and the groups left are all held by the lanes.
+template <index_t S, typename V>
+inline V fold_lanes_min(V u, index_t m) {
+  if constexpr (S >= 1) {
+    if (S >= m) return fold_lanes_min<S / 2>(vmin(u, lanes_xor<S>(u)), m);
   }
-  if (lanes < m) return std::numeric_limits<T>::infinity();
-  T top = lane[0];
-  for (index_t l = 1; l < lanes; ++l) top = std::max(top, lane[l]);
-  return top;
+  return u;
+}
+// Every lane the largest of u's lanes (a tree of log2(W) maxima).
+template <typename V>
+inline V lanes_max(V u) {
+  constexpr index_t W = sizeof(V) / sizeof(u[0]);
+  if constexpr (W >= 16) u = vmax(u, lanes_xor<8>(u));
+  if constexpr (W >= 8) u = vmax(u, lanes_xor<4>(u));
+  if constexpr (W >= 4) u = vmax(u, lanes_xor<2>(u));
+  if constexpr (W >= 2) u = vmax(u, lanes_xor<1>(u));
+  return u;
 }
 
-// The m smallest biased values of a row below tau (m <= k), ascending, ties
-// to the smaller j (so cand[0] is biased_row_min2's label when tau > its
-// value): their columns in cand [out] (m,) (-1 past the last held) and
-// their distances D_ij in cand_dist [out] (m,). Returns a floor on every
-// other column's biased value: the m-th value when m are held, else tau.
-// The lanes below the bar are found with one compare a vector; the bar
-// starts at the bound on the m-th value (no column above it is among the m
-// smallest) and, once m are held, is the m-th value (the others could not
-// enter).
+// The most columns below the bar that biased_row_candidates ranks (its cost is
+// that count squared over W); past it the insertion of biased_row_select.
+inline constexpr index_t kRankedMax = 64;
+
+// biased_row_candidates by insertion, column by column, of those below bar
+// (>= the m-th smallest value, <= tau): the bar falls to the m-th value once
+// m are held (the others could not enter). Branches on every value below the
+// bar: for the rows with many columns below it.
 template <typename T>
-inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp, index_t m, T tau,
-                               std::int32_t* cand, T* cand_dist) {
+inline T biased_row_select(const T* row, const T* gt, index_t k, index_t kp, index_t m, T bar,
+                           T tau, std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
-  constexpr index_t kMaxHeld = 64;
-  T value[kMaxHeld];
+  T value[kRankedMax];
   index_t held = 0;
-  const T bound = biased_row_mth_bound(row, gt, kp, m);
-  T bar = std::min(tau, std::nextafter(bound, std::numeric_limits<T>::infinity()));
   for (index_t j0 = 0; j0 < kp; j0 += W) {
     const auto v = vload(row + j0) - vload(gt + j0);
     for (unsigned bits = lane_bits<Cmp::lt>(v, vset<T>(bar)); bits; bits &= bits - 1) {
@@ -101,6 +96,91 @@ inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp,
   for (index_t t = 0; t < held; ++t) cand_dist[t] = row[cand[t]];
   for (index_t t = held; t < m; ++t) cand[t] = -1, cand_dist[t] = T(0);
   return held == m ? value[m - 1] : tau;
+}
+
+// The candidates from the c columns below the bar of a row, packed in column
+// order (val [in] (c + W,), the biased values, +inf past c; idx [in] (c,)
+// their columns; row [in] the row's distances): each one's place is the count
+// of the others before it (a smaller value, or the same and a smaller j, so
+// the places are 0 .. c - 1), the first m places are held. Outputs and return
+// as biased_row_candidates's.
+template <typename T, typename I>
+inline T ranked_candidates(const T* row, const T* val, const I* idx, index_t c, index_t m, T tau,
+                           std::int32_t* cand, T* cand_dist) {
+  constexpr index_t W = VT<T>::W;
+  std::int32_t at_cand[kRankedMax + 1];  // entry m: the places past m (discarded)
+  T at_dist[kRankedMax + 1], at_val[kRankedMax + 1];
+  const index_t vectors = (c + W - 1) / W;
+  for (index_t i = 0; i < c; ++i) {
+    const auto x = vset<T>(val[i]);
+    index_t place = 0;
+    for (index_t q = 0; q < vectors; ++q) {
+      const auto y = vload(val + q * W);
+      const index_t before = std::min(std::max(i - q * W, index_t(0)), W);  // lanes of j < i's
+      const unsigned earlier = (1u << before) - 1u;
+      const unsigned lt = lane_bits<Cmp::lt>(y, x), le = lane_bits<Cmp::le>(y, x);
+      place += __builtin_popcount((lt & ~earlier) | (le & earlier));
+    }
+    const index_t at = std::min(place, m);
+    at_cand[at] = static_cast<std::int32_t>(idx[i]);
+    at_val[at] = val[i];
+    at_dist[at] = row[idx[i]];
+  }
+  const index_t held = std::min(c, m);
+  for (index_t t = 0; t < m; ++t) {
+    cand[t] = t < held ? at_cand[t] : -1;
+    cand_dist[t] = t < held ? at_dist[t] : T(0);
+  }
+  return held == m ? at_val[m - 1] : tau;
+}
+
+// An upper bound on the m-th smallest value of the biased row (m <= k): each
+// lane's minimum over the row's vectors is the minimum of its own columns,
+// and lanes are folded in halves while m remain, so the largest of the
+// lanes left is the minimum of one of at least m disjoint groups of columns:
+// m columns lie at or below it. +inf where fewer than m lanes (W < m).
+// In registers: the fold by lane shuffles (lane q ^ S holds lane q's group
+// after each), then the largest lane by a max tree.
+template <typename T>
+inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) {
+  constexpr index_t W = VT<T>::W;
+  if (W < m) return std::numeric_limits<T>::infinity();
+  auto u = vload(row) - vload(gt);
+  for (index_t j = W; j < kp; j += W) u = vmin(u, vload(row + j) - vload(gt + j));
+  return lanes_max(fold_lanes_min<W / 2>(u, m))[0];
+}
+
+// The m smallest biased values of a row below tau (m <= k), ascending, ties
+// to the smaller j (so cand[0] is biased_row_min2's label when tau > its
+// value): their columns in cand [out] (m,) (-1 past the last held) and
+// their distances D_ij in cand_dist [out] (m,). Returns a floor on every
+// other column's biased value: the m-th value when m are held, else tau.
+// The bar starts at the bound on the m-th value (no column above it is among
+// the m smallest): the columns below it are packed in column order, each one's
+// place is the count of those before it (smaller value, or equal and smaller
+// j), and the first m places are held. No branch on the values; past
+// kRankedMax columns below the bar, biased_row_select.
+template <typename T>
+inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp, index_t m, T tau,
+                               std::int32_t* cand, T* cand_dist) {
+  constexpr index_t W = VT<T>::W;
+  using I = lane_index_t<T>;
+  const T bar = std::min(tau, std::nextafter(biased_row_mth_bound(row, gt, kp, m),
+                                             std::numeric_limits<T>::infinity()));
+  T val[kRankedMax + 16];
+  I idx[kRankedMax + 16];
+  typename VT<T>::i ix;
+  for (index_t q = 0; q < W; ++q) ix[q] = static_cast<I>(q);
+  index_t c = 0;
+  for (index_t j0 = 0; j0 < kp && c <= kRankedMax; j0 += W, ix += static_cast<I>(W)) {
+    const auto v = vload(row + j0) - vload(gt + j0);
+    unsigned bits = lane_bits<Cmp::lt>(v, vset<T>(bar));
+    if (j0 + W > k) bits &= (1u << (k - j0)) - 1u;  // not the padding
+    c += compress_lanes<T>(v, ix, bits, val + c, idx + c);
+  }
+  if (c > kRankedMax) return biased_row_select(row, gt, k, kp, m, bar, tau, cand, cand_dist);
+  vstore(val + c, vset<T>(std::numeric_limits<T>::infinity()));  // never before any
+  return ranked_candidates(row, val, idx, c, m, tau, cand, cand_dist);
 }
 
 // Where the pass writes each row's candidates (m = 0: nowhere): those within

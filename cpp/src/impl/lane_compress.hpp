@@ -1,0 +1,75 @@
+// Lanes of a vector picked by a mask, packed to the front in lane order (the
+// fused biased pass's candidates, impl/biased.hpp): one compress instruction
+// on AVX-512, a table-driven permute on AVX2, a lane loop on the scalar unit.
+// The same lanes in the same order at every level.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "impl/vec.hpp"
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// The element type of VT<T>::i (int32 lanes for float, int64 for double).
+template <typename T>
+using lane_index_t = std::remove_reference_t<decltype(std::declval<typename VT<T>::i>()[0])>;
+
+// Entry b: byte p is the 32-bit lane that goes to position p when the lanes
+// whose bit is set in b (of `lanes` lanes, each `span` 32-bit lanes wide) are
+// packed to the front; the bytes past them are 0 (don't care).
+template <int lanes, int span>
+constexpr std::array<std::uint64_t, (1 << lanes)> compress_table() {
+  std::array<std::uint64_t, (1 << lanes)> t{};
+  for (int b = 0; b < (1 << lanes); ++b) {
+    int p = 0;
+    for (int q = 0; q < lanes; ++q)
+      if (b >> q & 1)
+        for (int h = 0; h < span; ++h) t[b] |= std::uint64_t(q * span + h) << (8 * p++);
+  }
+  return t;
+}
+
+// Writes the lanes of v and of ix whose bit is set in bits to val [out] (W,)
+// and idx [out] (W,), in lane order (the entries past them unspecified).
+// Returns how many.
+template <typename T>
+inline index_t compress_lanes(typename VT<T>::v v, typename VT<T>::i ix, unsigned bits, T* val,
+                              lane_index_t<T>* idx) {
+  constexpr bool f32 = std::is_same<T, float>::value;
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  // NOTE: the register forms and a plain store: the memory form of the compress is
+  // microcoded (slow) on AMD's Zen 4.
+  if constexpr (f32) {
+    vstore(val, (vf)_mm512_maskz_compress_ps(bits, (__m512)v));
+    _mm512_storeu_si512(idx, _mm512_maskz_compress_epi32(bits, (__m512i)ix));
+  } else {
+    vstore(val, (vd)_mm512_maskz_compress_pd(bits, (__m512d)v));
+    _mm512_storeu_si512(idx, _mm512_maskz_compress_epi64(bits, (__m512i)ix));
+  }
+  return __builtin_popcount(bits);
+#elif defined(__AVX2__) && SOFTKMEANS_VEC_BYTES == 32
+  static constexpr auto floats = compress_table<8, 1>();
+  static constexpr auto doubles = compress_table<4, 2>();
+  const std::uint64_t code = f32 ? floats[bits] : doubles[bits];
+  const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)code));
+  vstore(val, (typename VT<T>::v)_mm256_permutevar8x32_ps((__m256)v, perm));
+  _mm256_storeu_si256((__m256i*)idx, _mm256_permutevar8x32_epi32((__m256i)ix, perm));
+  return __builtin_popcount(bits);
+#else
+  (void)f32;
+  index_t c = 0;
+  for (index_t q = 0; q < VT<T>::W; ++q) {
+    val[c] = v[q];
+    idx[c] = ix[q];
+    c += (bits >> q) & 1u;
+  }
+  return c;
+#endif
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans

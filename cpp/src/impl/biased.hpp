@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -98,6 +99,28 @@ inline T biased_row_select(const T* row, const T* gt, index_t k, index_t kp, ind
   return held == m ? value[m - 1] : tau;
 }
 
+// The held candidates by place (entry m: every place past m, discarded).
+template <typename T>
+struct Placed {
+  std::int32_t cand[kRankedMax + 1];
+  T dist[kRankedMax + 1], val[kRankedMax + 1];
+  template <typename I>
+  void put(index_t at, I j, T x, const T* row) {
+    cand[at] = static_cast<std::int32_t>(j);
+    val[at] = x;
+    dist[at] = row[j];
+  }
+  // The outputs of biased_row_candidates from the places of c columns.
+  T write(index_t c, index_t m, T tau, std::int32_t* out_cand, T* out_dist) const {
+    const index_t held = std::min(c, m);
+    for (index_t t = 0; t < m; ++t) {
+      out_cand[t] = t < held ? cand[t] : -1;
+      out_dist[t] = t < held ? dist[t] : T(0);
+    }
+    return held == m ? val[m - 1] : tau;
+  }
+};
+
 // The candidates from the c columns below the bar of a row, packed in column
 // order (val [in] (c + W,), the biased values, +inf past c; idx [in] (c,)
 // their columns; row [in] the row's distances): each one's place is the count
@@ -108,8 +131,7 @@ template <typename T, typename I>
 inline T ranked_candidates(const T* row, const T* val, const I* idx, index_t c, index_t m, T tau,
                            std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
-  std::int32_t at_cand[kRankedMax + 1];  // entry m: the places past m (discarded)
-  T at_dist[kRankedMax + 1], at_val[kRankedMax + 1];
+  Placed<T> placed;
   const index_t vectors = (c + W - 1) / W;
   for (index_t i = 0; i < c; ++i) {
     const auto x = vset<T>(val[i]);
@@ -121,17 +143,26 @@ inline T ranked_candidates(const T* row, const T* val, const I* idx, index_t c, 
       const unsigned lt = lane_bits<Cmp::lt>(y, x), le = lane_bits<Cmp::le>(y, x);
       place += __builtin_popcount((lt & ~earlier) | (le & earlier));
     }
-    const index_t at = std::min(place, m);
-    at_cand[at] = static_cast<std::int32_t>(idx[i]);
-    at_val[at] = val[i];
-    at_dist[at] = row[idx[i]];
+    placed.put(std::min(place, m), idx[i], val[i], row);
   }
-  const index_t held = std::min(c, m);
-  for (index_t t = 0; t < m; ++t) {
-    cand[t] = t < held ? at_cand[t] : -1;
-    cand_dist[t] = t < held ? at_dist[t] : T(0);
+  return placed.write(c, m, tau, cand, cand_dist);
+}
+
+// The candidates from the c <= W columns below the bar of a row packed in
+// the lanes of P (their biased values, +inf past c) and PI (their columns):
+// ranked_candidates with the one vector in registers.
+template <typename T>
+inline T ranked_packed(const T* row, typename VT<T>::v P, typename VT<T>::i PI, index_t c,
+                       index_t m, T tau, std::int32_t* cand, T* cand_dist) {
+  Placed<T> placed;
+  for (index_t i = 0; i < c; ++i) {
+    const T x = P[i];
+    const unsigned earlier = (1u << i) - 1u;
+    const unsigned lt = lane_bits<Cmp::lt>(P, vset<T>(x)), le = lane_bits<Cmp::le>(P, vset<T>(x));
+    const index_t place = __builtin_popcount((lt & ~earlier) | (le & earlier));
+    placed.put(std::min(place, m), PI[i], x, row);
   }
-  return held == m ? at_val[m - 1] : tau;
+  return placed.write(c, m, tau, cand, cand_dist);
 }
 
 // An upper bound on the m-th smallest value of the biased row (m <= k): each
@@ -156,31 +187,44 @@ inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) 
 // their distances D_ij in cand_dist [out] (m,). Returns a floor on every
 // other column's biased value: the m-th value when m are held, else tau.
 // The bar starts at the bound on the m-th value (no column above it is among
-// the m smallest): the columns below it are packed in column order, each one's
-// place is the count of those before it (smaller value, or equal and smaller
-// j), and the first m places are held. No branch on the values; past
-// kRankedMax columns below the bar, biased_row_select.
+// the m smallest): the columns below it (at or below the bound, below tau)
+// are packed in column order, each one's place is the count of those before
+// it (a smaller value, or the same and a smaller j), and the first m places
+// are held. No branch on the values. Up to W columns below the bar are packed
+// in one vector (in registers where the ISA can: no store and reload), up to
+// kRankedMax in memory; past that, biased_row_select.
 template <typename T>
 inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp, index_t m, T tau,
                                std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
   using I = lane_index_t<T>;
-  const T bar = std::min(tau, std::nextafter(biased_row_mth_bound(row, gt, kp, m),
-                                             std::numeric_limits<T>::infinity()));
+  const T inf = std::numeric_limits<T>::infinity();
+  const T bound = biased_row_mth_bound(row, gt, kp, m);
+  const auto upto = vset<T>(bound == bound ? bound : inf), below = vset<T>(tau);
   T val[kRankedMax + 16];
   I idx[kRankedMax + 16];
-  typename VT<T>::i ix;
+  auto P = vset<T>(inf);
+  typename VT<T>::i PI{}, ix;
   for (index_t q = 0; q < W; ++q) ix[q] = static_cast<I>(q);
   index_t c = 0;
   for (index_t j0 = 0; j0 < kp && c <= kRankedMax; j0 += W, ix += static_cast<I>(W)) {
     const auto v = vload(row + j0) - vload(gt + j0);
-    unsigned bits = lane_bits<Cmp::lt>(v, vset<T>(bar));
+    unsigned bits = lane_bits<Cmp::le>(v, upto) & lane_bits<Cmp::lt>(v, below);
     if (j0 + W > k) bits &= (1u << (k - j0)) - 1u;  // not the padding
+    if constexpr (kPacksInRegisters) append_lanes<T>(v, ix, bits, c, P, PI);
     c += compress_lanes<T>(v, ix, bits, val + c, idx + c);
   }
-  if (c > kRankedMax) return biased_row_select(row, gt, k, kp, m, bar, tau, cand, cand_dist);
-  vstore(val + c, vset<T>(std::numeric_limits<T>::infinity()));  // never before any
-  return ranked_candidates(row, val, idx, c, m, tau, cand, cand_dist);
+  if (c > kRankedMax) {
+    const T bar = std::min(tau, std::nextafter(bound, inf));
+    return biased_row_select(row, gt, k, kp, m, bar, tau, cand, cand_dist);
+  }
+  vstore(val + c, vset<T>(inf));  // never before any
+  if (c > W) return ranked_candidates(row, val, idx, c, m, tau, cand, cand_dist);
+  if constexpr (!kPacksInRegisters) {
+    P = vload(val);
+    std::memcpy(&PI, idx, sizeof PI);
+  }
+  return ranked_packed(row, P, PI, c, m, tau, cand, cand_dist);
 }
 
 // Where the pass writes each row's candidates (m = 0: nowhere): those within

@@ -4,6 +4,7 @@
 // The same lanes in the same order at every level.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -15,6 +16,14 @@ namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
 // The element type of VT<T>::i (int32 lanes for float, int64 for double).
+constexpr bool defined_avx512() {
+#if defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 template <typename T>
 using lane_index_t = std::remove_reference_t<decltype(std::declval<typename VT<T>::i>()[0])>;
 
@@ -68,6 +77,36 @@ inline index_t compress_lanes(typename VT<T>::v v, typename VT<T>::i ix, unsigne
     c += (bits >> q) & 1u;
   }
   return c;
+#endif
+}
+
+// Whether append_lanes runs in registers (AVX-512's compress and expand): where
+// it does not, the packed lanes are read back from compress_lanes's stores.
+inline constexpr bool kPacksInRegisters = SOFTKMEANS_VEC_BYTES == 64 && defined_avx512();
+
+// Puts the lanes of v and of ix whose bit is set in bits into the lanes c,
+// c + 1, ... of P and PI [in/out], in lane order (those past W dropped).
+template <typename T>
+inline void append_lanes(typename VT<T>::v v, typename VT<T>::i ix, unsigned bits, index_t c,
+                         typename VT<T>::v& P, typename VT<T>::i& PI) {
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  const std::uint64_t n = static_cast<std::uint64_t>(__builtin_popcount(bits));
+  const unsigned to = static_cast<unsigned>(((std::uint64_t(1) << n) - 1) << std::min<index_t>(c, 32));
+  if constexpr (std::is_same<T, float>::value) {
+    P = (vf)_mm512_mask_expand_ps((__m512)P, to, _mm512_maskz_compress_ps(bits, (__m512)v));
+    PI = (vi32)_mm512_mask_expand_epi32((__m512i)PI, to,
+                                        _mm512_maskz_compress_epi32(bits, (__m512i)ix));
+  } else {
+    P = (vd)_mm512_mask_expand_pd((__m512d)P, to, _mm512_maskz_compress_pd(bits, (__m512d)v));
+    PI = (vi64)_mm512_mask_expand_epi64((__m512i)PI, to,
+                                        _mm512_maskz_compress_epi64(bits, (__m512i)ix));
+  }
+#else
+  for (index_t q = 0; q < VT<T>::W; ++q)
+    if (bits >> q & 1u) {
+      if (c < VT<T>::W) P[c] = v[q], PI[c] = ix[q];
+      ++c;
+    }
 #endif
 }
 

@@ -99,25 +99,36 @@ inline T biased_row_select(const T* row, const T* gt, index_t k, index_t kp, ind
   return held == m ? value[m - 1] : tau;
 }
 
-// The held candidates by place (entry m: every place past m, discarded).
+// Writes each ranked column straight to the row's outputs (those placed at m
+// or later to a spare entry), cand [out] (m,) and dist [out] (m,) first -1
+// and 0. NOTE: the entry is picked by masks, not by `at < m ? ... : ...`:
+// GCC turns that select into a branch, mispredicted once in two places where
+// more than m columns are below the bar.
 template <typename T>
 struct Placed {
-  std::int32_t cand[kRankedMax + 1];
-  T dist[kRankedMax + 1], val[kRankedMax + 1];
-  template <typename I>
-  void put(index_t at, I j, T x, const T* row) {
-    cand[at] = static_cast<std::int32_t>(j);
-    val[at] = x;
-    dist[at] = row[j];
+  std::int32_t* cand;
+  T* dist;
+  index_t m;
+  std::int32_t spare_cand = 0;
+  T spare_dist = T(0);
+  Placed(std::int32_t* cand_out, T* dist_out, index_t m_) : cand(cand_out), dist(dist_out), m(m_) {
+    fill_none(cand, dist, m);
   }
-  // The outputs of biased_row_candidates from the places of c columns.
-  T write(index_t c, index_t m, T tau, std::int32_t* out_cand, T* out_dist) const {
-    const index_t held = std::min(c, m);
-    for (index_t t = 0; t < m; ++t) {
-      out_cand[t] = t < held ? cand[t] : -1;
-      out_dist[t] = t < held ? dist[t] : T(0);
-    }
-    return held == m ? val[m - 1] : tau;
+  template <typename P>
+  static P* pick(P* held, P* spare, std::uintptr_t keep) {
+    return reinterpret_cast<P*>((reinterpret_cast<std::uintptr_t>(held) & keep) |
+                                (reinterpret_cast<std::uintptr_t>(spare) & ~keep));
+  }
+  template <typename I>
+  void put(index_t at, I j, const T* row) {
+    const std::uintptr_t keep = std::uintptr_t(0) - static_cast<std::uintptr_t>(at < m);
+    *pick(cand + at, &spare_cand, keep) = static_cast<std::int32_t>(j);
+    *pick(dist + at, &spare_dist, keep) = row[j];
+  }
+  // The floor once the c columns below the bar are placed: the m-th biased
+  // value (row [in] and gt [in] the row's distances and offsets: v's bits).
+  T floor(index_t c, T tau, const T* row, const T* gt) const {
+    return c >= m ? row[cand[m - 1]] - gt[cand[m - 1]] : tau;
   }
 };
 
@@ -128,10 +139,10 @@ struct Placed {
 // the places are 0 .. c - 1), the first m places are held. Outputs and return
 // as biased_row_candidates's.
 template <typename T, typename I>
-inline T ranked_candidates(const T* row, const T* val, const I* idx, index_t c, index_t m, T tau,
+inline T ranked_candidates(const T* row, const T* gt, const T* val, const I* idx, index_t c, index_t m, T tau,
                            std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
-  Placed<T> placed;
+  Placed<T> placed(cand, cand_dist, m);
   const index_t vectors = (c + W - 1) / W;
   for (index_t i = 0; i < c; ++i) {
     const auto x = vset<T>(val[i]);
@@ -143,26 +154,34 @@ inline T ranked_candidates(const T* row, const T* val, const I* idx, index_t c, 
       const unsigned lt = lane_bits<Cmp::lt>(y, x), le = lane_bits<Cmp::le>(y, x);
       place += __builtin_popcount((lt & ~earlier) | (le & earlier));
     }
-    placed.put(std::min(place, m), idx[i], val[i], row);
+    placed.put(place, idx[i], row);
   }
-  return placed.write(c, m, tau, cand, cand_dist);
+  return placed.floor(c, tau, row, gt);
 }
 
 // The candidates from the c <= W columns below the bar of a row packed in
-// the lanes of P (their biased values, +inf past c) and PI (their columns):
-// ranked_candidates with the one vector in registers.
+// the lanes of P (their biased values, +inf past c) and PI (their columns, 0
+// past c): ranked_candidates with the one vector in registers. The first
+// kFixedLanes lanes are placed whatever c (those past c to the spare entry):
+// no loop exit to mispredict on the rows with few columns below the bar.
+inline constexpr index_t kFixedLanes = 4;
 template <typename T>
-inline T ranked_packed(const T* row, typename VT<T>::v P, typename VT<T>::i PI, index_t c,
-                       index_t m, T tau, std::int32_t* cand, T* cand_dist) {
-  Placed<T> placed;
-  for (index_t i = 0; i < c; ++i) {
-    const T x = P[i];
+[[gnu::always_inline]] inline T ranked_packed(const T* row, const T* gt, typename VT<T>::v P,
+                                              typename VT<T>::i PI, index_t c, index_t m, T tau,
+                                              std::int32_t* cand, T* cand_dist) {
+  constexpr index_t W = VT<T>::W;
+  Placed<T> placed(cand, cand_dist, m);
+  const auto place_of = [&P](index_t i) {
+    const auto x = vset<T>(P[i]);
     const unsigned earlier = (1u << i) - 1u;
-    const unsigned lt = lane_bits<Cmp::lt>(P, vset<T>(x)), le = lane_bits<Cmp::le>(P, vset<T>(x));
-    const index_t place = __builtin_popcount((lt & ~earlier) | (le & earlier));
-    placed.put(std::min(place, m), PI[i], x, row);
-  }
-  return placed.write(c, m, tau, cand, cand_dist);
+    const unsigned lt = lane_bits<Cmp::lt>(P, x), le = lane_bits<Cmp::le>(P, x);
+    return static_cast<index_t>(__builtin_popcount((lt & ~earlier) | (le & earlier)));
+  };
+#pragma GCC unroll 4
+  for (index_t i = 0; i < std::min(kFixedLanes, W); ++i)
+    placed.put(i < c ? place_of(i) : m, PI[i], row);
+  for (index_t i = kFixedLanes; i < c; ++i) placed.put(place_of(i), PI[i], row);
+  return placed.floor(c, tau, row, gt);
 }
 
 // An upper bound on the m-th smallest value of the biased row (m <= k): each
@@ -198,33 +217,49 @@ inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp,
                                std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
   using I = lane_index_t<T>;
+  using VI = typename VT<T>::i;
   const T inf = std::numeric_limits<T>::infinity();
   const T bound = biased_row_mth_bound(row, gt, kp, m);
   const auto upto = vset<T>(bound == bound ? bound : inf), below = vset<T>(tau);
+  VI first;  // the columns of the first vector
+  for (index_t q = 0; q < W; ++q) first[q] = static_cast<I>(q);
+  // The biased values of the W columns from j0 and those of them below the bar.
+  const auto below_bar = [&](index_t j0, unsigned& bits) {
+    const auto v = vload(row + j0) - vload(gt + j0);
+    bits = lane_bits<Cmp::le>(v, upto) & lane_bits<Cmp::lt>(v, below);
+    if (j0 + W > k) bits &= (1u << (k - j0)) - 1u;  // not the padding
+    return v;
+  };
+  auto P = vset<T>(inf);
+  VI PI{};
+  index_t c = 0;
+  if constexpr (kPacksInRegisters) {
+    for (index_t j0 = 0; j0 < kp; j0 += W) {
+      unsigned bits;
+      const auto v = below_bar(j0, bits);
+      append_lanes<T>(v, first + static_cast<I>(j0), bits, c, P, PI);
+      c += __builtin_popcount(bits);
+    }
+    if (c <= W) return ranked_packed(row, gt, P, PI, c, m, tau, cand, cand_dist);
+    c = 0;  // packed again, in memory
+  }
   T val[kRankedMax + 16];
   I idx[kRankedMax + 16];
-  auto P = vset<T>(inf);
-  typename VT<T>::i PI{}, ix;
-  for (index_t q = 0; q < W; ++q) ix[q] = static_cast<I>(q);
-  index_t c = 0;
-  for (index_t j0 = 0; j0 < kp && c <= kRankedMax; j0 += W, ix += static_cast<I>(W)) {
-    const auto v = vload(row + j0) - vload(gt + j0);
-    unsigned bits = lane_bits<Cmp::le>(v, upto) & lane_bits<Cmp::lt>(v, below);
-    if (j0 + W > k) bits &= (1u << (k - j0)) - 1u;  // not the padding
-    if constexpr (kPacksInRegisters) append_lanes<T>(v, ix, bits, c, P, PI);
-    c += compress_lanes<T>(v, ix, bits, val + c, idx + c);
+  for (index_t j0 = 0; j0 < kp && c <= kRankedMax; j0 += W) {
+    unsigned bits;
+    const auto v = below_bar(j0, bits);
+    c += compress_lanes<T>(v, first + static_cast<I>(j0), bits, val + c, idx + c);
   }
   if (c > kRankedMax) {
     const T bar = std::min(tau, std::nextafter(bound, inf));
     return biased_row_select(row, gt, k, kp, m, bar, tau, cand, cand_dist);
   }
   vstore(val + c, vset<T>(inf));  // never before any
-  if (c > W) return ranked_candidates(row, val, idx, c, m, tau, cand, cand_dist);
-  if constexpr (!kPacksInRegisters) {
-    P = vload(val);
-    std::memcpy(&PI, idx, sizeof PI);
-  }
-  return ranked_packed(row, P, PI, c, m, tau, cand, cand_dist);
+  if (c > W) return ranked_candidates(row, gt, val, idx, c, m, tau, cand, cand_dist);
+  P = vload(val);
+  std::memcpy(&PI, idx, sizeof PI);
+  for (index_t q = c; q < W; ++q) PI[q] = 0;  // a column to read past c
+  return ranked_packed(row, gt, P, PI, c, m, tau, cand, cand_dist);
 }
 
 // Where the pass writes each row's candidates (m = 0: nowhere): those within

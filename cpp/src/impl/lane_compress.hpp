@@ -110,5 +110,24 @@ inline void append_lanes(typename VT<T>::v v, typename VT<T>::i ix, unsigned bit
 #endif
 }
 
+// cand [out] (m,) every entry -1 and dist [out] (m,) every entry 0. NOTE: masked
+// stores on AVX-512: GCC makes the plain loop two calls of memset (out of line, the
+// cost of the candidates of a row).
+template <typename T>
+inline void fill_none(std::int32_t* cand, T* dist, index_t m) {
+#if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
+  for (index_t t = 0; t < m; t += 8) {
+    const __mmask8 lanes = m - t >= 8 ? 0xff : static_cast<__mmask8>((1u << (m - t)) - 1u);
+    _mm256_mask_storeu_epi32(cand + t, lanes, _mm256_set1_epi32(-1));
+    if constexpr (std::is_same<T, float>::value)
+      _mm256_mask_storeu_ps(dist + t, lanes, _mm256_setzero_ps());
+    else
+      _mm512_mask_storeu_pd(dist + t, lanes, _mm512_setzero_pd());
+  }
+#else
+  for (index_t t = 0; t < m; ++t) cand[t] = -1, dist[t] = T(0);
+#endif
+}
+
 }  // namespace SOFTKMEANS_ISA
 }  // namespace softkmeans

@@ -132,6 +132,16 @@ struct Placed {
   }
 };
 
+// How many lanes of y come before the value x of a column after the first
+// `earlier` lanes' columns (before those of the rest): a smaller value, or the
+// same value in one of the first `earlier` lanes.
+template <typename V>
+inline index_t count_before(V y, V x, index_t earlier) {
+  const unsigned first = (1u << earlier) - 1u;
+  const unsigned lt = lane_bits<Cmp::lt>(y, x), le = lane_bits<Cmp::le>(y, x);
+  return __builtin_popcount((lt & ~first) | (le & first));
+}
+
 // The candidates from the c columns below the bar of a row, packed in column
 // order (val [in] (c + W,), the biased values, +inf past c; idx [in] (c,)
 // their columns; row [in] the row's distances): each one's place is the count
@@ -139,8 +149,8 @@ struct Placed {
 // the places are 0 .. c - 1), the first m places are held. Outputs and return
 // as biased_row_candidates's.
 template <typename T, typename I>
-inline T ranked_candidates(const T* row, const T* gt, const T* val, const I* idx, index_t c, index_t m, T tau,
-                           std::int32_t* cand, T* cand_dist) {
+inline T ranked_candidates(const T* row, const T* gt, const T* val, const I* idx, index_t c,
+                           index_t m, T tau, std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
   Placed<T> placed(cand, cand_dist, m);
   const index_t vectors = (c + W - 1) / W;
@@ -149,10 +159,7 @@ inline T ranked_candidates(const T* row, const T* gt, const T* val, const I* idx
     index_t place = 0;
     for (index_t q = 0; q < vectors; ++q) {
       const auto y = vload(val + q * W);
-      const index_t before = std::min(std::max(i - q * W, index_t(0)), W);  // lanes of j < i's
-      const unsigned earlier = (1u << before) - 1u;
-      const unsigned lt = lane_bits<Cmp::lt>(y, x), le = lane_bits<Cmp::le>(y, x);
-      place += __builtin_popcount((lt & ~earlier) | (le & earlier));
+      place += count_before(y, x, std::min(std::max(i - q * W, index_t(0)), W));
     }
     placed.put(place, idx[i], row);
   }
@@ -171,12 +178,7 @@ template <typename T>
                                               std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
   Placed<T> placed(cand, cand_dist, m);
-  const auto place_of = [&P](index_t i) {
-    const auto x = vset<T>(P[i]);
-    const unsigned earlier = (1u << i) - 1u;
-    const unsigned lt = lane_bits<Cmp::lt>(P, x), le = lane_bits<Cmp::le>(P, x);
-    return static_cast<index_t>(__builtin_popcount((lt & ~earlier) | (le & earlier)));
-  };
+  const auto place_of = [&P](index_t i) { return count_before(P, vset<T>(P[i]), i); };
 #pragma GCC unroll 4
   for (index_t i = 0; i < std::min(kFixedLanes, W); ++i)
     placed.put(i < c ? place_of(i) : m, PI[i], row);

@@ -91,7 +91,8 @@ inline void append_lanes(typename VT<T>::v v, typename VT<T>::i ix, unsigned bit
                          typename VT<T>::v& P, typename VT<T>::i& PI) {
 #if defined(__AVX512F__) && SOFTKMEANS_VEC_BYTES == 64
   const std::uint64_t n = static_cast<std::uint64_t>(__builtin_popcount(bits));
-  const unsigned to = static_cast<unsigned>(((std::uint64_t(1) << n) - 1) << std::min<index_t>(c, 32));
+  const std::uint64_t lanes = ((std::uint64_t(1) << n) - 1) << std::min<index_t>(c, 32);
+  const unsigned to = static_cast<unsigned>(lanes);  // c .. c + n, those below W
   if constexpr (std::is_same<T, float>::value) {
     P = (vf)_mm512_mask_expand_ps((__m512)P, to, _mm512_maskz_compress_ps(bits, (__m512)v));
     PI = (vi32)_mm512_mask_expand_epi32((__m512i)PI, to,

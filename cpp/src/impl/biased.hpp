@@ -33,12 +33,15 @@ namespace softkmeans {
 namespace SOFTKMEANS_ISA {
 
 // The first argmin and the two smallest of the biased row D - g~ (row and
-// gt [in] (kp,), the padding +inf and 0).
+// gt [in] (kp,), the padding +inf and 0); lane_min [out]: each lane's minimum
+// over the row's vectors (the candidates' bound starts from them).
 template <typename T>
-inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp) {
+inline RowMin<T> biased_row_min2(const T* row, const T* gt, index_t kp,
+                                 typename VT<T>::v& lane_min) {
   constexpr index_t W = VT<T>::W;
   Min2<T> m;
   for (index_t j = 0; j < kp; j += W) m.push(vload(row + j) - vload(gt + j));
+  lane_min = m.v1;
   return m.finish();
 }
 
@@ -186,20 +189,18 @@ template <typename T>
   return placed.floor(c, tau, row, gt);
 }
 
-// An upper bound on the m-th smallest value of the biased row (m <= k): each
-// lane's minimum over the row's vectors is the minimum of its own columns,
-// and lanes are folded in halves while m remain, so the largest of the
+// An upper bound on the m-th smallest value of the biased row (m <= k) from
+// lane_min [in], each lane's minimum over the row's vectors (biased_row_min2's),
+// the minimum of its own columns; lanes are folded in halves while m remain, so the largest of the
 // lanes left is the minimum of one of at least m disjoint groups of columns:
 // m columns lie at or below it. +inf where fewer than m lanes (W < m).
 // In registers: the fold by lane shuffles (lane q ^ S holds lane q's group
 // after each), then the largest lane by a max tree.
 template <typename T>
-inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) {
+inline T biased_row_mth_bound(typename VT<T>::v lane_min, index_t m) {
   constexpr index_t W = VT<T>::W;
   if (W < m) return std::numeric_limits<T>::infinity();
-  auto u = vload(row) - vload(gt);
-  for (index_t j = W; j < kp; j += W) u = vmin(u, vload(row + j) - vload(gt + j));
-  return lanes_max(fold_lanes_min<W / 2>(u, m))[0];
+  return lanes_max(fold_lanes_min<W / 2>(lane_min, m))[0];
 }
 
 // The m smallest biased values of a row below tau (m <= k), ascending, ties
@@ -215,13 +216,13 @@ inline T biased_row_mth_bound(const T* row, const T* gt, index_t kp, index_t m) 
 // in one vector (in registers where the ISA can: no store and reload), up to
 // kRankedMax in memory; past that, biased_row_select.
 template <typename T>
-inline T biased_row_candidates(const T* row, const T* gt, index_t k, index_t kp, index_t m, T tau,
-                               std::int32_t* cand, T* cand_dist) {
+inline T biased_row_candidates(const T* row, const T* gt, typename VT<T>::v lane_min, index_t k,
+                               index_t kp, index_t m, T tau, std::int32_t* cand, T* cand_dist) {
   constexpr index_t W = VT<T>::W;
   using I = lane_index_t<T>;
   using VI = typename VT<T>::i;
   const T inf = std::numeric_limits<T>::infinity();
-  const T bound = biased_row_mth_bound(row, gt, kp, m);
+  const T bound = biased_row_mth_bound<T>(lane_min, m);
   const auto upto = vset<T>(bound == bound ? bound : inf), below = vset<T>(tau);
   VI first;  // the columns of the first vector
   for (index_t q = 0; q < W; ++q) first[q] = static_cast<I>(q);
@@ -288,7 +289,8 @@ void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, 
   for (index_t r = 0; r < rows; ++r) {
     const index_t i = i0 + r;
     const T* row = s.dbuf.data() + r * E.ld;
-    const RowMin<T> m = biased_row_min2(row, gt, E.kp);
+    typename VT<T>::v lane_min;
+    const RowMin<T> m = biased_row_min2(row, gt, E.kp, lane_min);
     const double wi = w[i];
     labels[i] = m.a;
     dist[i] = row[m.a];
@@ -296,7 +298,7 @@ void biased_block(const Engine<T>& E, const T* X, const double* w, const T* gt, 
     W += wi;
     J += rounded_product(wi, static_cast<double>(dist[i]));
     if (out.m > 0)
-      out.floor[i] = biased_row_candidates(row, gt, E.k, E.kp, out.m, m.m1 + out.band,
+      out.floor[i] = biased_row_candidates(row, gt, lane_min, E.k, E.kp, out.m, m.m1 + out.band,
                                            out.cand + i * out.m, out.dist + i * out.m);
   }
   for (index_t i = i0; i < i0 + rows; ++i) acc.one_hot(s.tile, X + i * d, w[i], labels[i]);

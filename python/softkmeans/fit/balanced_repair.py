@@ -61,9 +61,12 @@ NEWTON_ERROR, NEWTON_ENOUGH, CANDIDATES, NEWTON_STEPS, NEWTON_MIN_K = 1, 1, 8, 1
 # NEWTON_AGAIN x its enough.
 NEWTON_REACH, NEWTON_RESTARTS, NEWTON_AGAIN = 2.0, 2, 4
 # Rows a Newton call reads from which its ~30 sweeps (parallel regions) run on the
-# source's threads: on a busy machine each waits for a descheduled thread (load 4-5, 2
-# cores: 1e6 x 16, k = 64, Newton 14.2 s wall a fit on 2, 8.4 s on 1; quiet: 30 % less).
-NEWTON_THREAD_ROWS = 1 << 21
+# source's threads. Measured on bench/balanced.py's 1e6 x 16, k = 64 fit, 2 threads,
+# quiet (load ~1.1), wall: 6.15 s from 2^21 rows (every call on one thread), 5.72 s
+# from 2^18, 5.47 s from 2^16 (the unconstrained fit 0.18 s). On a busy machine each
+# sweep may wait for a descheduled thread (before Newton's vector sweeps, load 4-5:
+# 14.2 s wall on 2 threads, 8.4 s on 1).
+NEWTON_THREAD_ROWS = 1 << 16
 # Rows left open by Newton's margins, per row the first repair takes, above which a
 # pass at Newton's offsets gives their exact gaps (`CountsRepair._start`).
 RECHECK_ROWS = 4

@@ -83,3 +83,37 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, rech
     assert (0 in passes) == recheck, passes  # a pass at Newton's offsets, or none
     assert any(found for _, found in rounds), f"no round found a violator: {rounds}"
     assert 0 < min(newton_rows[1:]) < n, newton_rows  # Newton read a subset of the rows
+
+
+def test_offsets_moved_with_the_centroids_are_solved_without_blas(monkeypatch):
+    # The prediction's k x k solve (`solve_spd`) against LAPACK's, and the solver never
+    # calling it: np.linalg's sums follow the BLAS kernel dispatched (the fit's labels at
+    # 1e6 rows differed between OpenBLAS's Haswell and SkylakeX kernels).
+    rng = np.random.default_rng(3)
+    for k in (2, 9, 64):
+        edges = rng.integers(0, k, (4 * k, 2))
+        L = np.zeros((k, k))
+        np.add.at(L, (edges[:, 0], edges[:, 0]), 1.0)
+        np.add.at(L, (edges[:, 1], edges[:, 1]), 1.0)
+        np.add.at(L, (edges[:, 0], edges[:, 1]), -1.0)
+        np.add.at(L, (edges[:, 1], edges[:, 0]), -1.0)
+        L[np.diag_indices(k)] += 1e-3 * max(float(np.diag(L).max()), 1.0)
+        b = rng.normal(size=k)
+        want = np.linalg.solve(L, b)
+        np.testing.assert_allclose(balanced_repair.solve_spd(L, b), want, rtol=1e-9, atol=0)
+
+    def no_blas(*args, **kwargs):
+        raise AssertionError("np.linalg.solve called by the balanced solver")
+
+    predicted = _counted(monkeypatch, balanced_repair.CountsRepair, "_predicted",
+                         lambda args, result: 1)  # fmt: skip
+    monkeypatch.setattr(np.linalg, "solve", no_blas)
+    n, k = balanced_repair.PRESOLVE_SHARE * balanced_repair.PRESOLVE_ROWS, 6
+    X, C = unequal_blobs(n, 3, k, seed=4)
+    counts = integer_targets(np.full(k, n / k), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    drift = np.random.default_rng(5).normal(scale=0.05, size=C.shape)
+    for t in range(3):
+        labels = solver.solve(C + t * drift)[0]
+        assert np.array_equal(np.bincount(labels, minlength=k), counts)
+    assert len(predicted) == 2

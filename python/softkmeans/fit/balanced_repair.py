@@ -170,8 +170,8 @@ def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1):
     Newton reads the rows with two candidates or more and a gap below reach (how far
     the offsets are expected to move; a row of one keeps its label there, and costs
     Newton a read of its row at every start and finish: 12 ms of a 15 ms call at 1e5
-    rows, k = 64, late in a fit), the others' labels fixed; every row where a cluster
-    holds more fixed rows than its count."""
+    rows, k = 64, late in a fit), the others' labels fixed (every row where a cluster
+    holds more of those fixed rows than its count)."""
     if p.cand.shape[1] < 2:
         return _pass_start(p, g)
     some = np.flatnonzero((p.cand[:, 1] >= 0) & (p.gap < reach))

@@ -72,18 +72,28 @@ void check_candidates(const carray<std::int32_t>& cand, index_t k, const std::in
   }
 }
 
+// (cand (N, m) int32, cand_dist (N, m) T, g (k,) float64): the candidate
+// arrays of the balanced offset solvers, checked to agree in shape.
+template <typename T>
+std::tuple<carray<std::int32_t>, carray<T>, carray<double>> candidate_arrays(
+    const py::array& cand_a, const py::array& dist_a, const py::array& g_a) {
+  auto cand = as_matrix<std::int32_t>(cand_a, "cand");
+  auto dist = as_matrix<T>(dist_a, "cand_dist");
+  if (dist.shape(0) != cand.shape(0) || dist.shape(1) != cand.shape(1))
+    throw py::value_error("cand and cand_dist must have the same shape");
+  return {cand, dist, as_vector<double>(g_a, "g", g_a.size())};
+}
+
 // (labels (n,) int64, own (n,) and gap (n,) float64): biased_row_states of
 // every row of cand at the offsets g, on n_threads.
 template <typename T>
 py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
                               const py::array& g_a, int n_threads) {
-  const auto cand = as_matrix<std::int32_t>(cand_a, "cand");
-  const auto dist = as_matrix<T>(dist_a, "cand_dist");
-  const index_t n = cand.shape(0), m = cand.shape(1);
-  if (dist.shape(0) != n || dist.shape(1) != m)
-    throw py::value_error("cand and cand_dist must have the same shape");
-  const auto g = as_vector<double>(g_a, "g", g_a.size());
-  const index_t k = g.shape(0);
+  // (not a structured binding: a lambda below captures them, which C++17 forbids of one)
+  const auto arrays = candidate_arrays<T>(cand_a, dist_a, g_a);
+  const auto &cand = std::get<0>(arrays), &dist = std::get<1>(arrays);
+  const auto& g = std::get<2>(arrays);
+  const index_t n = cand.shape(0), m = cand.shape(1), k = g.shape(0);
   if (m < 1 || m > k) throw py::value_error("need 1 <= m <= k candidates a row");
   check_candidates(cand, k, nullptr, n);
   carray<std::int64_t> labels(n);
@@ -104,13 +114,10 @@ template <typename T>
 py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
                             const py::array& targets_a, const py::array& g_a, int64_t max_steps,
                             int64_t enough, const py::object& rows_a, int n_threads) {
-  const auto cand = as_matrix<std::int32_t>(cand_a, "cand");
-  const auto dist = as_matrix<T>(dist_a, "cand_dist");
-  const index_t total = cand.shape(0), m = cand.shape(1);
-  if (dist.shape(0) != total || dist.shape(1) != m)
-    throw py::value_error("cand and cand_dist must have the same shape");
-  const auto g_in = as_vector<double>(g_a, "g", g_a.size());
-  const index_t k = g_in.shape(0);
+  const auto arrays = candidate_arrays<T>(cand_a, dist_a, g_a);
+  const auto &cand = std::get<0>(arrays), &dist = std::get<1>(arrays);
+  const auto& g_in = std::get<2>(arrays);
+  const index_t total = cand.shape(0), m = cand.shape(1), k = g_in.shape(0);
   const auto targets = as_vector<std::int64_t>(targets_a, "targets", k);
   carray<std::int64_t> rows(0);
   const bool some = !rows_a.is_none();

@@ -154,3 +154,49 @@ def test_row_states_refuse_a_column_outside_the_clusters():
         _native.biased_row_states(cand, dist, np.zeros(4))
     with pytest.raises(TypeError, match="cand"):
         _native.biased_row_states(cand.astype(np.int64), dist, np.zeros(4))
+
+
+def _margins_in_numpy(cand, dist, floor, g, g_new):
+    """The margins of `balanced_repair._candidates_start` as they were computed in NumPy
+    before `biased_row_margins` (the row states at g_new, the pass's floor at g less its
+    rounding and the most an offset rose, then the margin's own rounding)."""
+    labels, own, gap = _definition(cand, dist, g_new)
+    if floor is not None:
+        u = float(np.finfo(floor.dtype).eps)
+        f = floor.astype(np.float64)
+        f -= 8.0 * u * (np.abs(f) + 4.0 * np.abs(g).max())
+        f -= float((g_new - g).max()) - g_new[labels]
+        f -= own
+        np.minimum(gap, f, out=gap)
+    u = float(np.finfo(np.float64).eps)
+    finite = np.where(np.isfinite(gap), np.abs(gap), 0.0)
+    margin = gap - 8.0 * u * (np.abs(own) + 3.0 * np.abs(g_new).max() + finite)
+    margin -= np.finfo(np.float64).tiny
+    return labels, own, margin
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", [8, 1])
+@pytest.mark.parametrize("bounded", [True, False])
+def test_row_margins_are_the_numpy_bound_bit_for_bit(dtype, m, bounded, simd_level):
+    # `biased_row_margins` fuses the margin's bound into the row states (it was NumPy
+    # over every row, 27 ms a call at 1e6): the same bits as that NumPy, with and
+    # without the pass's floor, rows of one candidate (an inf gap) and ties, at every
+    # SIMD level and thread count.
+    from softkmeans.fit.balanced_repair import _margin_bound
+
+    k = 12
+    cand, dist, _ = _candidates(40_000, m, k, dtype, seed=20 + m)
+    rng = np.random.default_rng(m)
+    g = rng.normal(0, 3, k)
+    g_new = g + rng.normal(0, 0.5, k)
+    floor = (dist.max(axis=1) + rng.random(len(cand)).astype(dtype)) if bounded else None
+    want = _margins_in_numpy(cand, dist, floor, g, g_new)
+    floor_arg = floor if bounded else np.full(len(cand), np.inf, dtype=dtype)
+    for n_threads in THREAD_COUNTS:
+        got = _native.biased_row_margins(cand, dist, g_new, *_margin_bound(floor_arg, g, g_new),
+                                         n_threads)  # fmt: skip
+        assert got[0].dtype == np.int64
+        for a, b in zip(got, want):
+            assert np.array_equal(a, b)
+    assert np.isinf(want[2]).any() == (not bounded)  # rows of one candidate: the floor bounds them

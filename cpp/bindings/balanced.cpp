@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "arrays.hpp"
 #include "interrupt.hpp"
@@ -85,10 +86,14 @@ std::tuple<carray<std::int32_t>, carray<T>, carray<double>> candidate_arrays(
 }
 
 // (labels (n,) int64, own (n,) and gap (n,) float64): biased_row_states of
-// every row of cand at the offsets g, on n_threads.
+// every row of cand at the offsets g, on n_threads; with a bound (floor_a:
+// the pass's floor (n,) in cand_dist's dtype or None, then the six numbers
+// of MarginBound), the margin in place of the gap.
 template <typename T>
 py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
-                              const py::array& g_a, int n_threads) {
+                              const py::array& g_a, int n_threads,
+                              const py::object& floor_a = py::none(),
+                              const std::vector<double>& bound_numbers = {}) {
   // (not a structured binding: a lambda below captures them, which C++17 forbids of one)
   const auto arrays = candidate_arrays<T>(cand_a, dist_a, g_a);
   const auto &cand = std::get<0>(arrays), &dist = std::get<1>(arrays);
@@ -99,10 +104,22 @@ py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
   carray<std::int64_t> labels(n);
   carray<double> own(n), gap(n);
   const int threads = softkmeans::resolve_threads(n_threads);
+  softkmeans::MarginBound<T> bound;
+  carray<T> floor(0);
+  const bool bounded = bound_numbers.size() == 6;
+  if (bounded) {
+    if (!floor_a.is_none()) {
+      floor = as_vector<T>(floor_a.cast<py::array>(), "floor", n);
+      bound.floor = floor.data();
+    }
+    bound.floor_scale = bound_numbers[0], bound.floor_shift = bound_numbers[1];
+    bound.rise = bound_numbers[2], bound.scale = bound_numbers[3];
+    bound.shift = bound_numbers[4], bound.tiny = bound_numbers[5];
+  }
   run_native([&] {
     softkmeans::biased_row_states<T>(cand.data(), dist.data(), n, m, k, g.data(),
                                      labels.mutable_data(), own.mutable_data(),
-                                     gap.mutable_data(), threads);
+                                     gap.mutable_data(), threads, bounded ? &bound : nullptr);
   });
   return py::make_tuple(labels, own, gap);
 }
@@ -170,6 +187,21 @@ void def_biased(py::module_& m) {
       py::arg("cand"), py::arg("cand_dist"), py::arg("g"), py::arg("n_threads") = 1,
       "(labels, own, gap): each row's best candidate at the offsets g (ties to the smaller "
       "column), D there and the second best candidate's value less the best's");
+  m.def(
+      "biased_row_margins",
+      [](const py::array& cand, const py::array& cand_dist, const py::array& g,
+         const py::object& floor, double floor_scale, double floor_shift, double rise,
+         double scale, double shift, double tiny, int n_threads) {
+        const std::vector<double> numbers{floor_scale, floor_shift, rise, scale, shift, tiny};
+        return by_dtype(cand_dist, [&](auto t) {
+          return biased_row_states_t<decltype(t)>(cand, cand_dist, g, n_threads, floor, numbers);
+        });
+      },
+      py::arg("cand"), py::arg("cand_dist"), py::arg("g"), py::arg("floor"),
+      py::arg("floor_scale"), py::arg("floor_shift"), py::arg("rise"), py::arg("scale"),
+      py::arg("shift"), py::arg("tiny"), py::arg("n_threads") = 1,
+      "(labels, own, margin): biased_row_states with the margin (a lower bound on the gap over "
+      "every column, less its rounding; softkmeans/balanced.hpp MarginBound) for the gap");
   m.def(
       "biased_hard_stats",
       [](const py::array& X, const py::array& C, const py::array& g, const py::array& w,

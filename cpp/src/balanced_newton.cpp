@@ -543,22 +543,45 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
   return err;
 }
 
+// The margins of rows [i0, i1) from their states (a their labels, from i0;
+// biased_row_states's bound, in its order).
+template <typename T>
+void bound_margins(const MarginBound<T>& b, int64_t i0, int64_t i1, const int32_t* a,
+                   const double* g, const double* own, double* gap) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t i = i0; i < i1; ++i) {
+    double v = gap[i];
+    if (b.floor) {
+      double f = static_cast<double>(b.floor[i]);
+      f -= b.floor_scale * (std::fabs(f) + b.floor_shift);
+      f -= b.rise - g[a[i - i0]];
+      f -= own[i];
+      v = f < v ? f : v;
+    }
+    const double finite = std::fabs(v) < inf ? std::fabs(v) : 0.0;
+    gap[i] = (v - b.scale * ((std::fabs(own[i]) + b.shift) + finite)) - b.tiny;
+  }
+}
+
 template <typename T>
 void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
-                       const double* g, int64_t* labels, double* own, double* gap,
-                       int n_threads) {
+                       const double* g, int64_t* labels, double* own, double* gap, int n_threads,
+                       const MarginBound<T>* bound) {
   for_chunks(n, std::max(1, n_threads), [&](int64_t, int64_t i0, int64_t i1) {
     std::vector<int32_t> a(i1 - i0);
     row_states(cand + i0 * m, cand_dist + i0 * m, i1 - i0, m, g, k, a.data(), gap + i0,
                own + i0);
+    if (bound) bound_margins(*bound, i0, i1, a.data(), g, own, gap);
     std::copy(a.begin(), a.end(), labels + i0);
   });
 }
 
 template void biased_row_states<float>(const int32_t*, const float*, int64_t, int64_t, int64_t,
-                                       const double*, int64_t*, double*, double*, int);
+                                       const double*, int64_t*, double*, double*, int,
+                                       const MarginBound<float>*);
 template void biased_row_states<double>(const int32_t*, const double*, int64_t, int64_t, int64_t,
-                                        const double*, int64_t*, double*, double*, int);
+                                        const double*, int64_t*, double*, double*, int,
+                                        const MarginBound<double>*);
 
 template int64_t balanced_newton<float>(const int32_t*, const float*, const int64_t*, int64_t,
                                         int64_t, int64_t, const int64_t*, int64_t, int64_t, double*,

@@ -211,6 +211,14 @@ def biased_row_states(cand, cand_dist, g, n_threads=1):
     return _core.biased_row_states(cand, cand_dist, g, n_threads)
 
 
+def biased_row_margins(cand, cand_dist, g, floor, bound, n_threads=1):
+    """`biased_row_states` with each row's margin for its gap: the lower bound on its gap
+    over every column, less its rounding, of `cpp/include/softkmeans/balanced.hpp`'s
+    MarginBound (floor (n,) in cand_dist's dtype or None; bound: its six numbers
+    floor_scale, floor_shift, rise, scale, shift, tiny). (labels, own, margin)."""
+    return _core.biased_row_margins(cand, cand_dist, g, floor, *bound, n_threads)
+
+
 def feature_moments(X, w, chunk_rows, n_threads):
     """Per chunk of chunk_rows rows of a dense X: (W (c,), mean (c, d), M2 (c, d),
     max_abs (c,), finite (c,) bool), the weights' sum, the features' weighted mean and

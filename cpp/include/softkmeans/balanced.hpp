@@ -156,8 +156,25 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
 // column), own its D_ij, gap the second best candidate's value less the
 // best's (inf when the row holds one): the values balanced_newton gives a row
 // it reads, for every row, on n_threads (the same at every count).
+//
+// With a bound (not null), gap [out] is instead a lower bound on each row's
+// gap over every column, less its rounding (the repair's margin): the fused
+// pass's floor (at its offsets) bounds the columns outside the candidates,
+// each fallen by at most the most an offset rose since. In double, in this
+// order (the bits of the NumPy it replaces, softkmeans.fit.balanced_repair):
+//   f = floor_i - floor_scale (|floor_i| + floor_shift) - (rise - g_a) - own_i
+//   gap' = min(gap_i, f)                       (f only where floor is given)
+//   margin = gap' - scale ((|own_i| + shift) + |gap'|) - tiny
+//                                              (|gap'| taken as 0 where inf)
+template <typename T>
+struct MarginBound {
+  const T* floor = nullptr;  // (n,) the pass's floor, or null: no columns outside
+  double floor_scale = 0.0, floor_shift = 0.0, rise = 0.0;
+  double scale = 0.0, shift = 0.0, tiny = 0.0;
+};
 template <typename T>
 void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64_t m, int64_t k,
-                       const double* g, int64_t* labels, double* own, double* gap, int n_threads);
+                       const double* g, int64_t* labels, double* own, double* gap, int n_threads,
+                       const MarginBound<T>* bound = nullptr);
 
 }  // namespace softkmeans

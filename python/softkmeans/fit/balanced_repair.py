@@ -225,19 +225,21 @@ def _candidates_start(p, g, g_new, n_threads=1):
     bound on the columns outside them: at g their biased values were at least the
     pass's floor (in X's dtype, less its rounding), and each has since fallen by at most
     the most any offset rose."""
-    labels, own, gap = _native.biased_row_states(p.cand, p.cand_dist, g_new, n_threads)
-    if np.isfinite(p.floor).any():
-        u = float(np.finfo(p.floor.dtype).eps)
-        floor = p.floor.astype(np.float64)
-        floor -= 8.0 * u * (np.abs(floor) + 4.0 * np.abs(g).max())
-        floor -= float((g_new - g).max()) - g_new[labels]
-        floor -= own
-        np.minimum(gap, floor, out=gap)
-    u = float(np.finfo(np.float64).eps)
-    finite = np.where(np.isfinite(gap), np.abs(gap), 0.0)
-    margin = gap - 8.0 * u * (np.abs(own) + 3.0 * np.abs(g_new).max() + finite)
-    margin -= np.finfo(np.float64).tiny
+    labels, own, margin = _native.biased_row_margins(
+        p.cand, p.cand_dist, g_new, *_margin_bound(p.floor, g, g_new), n_threads
+    )
     return Start(g_new, labels, margin, own)
+
+
+def _margin_bound(floor, g, g_new):
+    """(floor or None, the six numbers of `_native.biased_row_margins`'s bound) for the
+    pass's floor at offsets g and the rows' states at g_new: the floor less its rounding
+    in X's dtype (a few units of |floor| + |g|) and the most an offset rose since, and the
+    margin less a few units of float64 rounding of |own| + |g_new| + |gap|."""
+    u, u64 = float(np.finfo(floor.dtype).eps), float(np.finfo(np.float64).eps)
+    bounded = floor if np.isfinite(floor).any() else None
+    return bounded, (8.0 * u, 4.0 * float(np.abs(g).max()), float((g_new - g).max()),
+                     8.0 * u64, 3.0 * float(np.abs(g_new).max()), float(np.finfo(np.float64).tiny))  # fmt: skip
 
 
 class CountsRepair:

@@ -195,10 +195,17 @@ def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
     if p.cand.shape[1] < 2:
         return _pass_start(p, g)
     n, k = p.labels.size, targets.size
-    two = p.cand[:, 1] >= 0
-    nxt, labels = np.maximum(p.cand[:, 1], 0), p.labels
+    labels = p.labels
+    # Each row's (label, next) pair as an index of a k x k table (k * k: a row of one
+    # candidate, never near): one gather a reach, not two of offsets and their difference.
+    pairs = np.where(p.cand[:, 1] >= 0, labels * k + p.cand[:, 1], k * k)
+
+    def near_by(change):
+        reach = np.append((PAIR_REACH * np.abs(change[None, :] - change[:, None])).ravel(), -np.inf)
+        return p.gap < reach[pairs]
+
     counts = np.bincount(labels, minlength=k)
-    near = two & (p.gap < PAIR_REACH * np.abs(pair[nxt] - pair[labels]))
+    near = near_by(pair)
     for _ in range(PAIR_WIDENINGS + 1):
         rows = np.flatnonzero(near)
         excess = np.maximum(counts - np.bincount(labels[rows], minlength=k) - targets, 0)
@@ -211,8 +218,7 @@ def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
         err = int(np.abs(np.bincount(start.labels, minlength=k) - targets).sum())
         if err <= NEWTON_AGAIN * enough or rows is None:
             break
-        change = g_new - g
-        wider = near | (two & (p.gap < PAIR_REACH * np.abs(change[nxt] - change[labels])))
+        wider = near | near_by(g_new - g)
         if (wider == near).all():
             break
         near = wider

@@ -41,6 +41,7 @@ constexpr size_t kHeapBatch = 64;
 class LazyEdges {
  public:
   void reserve(size_t n) { v_.reserve(n); }
+  size_t size() const { return v_.size(); }
   // Adds e to the reserve (before the first top) or to the heap.
   void push(const Edge& e, bool to_heap) {
     if (!to_heap) {
@@ -120,15 +121,14 @@ class TransferGraph {
       : D_(D), k_(k), g_(g), owner_(owner), rest_(rest), edge_reach_(edge_reach),
         edges_(static_cast<size_t>(k * k)),
         every_edge_(edges_per_row >= k - 1), few_(std::min(edges_per_row, kMaxEdgesPerRow)),
-        cheapest_(static_cast<size_t>(k * k), kInf), top_row_(static_cast<size_t>(k * k), -1) {
+        built_(static_cast<size_t>(k * k), 0), entered_(static_cast<size_t>(k)),
+        g_entered_(g, g + k), cheapest_(static_cast<size_t>(k * k), kInf),
+        top_row_(static_cast<size_t>(k * k), -1) {
     reserve(rows, n_rows);
     for (int64_t r = 0; r < n_rows; ++r) {
       const int64_t i = rows ? rows[r] : r;
       rest_[i] = push_row(i, false);
     }
-    for (int64_t j = 0; j < k; ++j)
-      for (int64_t l = 0; l < k; ++l)
-        if (l != j) set_top(j, l);
   }
 
   // Dense Dijkstra (k is small) from the clusters over their targets (excess
@@ -173,14 +173,13 @@ class TransferGraph {
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
 
-  // Room for the rows' entries (every edge: the rows of each cluster).
+  // Room for the entered rows of each cluster (every edge: the rows; else
+  // their (row, column) entries, at most few_ a row).
   void reserve(const int64_t* rows, int64_t n_rows) {
     std::vector<int64_t> held(k_, 0);
     for (int64_t r = 0; r < n_rows; ++r) ++held[owner_[rows ? rows[r] : r]];
-    const int64_t per_row = every_edge_ ? 1 : few_, share = every_edge_ ? 1 : k_ - 1;
     for (int64_t j = 0; j < k_; ++j)
-      for (int64_t l = 0; l < k_; ++l)
-        if (l != j) edges_[j * k_ + l].reserve(static_cast<size_t>(held[j] * per_row / share + 16));
+      entered_[j].reserve(static_cast<size_t>(held[j] * (every_edge_ ? 1 : few_)));
   }
 
   // Enters row i's edges from its cluster (heapify: into the heaps, their
@@ -192,6 +191,7 @@ class TransferGraph {
     const int64_t j = owner_[i];
     const double cut = di[j] - g_[j] + edge_reach_;
     if (every_edge_) {
+      if (!heapify) entered_[j].push_back(Entered{i, -1});
       double rest = kInf;
       for (int64_t l = 0; l < k_; ++l) {
         if (l == j) continue;
@@ -229,18 +229,48 @@ class TransferGraph {
     return rest;
   }
 
+  // Before its edge is built (set_top), an entry only updates the edge's
+  // top: one entered with its row (heapify false) is kept in entered_, one
+  // pushed after in the edge's reserve.
   void push(int64_t i, int64_t j, int64_t l, double cost, bool heapify) {
-    auto& heap = edges_[j * k_ + l];
+    const int64_t at = j * k_ + l;
+    if (!built_[at]) {
+      if (!heapify && !every_edge_) entered_[j].push_back(Entered{i, l});
+      if (heapify) edges_[at].push(Edge(cost, i), false);
+      if (top_row_[at] < 0 || CheaperOnTop()(Edge(cheapest_[at], top_row_[at]), Edge(cost, i))) {
+        cheapest_[at] = cost;
+        top_row_[at] = i;
+      }
+      return;
+    }
+    auto& heap = edges_[at];
     heap.push(Edge(cost, i), heapify);
-    if (!heapify) return;
     const Edge& e = *heap.top();
-    cheapest_[j * k_ + l] = e.first;
-    top_row_[j * k_ + l] = e.second;
+    cheapest_[at] = e.first;
+    top_row_[at] = e.second;
+  }
+
+  // Builds edge j -> l's heap when its top first leaves: the entries its
+  // rows made when they entered (every edge: those of reduced cost below
+  // the cut at the offsets then), with those pushed since; every edge's
+  // entries at the start cost a scattered write each, most never read.
+  void build(int64_t j, int64_t l) {
+    auto& heap = edges_[j * k_ + l];
+    const auto& entered = entered_[j];
+    heap.reserve(heap.size() + entered.size());
+    for (const Entered& e : entered) {
+      if (e.column != (every_edge_ ? -1 : l)) continue;
+      const T* di = D_ + e.row * k_;
+      if (every_edge_ && !(di[l] - g_entered_[l] < di[j] - g_entered_[j] + edge_reach_)) continue;
+      heap.push(Edge(static_cast<double>(di[l]) - di[j], e.row), false);
+    }
+    built_[j * k_ + l] = 1;
   }
 
   // The cheapest row of j that may move to l (rows that left j dropped here)
   // into the dense (k, k) tops (inf, -1: none).
   void set_top(int64_t j, int64_t l) {
+    if (!built_[j * k_ + l]) build(j, l);
     auto& heap = edges_[j * k_ + l];
     const Edge* e = heap.top();
     for (; e && owner_[e->second] != j; e = heap.top()) heap.pop();
@@ -257,6 +287,14 @@ class TransferGraph {
   std::vector<LazyEdges> edges_;  // [j * k + l]
   bool every_edge_;
   int64_t few_;
+  // A row's entry on edge (row's cluster) -> column when it entered (every
+  // edge: column -1, all columns under the cut).
+  struct Entered {
+    int64_t row, column;
+  };
+  std::vector<char> built_;                   // [j * k + l]: edges_ holds its entries
+  std::vector<std::vector<Entered>> entered_;  // [j]: the entries of j's rows at the start
+  std::vector<double> g_entered_;             // g when the rows entered
   // Each heap's top in dense (k, k) matrices, (cost, row), kept current as
   // rows move: Dijkstra reads k^2 contiguous doubles, and a move touches only
   // the heaps whose top it changes (touching all k heaps of a cluster, a cache

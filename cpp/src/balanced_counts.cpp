@@ -363,6 +363,42 @@ static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last,
   return best;
 }
 
+// row_argmin at g and at g = 0 from one read of the row: (best at g, best
+// at 0); v1, v2 at g.
+template <typename T>
+static std::pair<int64_t, int64_t> row_argmins(const T* di, int64_t k, const double* g,
+                                               int64_t last, double slack, double* v1_out,
+                                               double* v2_out) {
+  int64_t best = 0, best0 = 0;
+  double v1 = di[0] - g[0], v2 = std::numeric_limits<double>::infinity();
+  double u1 = di[0], u2 = std::numeric_limits<double>::infinity();
+  for (int64_t j = 1; j < k; ++j) {
+    const double d = di[j], v = d - g[j];
+    if (v < v1) {
+      v2 = v1;
+      v1 = v;
+      best = j;
+    } else if (v < v2) {
+      v2 = v;
+    }
+    if (d < u1) {
+      u2 = u1;
+      u1 = d;
+      best0 = j;
+    } else if (d < u2) {
+      u2 = d;
+    }
+  }
+  if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
+    best = last;
+    v2 = v1;
+    v1 = di[last] - g[last];
+  }
+  if (last >= 0 && last < k && last != best0 && di[last] <= u1 + slack) best0 = last;
+  *v1_out = v1, *v2_out = v2;
+  return {best, best0};
+}
+
 static int64_t count_error(const std::vector<int64_t>& excess) {
   int64_t off = 0;
   for (const int64_t e : excess) off += std::abs(e);
@@ -384,11 +420,17 @@ static int64_t label_rows(const T* D, int64_t n, int64_t k, const int64_t* targe
   for (int64_t i = 0; i < n; ++i) {
     const T* di = D + i * k;
     double v1, v2;
-    const int64_t best = row_argmin(di, k, g, keep[i], slack, &v1, &v2);
+    int64_t best;
+    if (off_at_zero) {
+      const auto both = row_argmins(di, k, g, keep[i], slack, &v1, &v2);
+      best = both.first;
+      ++excess_zero[both.second];
+    } else {
+      best = row_argmin(di, k, g, keep[i], slack, &v1, &v2);
+    }
     owner[i] = best;
     gap[i] = std::max(0.0, v2 - v1);
     ++excess[best];
-    if (off_at_zero) ++excess_zero[row_argmin(di, k, zero.data(), keep[i], slack, &v1, &v2)];
   }
   if (off_at_zero) *off_at_zero = count_error(excess_zero);
   return count_error(excess);

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LabelGroups", "label_groups", "min_outside", "sorted_union", "with_leavers"]
+__all__ = ["LabelGroups", "boundary_rows", "joiner_groups", "label_groups", "min_outside",
+           "sorted_union", "with_leavers"]  # fmt: skip
 
 # A union of row sets is marked on an (n,) mask when the sets hold more than n /
 # MASK_SHARE rows (a pass over n bytes); fewer are sorted (`np.unique`).
@@ -72,3 +73,24 @@ def min_outside(values, boundary):
     keep = np.ones(values.size, dtype=bool)
     keep[boundary] = False
     return float(values[keep].min())
+
+
+def joiner_groups(second, which):
+    """`LabelGroups` of the rows by their second candidate second (n,) (-1: none), for
+    the clusters `which` (k,) bool: the rows that may join each of them first."""
+    k = which.size
+    return label_groups(np.where(second >= 0, second, k), np.append(which, False))
+
+
+def boundary_rows(margin, band, want, most, everything):
+    """The rows that may move (sorted): those whose margin is within their band (n,),
+    at least the want and at most `most` of smallest margin; every row when asked or
+    when that is half of them."""
+    n = margin.size
+    if everything or 2 * want >= n:
+        return np.arange(n)
+    near = np.flatnonzero(margin <= band)
+    if near.size < want or near.size > most:
+        take = want if near.size < want else most
+        near = np.sort(np.argpartition(margin, take)[:take])
+    return np.arange(n) if 2 * near.size >= n else near

@@ -52,6 +52,7 @@ def test_joiners_are_each_short_clusters_rows_of_least_margin_among_those_next_t
     margin = rng.integers(0, 50, size=n).astype(np.float64)
     boundary = np.sort(rng.choice(n, size=n // 10, replace=False))
     join = np.where(rng.random(k) < 0.5, rng.integers(1, 3 * n // k, size=k), 0)
+    join[0] = 5  # (a row of none is never cluster 0's)
     groups = balanced_rows.joiner_groups(second, join > 0)
     got = balanced_rows.with_leavers(boundary, groups, margin, np.append(join, 0))
     np.testing.assert_array_equal(got, _with_leavers_by_scan(boundary, second, margin, join))

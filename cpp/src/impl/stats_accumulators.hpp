@@ -294,22 +294,31 @@ struct SparseAccumulator {
   // stores may alias them; 2 ns a row of 17 at d = 16, k = 64).
   void one_hot_rows(Tile& t, const T* X, const double* w, const RowMin<T>* mins,
                     index_t rows) const {
+    one_hot_by(t, X, w, [mins](index_t r) { return mins[r].a; }, rows);
+  }
+  // The same with the labels as an array (the fused biased pass's, biased.hpp).
+  void one_hot_labels(Tile& t, const T* X, const double* w, const std::int64_t* labels,
+                      index_t rows) const {
+    one_hot_by(t, X, w, [labels](index_t r) { return static_cast<index_t>(labels[r]); }, rows);
+  }
+  // one_hot_rows with row r's label label_of(r).
+  template <typename LabelOf>
+  void one_hot_by(Tile& t, const T* X, const double* w, LabelOf label_of, index_t rows) const {
     const auto fixed = [&](auto DV) {
       if (sweep)
-        one_hot_fixed<decltype(DV)::value, true>(t, X, w, mins, rows);
+        one_hot_fixed<decltype(DV)::value, true>(t, X, w, label_of, rows);
       else
-        one_hot_fixed<decltype(DV)::value, false>(t, X, w, mins, rows);
+        one_hot_fixed<decltype(DV)::value, false>(t, X, w, label_of, rows);
     };
     if (d == W) return fixed(std::integral_constant<int, 1>{});
     if (d == 2 * W) return fixed(std::integral_constant<int, 2>{});
     if (d == 3 * W) return fixed(std::integral_constant<int, 3>{});
     if (d == 4 * W) return fixed(std::integral_constant<int, 4>{});
-    for (index_t r = 0; r < rows; ++r) one_hot(t, X + r * d, w[r], mins[r].a);
+    for (index_t r = 0; r < rows; ++r) one_hot(t, X + r * d, w[r], label_of(r));
   }
-  // one_hot_rows at d = DV W (Sweep: this->sweep): add()'s operations.
-  template <int DV, bool Sweep>
-  void one_hot_fixed(Tile& t, const T* X, const double* w, const RowMin<T>* mins,
-                     index_t rows) const {
+  // one_hot_by at d = DV W (Sweep: this->sweep): add()'s operations.
+  template <int DV, bool Sweep, typename LabelOf>
+  void one_hot_fixed(Tile& t, const T* X, const double* w, LabelOf label_of, index_t rows) const {
     T* S = t.S.data();
     double* N = t.N.data();
     std::uint8_t* touched = t.touched.data();
@@ -318,7 +327,7 @@ struct SparseAccumulator {
     for (index_t r = 0; r < rows; ++r) {
       const double wi = w[r];
       if (wi == 0.0) continue;
-      const index_t j = mins[r].a;
+      const index_t j = label_of(r);
       if (!Sweep) {
         list[count] = j;  // kept only if j is new
         count += touched[j] == 0;

@@ -157,7 +157,7 @@ def test_row_states_refuse_a_column_outside_the_clusters():
 
 
 def _margins_in_numpy(cand, dist, floor, g, g_new):
-    """The margins of `balanced_repair._candidates_start` as they were computed in NumPy
+    """The margins of `balanced_start.candidates_start` as they were computed in NumPy
     before `biased_row_margins` (the row states at g_new, the pass's floor at g less its
     rounding and the most an offset rose, then the margin's own rounding)."""
     labels, own, gap = _definition(cand, dist, g_new)
@@ -183,7 +183,7 @@ def test_row_margins_are_the_numpy_bound_bit_for_bit(dtype, m, bounded, simd_lev
     # over every row, 27 ms a call at 1e6): the same bits as that NumPy, with and
     # without the pass's floor, rows of one candidate (an inf gap) and ties, at every
     # SIMD level and thread count.
-    from softkmeans.fit.balanced_repair import _margin_bound
+    from softkmeans.fit.balanced_start import margin_bound
 
     k = 12
     cand, dist, _ = _candidates(40_000, m, k, dtype, seed=20 + m)
@@ -194,7 +194,7 @@ def test_row_margins_are_the_numpy_bound_bit_for_bit(dtype, m, bounded, simd_lev
     want = _margins_in_numpy(cand, dist, floor, g, g_new)
     floor_arg = floor if bounded else np.full(len(cand), np.inf, dtype=dtype)
     for n_threads in THREAD_COUNTS:
-        got = _native.biased_row_margins(cand, dist, g_new, *_margin_bound(floor_arg, g, g_new),
+        got = _native.biased_row_margins(cand, dist, g_new, *margin_bound(floor_arg, g, g_new),
                                          n_threads)  # fmt: skip
         assert got[0].dtype == np.int64
         for a, b in zip(got, want):

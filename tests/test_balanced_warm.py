@@ -39,13 +39,19 @@ def _counted(monkeypatch, owner, name, record):
     return calls
 
 
-@pytest.mark.parametrize("recheck", [False, True], ids=["newton-margins", "recheck-pass"])
+@pytest.mark.parametrize("recheck, newton_again", [(False, 0), (True, 0), (True, 2)],
+                         ids=["newton-margins", "recheck-pass", "recheck-newton"])  # fmt: skip
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, recheck, monkeypatch):
+def test_warm_solves_through_every_shortcut_are_the_exact_assignment(
+    dtype, recheck, newton_again, monkeypatch
+):
     # Along a path of centroids the warm solves take every shortcut (forced by the
     # constants) and still give the exact assignment's labels, counts and cost; with
-    # recheck, the repair starts from a pass at Newton's offsets (exact gaps).
+    # recheck, the repair starts from a pass at Newton's offsets (exact gaps), and with
+    # newton_again, where that pass misses the counts, from Newton on candidates taken
+    # at those offsets (RECHECK_NEWTONS).
     monkeypatch.setattr(balanced_repair, "RECHECK_ROWS", 0 if recheck else 10**9)
+    monkeypatch.setattr(balanced_repair, "RECHECK_NEWTONS", newton_again)
     monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 64)  # the sample's offsets
     monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)  # the Newton start at any k
     monkeypatch.setattr(balanced_repair, "PRESOLVE_NOISE", 0.0)
@@ -60,6 +66,7 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, rech
     rounds = _counted(monkeypatch, balanced_repair.CountsRepair, "_violators",
                       lambda a, o: (a[5].size, o.size))  # fmt: skip
     passes = _counted(monkeypatch, balanced_repair, "biased_pass", lambda a, o: o.cand.shape[1])
+    ends = _counted(monkeypatch, balanced_repair.CountsRepair, "solve", lambda a, o: len(passes))
     predicted = _counted(monkeypatch, balanced_repair.CountsRepair, "_predicted",
                          lambda a, o: 1)  # fmt: skip
     newton_rows = _counted(monkeypatch, balanced_repair._native, "balanced_newton",
@@ -81,7 +88,11 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(dtype, rech
     assert presolves, "the presolve did not run"
     assert predicted, "the offsets were not moved with the centroids"
     assert (0 in passes) == recheck, passes  # a pass at Newton's offsets, or none
-    assert any(found for _, found in rounds), f"no round found a violator: {rounds}"
+    solves = [passes[a:b] for a, b in zip([0] + ends, ends)]  # each solve's passes
+    again = any(a == 0 and b > 0 for one in solves for a, b in zip(one, one[1:]))
+    assert again == (newton_again > 0), solves  # candidates taken at Newton's offsets
+    if not newton_again:  # (Newton again leaves the rounds nothing to find here)
+        assert any(found for _, found in rounds), f"no round found a violator: {rounds}"
     assert 0 < min(newton_rows[1:]) < n, newton_rows  # Newton read a subset of the rows
 
 

@@ -355,8 +355,8 @@ class CountsRepair:
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
             if err <= NEWTON_AGAIN * enough or again == RECHECK_NEWTONS:
                 return p, g, start
-            # Newton's offsets moved past its candidates (every row's best at them is
-            # not among its 8): Newton again on candidates taken at those offsets
+            # Newton's offsets moved past its candidates (many rows' best at them lies
+            # outside their 8): Newton again on candidates taken at those offsets
             p = biased_pass(self.source, C, g, self.m, np.inf)
             start = _newton_start(p, g, self.targets, enough, np.inf, threads)
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())

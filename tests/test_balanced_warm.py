@@ -128,3 +128,41 @@ def test_offsets_moved_with_the_centroids_are_solved_without_blas(monkeypatch):
         labels = solver.solve(C + t * drift)[0]
         assert np.array_equal(np.bincount(labels, minlength=k), counts)
     assert len(predicted) == 2
+
+
+@pytest.mark.parametrize("newton_again", [0, 2])
+def test_a_newton_start_worse_than_the_pass_is_not_taken(newton_again, monkeypatch):
+    # Newton on candidates can move a cluster's offset past every row's candidates (at
+    # 1e6 rows its offsets' pass missed the counts by 1,968,750 rows, and the repair of
+    # every row from there took 7 s): planted here as a Newton whose offsets put every
+    # row in cluster 0. The repair starts from no more count error than the pass's, and
+    # the labels are still the exact assignment's.
+    monkeypatch.setattr(balanced_repair, "NEWTON_MIN_K", 0)
+    monkeypatch.setattr(balanced_repair, "RECHECK_ROWS", 0)  # every Newton start rechecked
+    monkeypatch.setattr(balanced_repair, "RECHECK_NEWTONS", newton_again)
+    monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", 10**9)  # no sample
+
+    def diverged(p, g, targets, *args, **kwargs):
+        g_bad = np.asarray(g, dtype=np.float64).copy()
+        g_bad[0] += 1e6
+        return balanced_repair.candidates_start(p, g, g_bad)
+
+    monkeypatch.setattr(balanced_repair, "_newton_start", diverged)
+    monkeypatch.setattr(balanced_repair, "_pair_newton_start", diverged)
+    starts = _counted(monkeypatch, balanced_repair.CountsRepair, "_start",
+                      lambda a, o: (a[4], o[2].labels))  # fmt: skip
+    n, k = 1500, 6
+    X, C = unequal_blobs(n, 3, k, seed=12, dtype=np.float64)
+    counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
+    solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
+    drift = np.random.default_rng(13).normal(scale=0.15, size=(3,) + C.shape)
+    for t in range(3):
+        Ct = C + drift[: t + 1].sum(axis=0)
+        labels = solver.solve(Ct)[0]
+        D = _native.sq_distances(X, Ct, 1)
+        assert np.array_equal(labels, _exact_labels(D, counts)), t
+    errors = [
+        (off, int(np.abs(np.bincount(lab, minlength=k) - counts).sum())) for off, lab in starts
+    ]
+    assert any(off > 0 for off, _ in errors), errors  # the Newton start was taken up
+    assert all(err <= off for off, err in errors), errors

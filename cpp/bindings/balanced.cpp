@@ -270,6 +270,34 @@ void def_balanced(py::module_& m) {
       "One epsilon phase of the balanced forward auction (rows kept from owner where they may):\n"
       "(status, owner, prices, short_row).");
   m.def(
+      "least_margin_rows",
+      [](const py::array& rows_, const py::object& keys_, const py::array& margin_,
+         const py::array& counts_) {
+        const auto rows = checked<int64_t>(rows_, "rows", 1);
+        const auto margin = checked<double>(margin_, "margin", 1);
+        const auto counts = checked<int64_t>(counts_, "counts", 1);
+        const int64_t n = margin.shape(0), k = counts.shape(0), n_rows = rows.shape(0);
+        carray<int64_t> keys(0);
+        if (!keys_.is_none()) keys = checked<int64_t>(keys_.cast<py::array>(), "keys", 1);
+        if (!keys_.is_none() && keys.shape(0) != n)
+          throw py::value_error("keys must hold one entry a row of margin");
+        if (keys_.is_none() && k != 1)
+          throw py::value_error("counts must hold one entry when keys is None");
+        const int64_t* r = rows.data();
+        for (int64_t s = 0; s < n_rows; ++s)
+          if (r[s] < 0 || r[s] >= n) throw py::value_error("rows must lie in [0, n)");
+        carray<uint8_t> mask(n);
+        {
+          py::gil_scoped_release release;
+          softkmeans::least_margin_rows(r, n_rows, keys_.is_none() ? nullptr : keys.data(),
+                                        margin.data(), n, counts.data(), k, mask.mutable_data());
+        }
+        return mask;
+      },
+      py::arg("rows"), py::arg("keys"), py::arg("margin"), py::arg("counts"),
+      "mask (n,) uint8: 1 on rows and on each group j's counts[j] rows (keys == j; keys None: "
+      "every row, one group) of least margin, ties to the smaller row (balanced.hpp)");
+  m.def(
       "balanced_counts",
       [](const py::array& D_, const py::array& targets_, const py::array& g_,
          const py::array& owner_, int64_t rows_per_move, double band, int64_t edges_per_row,

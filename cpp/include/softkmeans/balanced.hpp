@@ -177,4 +177,15 @@ void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64
                        const double* g, int64_t* labels, double* own, double* gap, int n_threads,
                        const MarginBound<T>* bound = nullptr);
 
+// The balanced repair's rows: mask (n,) [out] 1 on the rows `rows` (n_rows
+// indices in [0, n)) and, for each group j < k with counts[j] > 0, on the
+// counts[j] rows i with keys[i] == j of least margin[i] (ties to the smaller
+// i; NaN after every number; every row of the group where it holds fewer).
+// keys: (n,) each row's group (outside [0, k): none), or nullptr: every row
+// in group 0 (k = 1). One thread, O(n + sum of the groups) and a selection
+// per group.
+void least_margin_rows(const int64_t* rows, int64_t n_rows, const int64_t* keys,
+                       const double* margin, int64_t n, const int64_t* counts, int64_t k,
+                       uint8_t* mask);
+
 }  // namespace softkmeans

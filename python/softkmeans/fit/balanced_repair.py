@@ -22,14 +22,7 @@ import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
 from .balanced_passes import biased_pass, kernel_rows
-from .balanced_rows import (
-    boundary_rows,
-    joiner_groups,
-    label_groups,
-    min_outside,
-    sorted_union,
-    with_leavers,
-)
+from .balanced_rows import boundary_rows, min_outside, sorted_union, with_leavers
 from .balanced_start import Start, candidates_start, pass_start, rounding_slack
 
 __all__ = [
@@ -204,8 +197,8 @@ def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
         rows = np.flatnonzero(near)
         excess = np.maximum(counts - np.bincount(labels[rows], minlength=k) - targets, 0)
         if excess.any():
-            leave = 2 * excess + PAIR_LEAVERS
-            rows = with_leavers(rows, label_groups(labels, excess > 0), p.gap, leave)
+            leave = np.where(excess > 0, 2 * excess + PAIR_LEAVERS, 0)
+            rows = with_leavers(rows, labels, p.gap.astype(np.float64), leave)
         rows = None if rows.size == n else rows
         g_new = _newton_rows(p, g, targets, enough, rows, n_threads)[1]
         start = candidates_start(p, g, g_new, n_threads)
@@ -279,15 +272,15 @@ class CountsRepair:
         excess = np.maximum(counts - self.targets, 0)
         short = np.maximum(self.targets - counts, 0)
         want = ROWS_PER_MOVE * (off // 2 + k)
-        groups = label_groups(start.labels, excess > 0)  # (the same at every try)
         two = p.cand.shape[1] >= 2 and short.any()
-        joiners = joiner_groups(p.cand[:, 1], short > 0) if two else None
+        # the rows next to each cluster: their second candidate (-1: none)
+        joiners = p.cand[:, 1].astype(np.int64) if two else None
         band = BAND_FACTOR * self.reach[start.labels]
         for tries in range(TRIES + 1):
             boundary = boundary_rows(start.margin, band, want, BAND_ROWS * want, tries == TRIES)
-            boundary = with_leavers(boundary, groups, start.margin, (2 << tries) * excess)
+            boundary = with_leavers(boundary, start.labels, start.margin, (2 << tries) * excess)
             if joiners is not None:
-                join = np.append((2 << tries) * short + JOINERS * (short > 0), 0)
+                join = (2 << tries) * short + JOINERS * (short > 0)
                 boundary = with_leavers(boundary, joiners, start.margin, join)
             out = self._repair_rounds(C, p, g, start, boundary)
             if out is not None:

@@ -172,3 +172,28 @@ def test_pair_started_solves_give_the_labels_of_the_plain_repair(reach, monkeypa
     assert len(calls) >= 3, calls
     for t, (a, b) in enumerate(zip(*paths)):
         assert np.array_equal(a, b), t
+
+
+def test_newton_in_kept_memory_gives_the_outputs_of_fresh_memory():
+    # One scratch through calls of every size, dtype, width and row subset, larger then
+    # smaller then larger (memory kept, grown, reused with another's leftovers): each
+    # call's outputs are those of a call in its own memory.
+    scratch = _native.newton_scratch()
+    rng = np.random.default_rng(7)
+    for n, m, dtype, some in [(3000, 8, np.float32, False), (500, 3, np.float64, True),
+                              (4000, 8, np.float64, True), (1200, 5, np.float32, False),
+                              (4000, 8, np.float32, True)]:  # fmt: skip
+        k = 9
+        X, C = unequal_blobs(n, 4, k, seed=n + m, dtype=dtype)
+        g = rng.normal(scale=2.0, size=k)
+        cand, cand_dist = _native.biased_hard_stats_candidates(
+            X, C, g, np.ones(n), 1, m, np.inf
+        )[4:6]
+        rows = np.sort(rng.choice(n, size=n // 2, replace=False)) if some else None
+        targets = integer_targets(np.full(k, (n if rows is None else rows.size) / k),
+                                  n if rows is None else rows.size)  # fmt: skip
+        fresh = _native.balanced_newton(cand, cand_dist, targets, g, 10, 0, rows, 2)
+        kept = _native.balanced_newton(cand, cand_dist, targets, g, 10, 0, rows, 2, scratch)
+        assert fresh[0] == kept[0] and fresh[5] == kept[5]
+        for a, b in zip(fresh[1:5], kept[1:5]):
+            np.testing.assert_array_equal(a, b)

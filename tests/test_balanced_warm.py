@@ -30,8 +30,8 @@ def _counted(monkeypatch, owner, name, record):
     calls = []
     fn = getattr(owner, name)
 
-    def wrapped(*args):
-        out = fn(*args)
+    def wrapped(*args, **kwargs):
+        out = fn(*args, **kwargs)
         calls.append(record(args, out))
         return out
 

@@ -130,7 +130,10 @@ py::tuple biased_row_states_t(const py::array& cand_a, const py::array& dist_a,
 template <typename T>
 py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
                             const py::array& targets_a, const py::array& g_a, int64_t max_steps,
-                            int64_t enough, const py::object& rows_a, int n_threads) {
+                            int64_t enough, const py::object& rows_a, int n_threads,
+                            const py::object& scratch_o) {
+  softkmeans::NewtonScratch* scratch =
+      scratch_o.is_none() ? nullptr : scratch_o.cast<softkmeans::NewtonScratch*>();
   const auto arrays = candidate_arrays<T>(cand_a, dist_a, g_a);
   const auto &cand = std::get<0>(arrays), &dist = std::get<1>(arrays);
   const auto& g_in = std::get<2>(arrays);
@@ -154,7 +157,8 @@ py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
     err = softkmeans::balanced_newton<T>(cand.data(), dist.data(), some ? rows.data() : nullptr,
                                          n, m, k, targets.data(), max_steps, enough,
                                          g.mutable_data(), labels.mutable_data(),
-                                         own.mutable_data(), gap.mutable_data(), &evals, threads);
+                                         own.mutable_data(), gap.mutable_data(), &evals, threads,
+                                         scratch);
   });
   return py::make_tuple(err, g, labels, own, gap, evals);
 }
@@ -162,19 +166,23 @@ py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
 }  // namespace
 
 void def_biased(py::module_& m) {
+  py::class_<softkmeans::NewtonScratch>(
+      m, "NewtonScratch",
+      "balanced_newton's memory kept between calls (one call at a time; balanced.hpp)")
+      .def(py::init<>());
   m.def(
       "balanced_newton",
       [](const py::array& cand, const py::array& cand_dist, const py::array& targets,
          const py::array& g, int64_t max_steps, int64_t enough, const py::object& rows,
-         int n_threads) {
+         int n_threads, const py::object& scratch) {
         return by_dtype(cand_dist, [&](auto t) {
           return balanced_newton_t<decltype(t)>(cand, cand_dist, targets, g, max_steps, enough,
-                                                rows, n_threads);
+                                                rows, n_threads, scratch);
         });
       },
       py::arg("cand"), py::arg("cand_dist"), py::arg("targets"), py::arg("g"),
       py::arg("max_steps"), py::arg("enough") = 0, py::arg("rows") = py::none(),
-      py::arg("n_threads") = 1,
+      py::arg("n_threads") = 1, py::arg("scratch") = py::none(),
       "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the "
       "offsets g, on the candidates of the rows `rows` (None: every row), on n_threads");
   m.def(

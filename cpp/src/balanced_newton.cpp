@@ -67,7 +67,13 @@ class Fresh {
  public:
   Fresh() = default;
   explicit Fresh(int64_t n) { reset(n); }
+  // Room for n elements, reallocated only when n exceeds the room held (the
+  // contents undefined either way): a scratch kept between calls.
+  void reserve(int64_t n) {
+    if (n > capacity_) reset(n);
+  }
   void reset(int64_t n) {
+    capacity_ = n;
     constexpr size_t kHuge = size_t(1) << 21;
     size_t bytes = static_cast<size_t>(n) * sizeof(T);
     const bool huge = bytes >= 2 * kHuge;
@@ -86,14 +92,38 @@ class Fresh {
     void operator()(T* p) const { std::free(p); }
   };
   std::unique_ptr<T, Free> data_;
+  int64_t capacity_ = 0;
 };
+
+}  // namespace
+
+// The memory of a call's sweeps (~130 bytes a row read), in a NewtonScratch
+// between calls.
+struct NewtonScratch::Buffers {
+  Fresh<int32_t> start_label;  // each row's state at the start offsets
+  Fresh<double> start_gap, start_own;
+  Fresh<uint8_t> bucket;
+  Fresh<int64_t> place, order;
+  Fresh<int32_t> cand, label;
+  Fresh<float> dist_float;
+  Fresh<double> dist_double, gap, own;
+  Fresh<float>& dist(const float*) { return dist_float; }
+  Fresh<double>& dist(const double*) { return dist_double; }
+};
+
+NewtonScratch::NewtonScratch() : buffers_(std::make_unique<Buffers>()) {}
+NewtonScratch::~NewtonScratch() = default;
+
+namespace {
 
 // Each row's best candidate at offsets g (float64): label a, the gap to the
 // second candidate's value, and D at a.
 struct RowState {
-  Fresh<int32_t> a;
-  Fresh<double> gap, own;
-  explicit RowState(int64_t n) : a(n), gap(n), own(n) {}
+  Fresh<int32_t>& a;
+  Fresh<double>&gap, &own;
+  RowState(NewtonScratch::Buffers& b, int64_t n) : a(b.start_label), gap(b.start_gap), own(b.start_own) {
+    a.reserve(n), gap.reserve(n), own.reserve(n);
+  }
 };
 
 // Row state at g of one row's m candidates (ci, di), without branches on the
@@ -216,16 +246,18 @@ class Newton {
  public:
   // rows (n,): the rows of cand / dist read (nullptr: 0 .. n - 1).
   Newton(const int32_t* cand, const T* dist, const int64_t* rows, int64_t n, int64_t m, int64_t k,
-         const int64_t* targets, int n_threads)
+         const int64_t* targets, int n_threads, NewtonScratch::Buffers& buffers)
       : cand_(cand), dist_(dist), rows_(rows), n_(n), m_(m), k_(k), targets_(targets),
-        threads_(std::max(1, n_threads)) {}
+        threads_(std::max(1, n_threads)), buf_(buffers), gap_(buffers.gap),
+        label_(buffers.label), own_(buffers.own), order_(buffers.order), cand_p_(buffers.cand),
+        dist_p_(buffers.dist(dist)) {}
 
   // Each row's bucket of its gap at g0, and the rows copied in bucket order
   // (stable), so that the rows of the buckets <= b are a prefix: a row whose
   // gap at g0 exceeds the offsets' spread since then keeps its label.
   void start(const double* g0) {
     g0_.assign(g0, g0 + k_);
-    RowState at0(n_);
+    RowState at0(buf_, n_);
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       if (!rows_)  // the rows in sequence
         return row_states(cand_ + i0 * m_, dist_ + i0 * m_, i1 - i0, m_, g0, k_, &at0.a[i0],
@@ -246,7 +278,8 @@ class Newton {
     for (int64_t i = 0; i < n_; ++i)
       if (std::isfinite(at0.gap[i])) top = std::max(top, at0.gap[i]);
     top_exp_ = top > 0 ? std::ilogb(top) : 0;
-    Fresh<uint8_t> bucket(n_);
+    Fresh<uint8_t>& bucket = buf_.bucket;
+    bucket.reserve(n_);
     std::vector<int64_t> count(kBuckets + 1, 0);
     for (int64_t i = 0; i < n_; ++i) {
       bucket[i] = static_cast<uint8_t>(bucket_of(at0.gap[i]));
@@ -254,10 +287,11 @@ class Newton {
     }
     for (int b = 0; b < kBuckets; ++b) count[b + 1] += count[b];
     prefix_.assign(count.begin() + 1, count.end());  // rows in the buckets <= b
-    order_.reset(n_);
-    Fresh<int64_t> place(n_);  // each row's place in the bucket order
+    order_.reserve(n_);
+    Fresh<int64_t>& place = buf_.place;  // each row's place in the bucket order
+    place.reserve(n_);
     for (int64_t i = 0; i < n_; ++i) place[i] = count[bucket[i]]++, order_[place[i]] = i;
-    cand_p_.reset(n_ * m_), dist_p_.reset(n_ * m_);
+    cand_p_.reserve(n_ * m_), dist_p_.reserve(n_ * m_);
     // in row order: the reads in sequence, the writes scattered (not waited on)
     for_chunks(n_, threads_, [&](int64_t, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
@@ -283,7 +317,7 @@ class Newton {
       for (int64_t j = 0; j < k_; ++j) fixed_[b * k_ + j] += fixed_[(b + 1) * k_ + j];
       fixed_own_[b] += fixed_own_[b + 1];
     }
-    label_.reset(n_), gap_.reset(n_), own_.reset(n_);  // label_, own_: touched if scalar
+    label_.reserve(n_), gap_.reserve(n_), own_.reserve(n_);  // label_, own_: if scalar
     active_ = kBuckets - 1;
   }
 
@@ -475,18 +509,19 @@ class Newton {
   int64_t n_, m_, k_;
   const int64_t* targets_;
   int threads_;
+  NewtonScratch::Buffers& buf_;
   std::vector<double> g0_;
   // the active rows' gaps at the current offsets (band_gaps), in bucket order,
   // and the scalar sweeps' rows' labels and D there
-  Fresh<double> gap_;
-  Fresh<int32_t> label_;
-  Fresh<double> own_;
+  Fresh<double>& gap_;
+  Fresh<int32_t>& label_;
+  Fresh<double>& own_;
   std::vector<double> part_;  // direction's Laplacian of each chunk
   int top_exp_ = 0;
-  Fresh<int64_t> order_;  // the row at each place of the bucket order
+  Fresh<int64_t>& order_;  // the row at each place of the bucket order
   std::vector<int64_t> prefix_;  // prefix_[b]: the rows of the buckets <= b
-  Fresh<int32_t> cand_p_;  // the candidates in bucket order
-  Fresh<T> dist_p_;
+  Fresh<int32_t>& cand_p_;  // the candidates in bucket order
+  Fresh<T>& dist_p_;
   std::vector<int64_t> fixed_;
   std::vector<double> fixed_own_;
   int active_ = kBuckets - 1;
@@ -498,8 +533,11 @@ template <typename T>
 int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* rows, int64_t n,
                         int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
                         int64_t enough, double* g, int64_t* labels, double* own, double* gap,
-                        int64_t* evals, int n_threads) {
-  Newton<T> newton(cand, cand_dist, rows, n, m, k, targets, n_threads);
+                        int64_t* evals, int n_threads, NewtonScratch* scratch) {
+  std::unique_ptr<NewtonScratch> own_scratch;  // (none given: this call's)
+  if (scratch == nullptr) own_scratch = std::make_unique<NewtonScratch>();
+  Newton<T> newton(cand, cand_dist, rows, n, m, k, targets, n_threads,
+                   (scratch ? scratch : own_scratch.get())->buffers());
   newton.start(g);
   std::vector<int64_t> counts, trial_counts;
   int active = 0;
@@ -585,9 +623,11 @@ template void biased_row_states<double>(const int32_t*, const double*, int64_t, 
 
 template int64_t balanced_newton<float>(const int32_t*, const float*, const int64_t*, int64_t,
                                         int64_t, int64_t, const int64_t*, int64_t, int64_t, double*,
-                                        int64_t*, double*, double*, int64_t*, int);
+                                        int64_t*, double*, double*, int64_t*, int,
+                                        NewtonScratch*);
 template int64_t balanced_newton<double>(const int32_t*, const double*, const int64_t*, int64_t,
                                          int64_t, int64_t, const int64_t*, int64_t, int64_t,
-                                         double*, int64_t*, double*, double*, int64_t*, int);
+                                         double*, int64_t*, double*, double*, int64_t*, int,
+                                         NewtonScratch*);
 
 }  // namespace softkmeans

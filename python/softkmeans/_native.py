@@ -193,14 +193,26 @@ def biased_hard_stats_candidates(X, C, g, w, n_threads, m, band=float("inf")):
     return labels, gap, dist, stats, cand, cand_dist, floor
 
 
-def balanced_newton(cand, cand_dist, targets, g, max_steps, enough=0, rows=None, n_threads=1):
+def newton_scratch():
+    """Memory for `balanced_newton` kept between calls (one call at a time): a fit's
+    solves make dozens of calls on the same rows, and fresh memory costs a page fault a
+    page (`cpp/include/softkmeans/balanced.hpp`)."""
+    return _core.NewtonScratch()
+
+
+def balanced_newton(
+    cand, cand_dist, targets, g, max_steps, enough=0, rows=None, n_threads=1, scratch=None
+):
     """Damped Newton on the balanced dual from the offsets g (k,) on the candidates (cand
     (N, m) int32, cand_dist (N, m)) of the rows `rows` (n,) int64 (None: all N) toward the
     counts targets (k,) int64: (count error among the candidates, g, labels (n,) int64, D
     there (n,) and gap (n,) float64 among the candidates at g, count evaluations); it stops
     at a count error of `enough`. Its sweeps over the rows run on n_threads in chunks of
-    fixed size: the same outputs at every count (`cpp/include/softkmeans/balanced.hpp`)."""
-    return _core.balanced_newton(cand, cand_dist, targets, g, max_steps, enough, rows, n_threads)
+    fixed size: the same outputs at every count (`cpp/include/softkmeans/balanced.hpp`).
+    scratch: a `newton_scratch()` to reuse (None: the call's own memory)."""
+    return _core.balanced_newton(
+        cand, cand_dist, targets, g, max_steps, enough, rows, n_threads, scratch
+    )
 
 
 def biased_row_states(cand, cand_dist, g, n_threads=1):

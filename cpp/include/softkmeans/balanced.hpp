@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace softkmeans {
 
@@ -145,11 +146,27 @@ TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64
 //                 (inf when m = 1; not a bound on the columns outside)
 // evals     [out] the count evaluations made
 // Returns the count error sum_j |N_j - t_j| at g among the candidates.
+// scratch   [in]  memory kept between calls (nullptr: the call's own): a
+//                 fit's solves make dozens of calls on 10^6 rows, ~130 bytes
+//                 a row each, and fresh memory costs a page fault a page
+//                 (30-40 ms of a 130-220 ms call); one call at a time.
+class NewtonScratch {
+ public:
+  NewtonScratch();
+  ~NewtonScratch();
+  NewtonScratch(const NewtonScratch&) = delete;
+  NewtonScratch& operator=(const NewtonScratch&) = delete;
+  struct Buffers;
+  Buffers& buffers() { return *buffers_; }
+
+ private:
+  std::unique_ptr<Buffers> buffers_;
+};
 template <typename T>
 int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* rows, int64_t n,
                         int64_t m, int64_t k, const int64_t* targets, int64_t max_steps,
                         int64_t enough, double* g, int64_t* labels, double* own, double* gap,
-                        int64_t* evals, int n_threads);
+                        int64_t* evals, int n_threads, NewtonScratch* scratch = nullptr);
 
 // Each row's best candidate at offsets g among its m (the fused pass's
 // candidates, as balanced_newton reads them): labels (ties to the smaller

@@ -127,12 +127,13 @@ PAIR_WIDENINGS, PAIR_LEAVERS = 3, 16
 JOINERS = 16
 
 
-def _newton_rows(p, g, targets, enough, rows, n_threads):
+def _newton_rows(p, g, targets, enough, rows, n_threads, scratch=None):
     """(count error among the candidates, offsets) of damped Newton from g on the rows
     `rows` of the pass p (None: every row), the others' labels fixed: a Newton that stops
     above NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its
     error) starts again from where it stopped, at most NEWTON_RESTARTS times. Newton
-    reads the rows in place (by index), on n_threads where they are many."""
+    reads the rows in place (by index), on n_threads where they are many, in the memory
+    of scratch (`_native.newton_scratch`; None: its own)."""
     n, k = p.labels.size, targets.size
     rest = np.zeros(k, dtype=np.int64)
     if rows is not None:
@@ -141,7 +142,7 @@ def _newton_rows(p, g, targets, enough, rows, n_threads):
     g_new, last = g, np.inf
     for _ in range(NEWTON_RESTARTS + 1):
         err, g_new = _native.balanced_newton(
-            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads
+            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads, scratch
         )[:2]
         if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
             break
@@ -149,7 +150,7 @@ def _newton_rows(p, g, targets, enough, rows, n_threads):
     return err, g_new
 
 
-def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1):
+def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1, scratch=None):
     """The `Start` at offsets near the optimum's: damped Newton on the dual over each
     row's candidates (`_newton_rows`, many rows a step), every row's label and margin
     then at the new offsets (`candidates_start`).
@@ -167,11 +168,11 @@ def _newton_start(p, g, targets, enough, reach=np.inf, n_threads=1):
     k = targets.size
     rest = np.bincount(p.labels, minlength=k) - np.bincount(p.labels[some], minlength=k)
     rows = None if some.size == p.labels.size or (rest > targets).any() else some
-    return candidates_start(p, g, _newton_rows(p, g, targets, enough, rows, n_threads)[1],
-                             n_threads)  # fmt: skip
+    g_new = _newton_rows(p, g, targets, enough, rows, n_threads, scratch)[1]
+    return candidates_start(p, g, g_new, n_threads)
 
 
-def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
+def _pair_newton_start(p, g, targets, enough, pair, n_threads=1, scratch=None):
     """`_newton_start` on the rows near a tie with their next cluster by the change of
     that pair (`pair` (k,): the offsets' change at the last solve; PAIR_REACH), not by
     the global spread of the change. Every row's label is then taken at Newton's
@@ -200,7 +201,7 @@ def _pair_newton_start(p, g, targets, enough, pair, n_threads=1):
             leave = np.where(excess > 0, 2 * excess + PAIR_LEAVERS, 0)
             rows = with_leavers(rows, labels, p.gap.astype(np.float64), leave)
         rows = None if rows.size == n else rows
-        g_new = _newton_rows(p, g, targets, enough, rows, n_threads)[1]
+        g_new = _newton_rows(p, g, targets, enough, rows, n_threads, scratch)[1]
         start = candidates_start(p, g, g_new, n_threads)
         err = int(np.abs(np.bincount(start.labels, minlength=k) - targets).sum())
         if err <= NEWTON_AGAIN * enough or rows is None:
@@ -243,6 +244,8 @@ class CountsRepair:
         self._last = None
         # (centroids, boundary rows, their D and labels) of the last solve (`_predicted`)
         self.prev = None
+        # Newton's memory, kept between its calls (fresh, 30-40 ms of a call at 1e6 rows)
+        self.scratch = _native.newton_scratch()
 
     def solve(self, C, g=None):
         """(labels (n,), offsets g (k,) with max 0, BlockStats at the labels, each row's
@@ -328,18 +331,18 @@ class CountsRepair:
         if not self.m or off <= NEWTON_ERROR * k:
             return p, g, pass_start(p, g)
         enough = NEWTON_ENOUGH * k
-        threads = self.source.n_threads
+        threads, scratch = self.source.n_threads, self.scratch
         reach = NEWTON_REACH * self.band / CANDIDATE_BAND
         if self.pair is not None and off <= PAIR_ERROR * p.labels.size:
-            start = _pair_newton_start(p, g, self.targets, enough, self.pair, threads)
+            start = _pair_newton_start(p, g, self.targets, enough, self.pair, threads, scratch)
         else:
-            start = _newton_start(p, g, self.targets, enough, reach, threads)
+            start = _newton_start(p, g, self.targets, enough, reach, threads, scratch)
         err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         if err > NEWTON_AGAIN * enough and np.isfinite(self.band):
             # from g again: Newton's offsets there count only the rows among their
             # candidates (measured: 812,048 rows off on every column)
             p = biased_pass(self.source, C, g, self.m, np.inf)
-            start = _newton_start(p, g, self.targets, enough, np.inf, threads)
+            start = _newton_start(p, g, self.targets, enough, np.inf, threads, scratch)
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         # The exact start of least count error so far (the pass's at first): Newton on
         # candidates may move a cluster past every row's (measured at 1e6: its offsets'
@@ -365,7 +368,7 @@ class CountsRepair:
             # Newton's offsets moved past its candidates (many rows' best at them lies
             # outside their 8): Newton again on candidates taken at those offsets
             p = biased_pass(self.source, C, g, self.m, np.inf)
-            start = _newton_start(p, g, self.targets, enough, np.inf, threads)
+            start = _newton_start(p, g, self.targets, enough, np.inf, threads, scratch)
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         _, p, g, start = best  # (Newton's offsets came no nearer than an exact pass's)
         return p, g, pass_start(p, g) if start is None else start
@@ -467,11 +470,9 @@ class CountsRepair:
         nxt = np.argmin(v, axis=1)
         dD = D_new - D_old
         rhs = dD[at, nxt] - dD[at, labels]
-        L = np.zeros((k, k))
-        np.add.at(L, (labels, labels), 1.0)
-        np.add.at(L, (nxt, nxt), 1.0)
-        np.add.at(L, (labels, nxt), -1.0)
-        np.add.at(L, (nxt, labels), -1.0)
+        # the pairs' counts (integers: exact in any order; np.add.at took 5 ms a call)
+        pairs = np.bincount(labels * k + nxt, minlength=k * k).reshape(k, k).astype(np.float64)
+        L = np.diag(pairs.sum(axis=1) + pairs.sum(axis=0)) - pairs - pairs.T
         b = np.bincount(nxt, rhs, minlength=k) - np.bincount(labels, rhs, minlength=k)
         L[np.diag_indices(k)] += 1e-9 * max(float(np.diag(L).max()), 1.0)
         change = solve_spd(L, b)
@@ -497,7 +498,10 @@ class CountsRepair:
         m, k = D.shape[0], g.size
         if not slack:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
-            return _native.balanced_newton(every, D, targets, g, NEWTON_STEPS, NEWTON_ENOUGH * k)[1]
+            enough = NEWTON_ENOUGH * k
+            return _native.balanced_newton(
+                every, D, targets, g, NEWTON_STEPS, enough, scratch=self.scratch
+            )[1]
         cost = np.vstack([D.astype(np.float64), np.zeros((slack, k))])
         status, _, g_sub, _, _ = _native.balanced_counts(
             cost, targets, g, np.full(m + slack, -1, dtype=np.int64), 1, np.inf, k, 0.0, 1

@@ -186,9 +186,8 @@ def test_newton_in_kept_memory_gives_the_outputs_of_fresh_memory():
         k = 9
         X, C = unequal_blobs(n, 4, k, seed=n + m, dtype=dtype)
         g = rng.normal(scale=2.0, size=k)
-        cand, cand_dist = _native.biased_hard_stats_candidates(
-            X, C, g, np.ones(n), 1, m, np.inf
-        )[4:6]
+        fused = _native.biased_hard_stats_candidates(X, C, g, np.ones(n), 1, m, np.inf)
+        cand, cand_dist = fused[4], fused[5]
         rows = np.sort(rng.choice(n, size=n // 2, replace=False)) if some else None
         targets = integer_targets(np.full(k, (n if rows is None else rows.size) / k),
                                   n if rows is None else rows.size)  # fmt: skip

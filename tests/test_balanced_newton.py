@@ -174,7 +174,7 @@ def test_pair_started_solves_give_the_labels_of_the_plain_repair(reach, monkeypa
         assert np.array_equal(a, b), t
 
 
-def test_newton_in_kept_memory_gives_the_outputs_of_fresh_memory():
+def test_newton_in_kept_memory_or_without_outputs_gives_a_fresh_calls_outputs():
     # One scratch through calls of every size, dtype, width and row subset, larger then
     # smaller then larger (memory kept, grown, reused with another's leftovers): each
     # call's outputs are those of a call in its own memory.
@@ -196,3 +196,9 @@ def test_newton_in_kept_memory_gives_the_outputs_of_fresh_memory():
         assert fresh[0] == kept[0] and fresh[5] == kept[5]
         for a, b in zip(fresh[1:5], kept[1:5]):
             np.testing.assert_array_equal(a, b)
+        # without the rows' outputs: the same offsets, error and evaluations
+        bare = _native.balanced_newton(
+            cand, cand_dist, targets, g, 10, 0, rows, 2, scratch, outputs=False
+        )
+        assert bare[0] == fresh[0] and bare[5] == fresh[5] and bare[2:5] == (None,) * 3
+        np.testing.assert_array_equal(bare[1], fresh[1])

@@ -131,7 +131,7 @@ template <typename T>
 py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
                             const py::array& targets_a, const py::array& g_a, int64_t max_steps,
                             int64_t enough, const py::object& rows_a, int n_threads,
-                            const py::object& scratch_o) {
+                            const py::object& scratch_o, bool outputs) {
   softkmeans::NewtonScratch* scratch =
       scratch_o.is_none() ? nullptr : scratch_o.cast<softkmeans::NewtonScratch*>();
   const auto arrays = candidate_arrays<T>(cand_a, dist_a, g_a);
@@ -148,18 +148,22 @@ py::tuple balanced_newton_t(const py::array& cand_a, const py::array& dist_a,
   const index_t n = some ? rows.shape(0) : total;
   if (n < 1 || m < 1 || m > k) throw py::value_error("need n >= 1 and 1 <= m <= k");
   check_candidates(cand, k, some ? rows.data() : nullptr, n);
-  carray<double> g(k), own(n), gap(n);
-  carray<std::int64_t> labels(n);
+  const index_t rows_out = outputs ? n : 0;  // (not wanted: no sweep, no memory)
+  carray<double> g(k), own(rows_out), gap(rows_out);
+  carray<std::int64_t> labels(rows_out);
   std::int64_t err = 0, evals = 0;
   const int threads = softkmeans::resolve_threads(n_threads);
   run_native([&] {
     std::copy(g_in.data(), g_in.data() + k, g.mutable_data());
     err = softkmeans::balanced_newton<T>(cand.data(), dist.data(), some ? rows.data() : nullptr,
                                          n, m, k, targets.data(), max_steps, enough,
-                                         g.mutable_data(), labels.mutable_data(),
-                                         own.mutable_data(), gap.mutable_data(), &evals, threads,
+                                         g.mutable_data(),
+                                         outputs ? labels.mutable_data() : nullptr,
+                                         outputs ? own.mutable_data() : nullptr,
+                                         outputs ? gap.mutable_data() : nullptr, &evals, threads,
                                          scratch);
   });
+  if (!outputs) return py::make_tuple(err, g, py::none(), py::none(), py::none(), evals);
   return py::make_tuple(err, g, labels, own, gap, evals);
 }
 
@@ -174,15 +178,15 @@ void def_biased(py::module_& m) {
       "balanced_newton",
       [](const py::array& cand, const py::array& cand_dist, const py::array& targets,
          const py::array& g, int64_t max_steps, int64_t enough, const py::object& rows,
-         int n_threads, const py::object& scratch) {
+         int n_threads, const py::object& scratch, bool outputs) {
         return by_dtype(cand_dist, [&](auto t) {
           return balanced_newton_t<decltype(t)>(cand, cand_dist, targets, g, max_steps, enough,
-                                                rows, n_threads, scratch);
+                                                rows, n_threads, scratch, outputs);
         });
       },
       py::arg("cand"), py::arg("cand_dist"), py::arg("targets"), py::arg("g"),
       py::arg("max_steps"), py::arg("enough") = 0, py::arg("rows") = py::none(),
-      py::arg("n_threads") = 1, py::arg("scratch") = py::none(),
+      py::arg("n_threads") = 1, py::arg("scratch") = py::none(), py::arg("outputs") = true,
       "(count error, g, labels, own, gap, evals): damped Newton on the balanced dual from the "
       "offsets g, on the candidates of the rows `rows` (None: every row), on n_threads");
   m.def(

@@ -577,7 +577,7 @@ int64_t balanced_newton(const int32_t* cand, const T* cand_dist, const int64_t* 
   }
   std::copy(best_g.begin(), best_g.end(), g);
   err = best_err;
-  newton.finish(g, labels, own, gap);
+  if (labels != nullptr) newton.finish(g, labels, own, gap);  // (a sweep over every row)
   return err;
 }
 

@@ -201,7 +201,16 @@ def newton_scratch():
 
 
 def balanced_newton(
-    cand, cand_dist, targets, g, max_steps, enough=0, rows=None, n_threads=1, scratch=None
+    cand,
+    cand_dist,
+    targets,
+    g,
+    max_steps,
+    enough=0,
+    rows=None,
+    n_threads=1,
+    scratch=None,
+    outputs=True,
 ):
     """Damped Newton on the balanced dual from the offsets g (k,) on the candidates (cand
     (N, m) int32, cand_dist (N, m)) of the rows `rows` (n,) int64 (None: all N) toward the
@@ -209,9 +218,10 @@ def balanced_newton(
     there (n,) and gap (n,) float64 among the candidates at g, count evaluations); it stops
     at a count error of `enough`. Its sweeps over the rows run on n_threads in chunks of
     fixed size: the same outputs at every count (`cpp/include/softkmeans/balanced.hpp`).
-    scratch: a `newton_scratch()` to reuse (None: the call's own memory)."""
+    scratch: a `newton_scratch()` to reuse (None: the call's own memory); outputs=False:
+    labels, D and gap not wanted (None; a sweep over every row saved)."""
     return _core.balanced_newton(
-        cand, cand_dist, targets, g, max_steps, enough, rows, n_threads, scratch
+        cand, cand_dist, targets, g, max_steps, enough, rows, n_threads, scratch, outputs
     )
 
 

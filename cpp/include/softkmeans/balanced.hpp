@@ -143,6 +143,7 @@ TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64
 // labels    [out] (n,) each read row's best candidate at g (ties to the smaller j)
 // own       [out] (n,) its D_ij
 // gap       [out] (n,) the second best candidate's value less the best's
+//                 (labels, own, gap all nullptr: not wanted, no sweep made)
 //                 (inf when m = 1; not a bound on the columns outside)
 // evals     [out] the count evaluations made
 // Returns the count error sum_j |N_j - t_j| at g among the candidates.

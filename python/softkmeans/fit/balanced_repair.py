@@ -142,8 +142,9 @@ def _newton_rows(p, g, targets, enough, rows, n_threads, scratch=None):
     g_new, last = g, np.inf
     for _ in range(NEWTON_RESTARTS + 1):
         err, g_new = _native.balanced_newton(
-            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads, scratch
-        )[:2]
+            p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads,
+            scratch, outputs=False,
+        )[:2]  # fmt: skip
         if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
             break
         last = err
@@ -500,7 +501,7 @@ class CountsRepair:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
             enough = NEWTON_ENOUGH * k
             return _native.balanced_newton(
-                every, D, targets, g, NEWTON_STEPS, enough, scratch=self.scratch
+                every, D, targets, g, NEWTON_STEPS, enough, scratch=self.scratch, outputs=False
             )[1]
         cost = np.vstack([D.astype(np.float64), np.zeros((slack, k))])
         status, _, g_sub, _, _ = _native.balanced_counts(

@@ -14,14 +14,12 @@
 #include <vector>
 
 #include <omp.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "softkmeans/balanced.hpp"
 #include "softkmeans/kernels.hpp"
 #include "softkmeans/simd.hpp"
 #include "balanced_newton_rows.hpp"
+#include "newton_memory.hpp"
 
 namespace softkmeans {
 
@@ -58,70 +56,23 @@ void for_chunks(int64_t rows, int n_threads, const F& f) {
     f(c, c * kChunkRows, std::min(rows, (c + 1) * kChunkRows));
 }
 
-// n elements of T, uninitialized; from 4 MiB on transparent huge pages where
-// Linux gives them: a call on 10^6 rows takes ~150 MB of fresh memory, whose
-// 4 KiB pages cost a fault each (a fifth of the call), where 2 MiB pages cost
-// few (a small buffer rounded up to 2 MiB would cost more than it saves).
-template <typename T>
-class Fresh {
- public:
-  Fresh() = default;
-  explicit Fresh(int64_t n) { reset(n); }
-  // Room for n elements, reallocated only when n exceeds the room held (the
-  // contents undefined either way): a scratch kept between calls.
-  void reserve(int64_t n) {
-    if (n > capacity_) reset(n);
-  }
-  void reset(int64_t n) {
-    capacity_ = n;
-    constexpr size_t kHuge = size_t(1) << 21;
-    size_t bytes = static_cast<size_t>(n) * sizeof(T);
-    const bool huge = bytes >= 2 * kHuge;
-    if (huge) bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-    data_.reset(static_cast<T*>(huge ? std::aligned_alloc(kHuge, bytes) : std::malloc(bytes)));
-    if (bytes && !data_) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (huge) madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: fine if refused
-#endif
-  }
-  T& operator[](int64_t i) { return data_.get()[i]; }
-  const T& operator[](int64_t i) const { return data_.get()[i]; }
-
- private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data_;
-  int64_t capacity_ = 0;
-};
-
 }  // namespace
-
-// The memory of a call's sweeps (~130 bytes a row read), in a NewtonScratch
-// between calls.
-struct NewtonScratch::Buffers {
-  Fresh<int32_t> start_label;  // each row's state at the start offsets
-  Fresh<double> start_gap, start_own;
-  Fresh<uint8_t> bucket;
-  Fresh<int64_t> place, order;
-  Fresh<int32_t> cand, label;
-  Fresh<float> dist_float;
-  Fresh<double> dist_double, gap, own;
-  Fresh<float>& dist(const float*) { return dist_float; }
-  Fresh<double>& dist(const double*) { return dist_double; }
-};
 
 NewtonScratch::NewtonScratch() : buffers_(std::make_unique<Buffers>()) {}
 NewtonScratch::~NewtonScratch() = default;
 
 namespace {
 
+using newton_memory::Fresh;
+
 // Each row's best candidate at offsets g (float64): label a, the gap to the
 // second candidate's value, and D at a.
 struct RowState {
   Fresh<int32_t>& a;
-  Fresh<double>&gap, &own;
-  RowState(NewtonScratch::Buffers& b, int64_t n) : a(b.start_label), gap(b.start_gap), own(b.start_own) {
+  Fresh<double>& gap;
+  Fresh<double>& own;
+  RowState(NewtonScratch::Buffers& b, int64_t n)
+      : a(b.start_label), gap(b.start_gap), own(b.start_own) {
     a.reserve(n), gap.reserve(n), own.reserve(n);
   }
 };

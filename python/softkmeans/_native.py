@@ -243,9 +243,9 @@ def biased_row_margins(cand, cand_dist, g, floor, bound, n_threads=1):
 
 def least_margin_rows(rows, keys, margin, counts):
     """mask (n,) uint8: 1 on the rows `rows` (int64) and on each group j's counts[j]
-    (int64 (k,)) rows of least margin (float64 (n,)), ties to the smaller row; a group's
-    rows: keys == j (int64 (n,); outside [0, k): none), or, keys None, every row (k = 1).
-    See `cpp/include/softkmeans/balanced.hpp`."""
+    (int64 (k,)) rows of least margin (float64 (n,); NaN as +inf), ties to the smaller
+    row; a group's rows: keys == j (int64 (n,); outside [0, k): none), or, keys None,
+    every row (k = 1). See `cpp/include/softkmeans/balanced.hpp`."""
     return _core.least_margin_rows(rows, keys, margin, counts)
 
 

@@ -143,14 +143,17 @@ TransferStatus balanced_counts(const float* D, int64_t n, int64_t k, const int64
 // labels    [out] (n,) each read row's best candidate at g (ties to the smaller j)
 // own       [out] (n,) its D_ij
 // gap       [out] (n,) the second best candidate's value less the best's
-//                 (labels, own, gap all nullptr: not wanted, no sweep made)
-//                 (inf when m = 1; not a bound on the columns outside)
+//                 (inf when m = 1; not a bound on the columns outside);
+//                 labels, own and gap all nullptr: not wanted (no sweep made)
 // evals     [out] the count evaluations made
+// scratch   [in]  memory kept between calls (NewtonScratch; nullptr: the
+//                 call's own)
 // Returns the count error sum_j |N_j - t_j| at g among the candidates.
-// scratch   [in]  memory kept between calls (nullptr: the call's own): a
-//                 fit's solves make dozens of calls on 10^6 rows, ~130 bytes
-//                 a row each, and fresh memory costs a page fault a page
-//                 (30-40 ms of a 130-220 ms call); one call at a time.
+//
+// NewtonScratch: a fit's solves make dozens of calls on 10^6 rows, ~130 bytes
+// a row each, and fresh memory costs a page fault a page (30-40 ms of a
+// 130-220 ms call); it keeps that memory, grown when a call needs more, for
+// one call at a time.
 class NewtonScratch {
  public:
   NewtonScratch();
@@ -198,10 +201,11 @@ void biased_row_states(const int32_t* cand, const T* cand_dist, int64_t n, int64
 // The balanced repair's rows: mask (n,) [out] 1 on the rows `rows` (n_rows
 // indices in [0, n)) and, for each group j < k with counts[j] > 0, on the
 // counts[j] rows i with keys[i] == j of least margin[i] (ties to the smaller
-// i; NaN after every number; every row of the group where it holds fewer).
+// i; NaN counted as +inf; every row of the group where it holds fewer).
 // keys: (n,) each row's group (outside [0, k): none), or nullptr: every row
-// in group 0 (k = 1). One thread, O(n + sum of the groups) and a selection
-// per group.
+// in group 0 (k = 1). One thread: one pass with a bounded heap a group, or
+// (keys nullptr) a sample's order statistics bracketing the cut, a pass, and a
+// selection within the bracket.
 void least_margin_rows(const int64_t* rows, int64_t n_rows, const int64_t* keys,
                        const double* margin, int64_t n, const int64_t* counts, int64_t k,
                        uint8_t* mask);

@@ -268,22 +268,28 @@ def test_small_solves_read_on_one_thread_and_leave_the_source_alone(monkeypatch)
 
 def test_no_sample_below_a_share_of_the_rows(monkeypatch):
     # The presolve's sample is drawn from PRESOLVE_SHARE x PRESOLVE_ROWS rows on (600 rows:
-    # a sample of 40 is, one of 100 is not); either way the solve is the optimum.
+    # a sample of 40 is, one of 100 is not), of PRESOLVE_LARGE_ROWS rows from PRESOLVE_SHARE
+    # x those on (70 of 600 rows; 100 would be more than an eighth); either way the solve
+    # is the optimum.
     n, k = 600, 4
     X, C = unequal_blobs(n, 3, k, seed=8)
     counts = integer_targets(np.full(k, n / k), n)
     D = _native.sq_distances(X, C, 1)
     sample = balanced_repair.CountsRepair._sample
     drawn = []
-    monkeypatch.setattr(
-        balanced_repair.CountsRepair, "_sample",
-        lambda self, C, n: drawn.append(self.targets.sum()) or sample(self, C, n),
-    )  # fmt: skip
-    for rows, want in ((40, True), (100, False)):
+
+    def sampled(self, C, n, m):
+        out = sample(self, C, n, m)
+        drawn.append(out[0].shape[0])  # the rows the sample's distances hold
+        return out
+
+    monkeypatch.setattr(balanced_repair.CountsRepair, "_sample", sampled)
+    for rows, large, want in ((40, 0, 40), (40, 70, 70), (40, 100, 40), (100, 0, None)):
         monkeypatch.setattr(balanced_repair, "PRESOLVE_ROWS", rows)
+        monkeypatch.setattr(balanced_repair, "PRESOLVE_LARGE_ROWS", large)
         drawn.clear()
         labels = balanced_repair.CountsRepair(sources.source_of(X), counts).solve(C)[0]
-        assert bool(drawn) == want, rows
+        assert set(drawn) == ({want} if want else set()), (rows, large)
         assert np.array_equal(np.bincount(labels, minlength=k), counts)
         cost = float(D[np.arange(n), labels].sum())
         assert cost == pytest.approx(lp_optimum(D, counts), rel=1e-12)

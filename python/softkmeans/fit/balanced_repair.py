@@ -93,6 +93,11 @@ PRESOLVE_ERROR, PRESOLVE_ROWS, PRESOLVE_BAND, PRESOLVE_NOISE = 0.01, 8192, 1.0, 
 # balanced.py's 20,000 x 6, k = 10, CPU time of one thread: 0.31 s with a sample of
 # 8192 rows, 0.25 s of 2000, 0.21 s of 500, 0.19 s with none).
 PRESOLVE_SHARE = 8
+# From PRESOLVE_SHARE x PRESOLVE_LARGE_ROWS rows on, a sample of PRESOLVE_LARGE_ROWS: 8192
+# rows' offsets missed 1e6 rows' counts by 60,000-90,000, Newton on 8 candidates ran away
+# and the repair took that error (2-9 s a solve). bench/balanced.py's 1e6 fit, same solver
+# states, one thread: seed 0 10.9 -> 10.0 s, seed 1 33.7 -> 13.9 s, seed 2 14.9 -> 14.4 s.
+PRESOLVE_LARGE_ROWS = 32768
 # The last boundary's rows (at most, evenly spaced) that move the offsets with the
 # centroids (`CountsRepair._predicted`).
 PREDICT_ROWS = 1 << 15
@@ -255,15 +260,16 @@ class CountsRepair:
         g = self.g if g is None else np.asarray(g, dtype=np.float64)
         g_in, n, k = g, self.source.shape[0], g.size
         band = self.band
-        if n >= PRESOLVE_SHARE * PRESOLVE_ROWS:
-            sample = self._sample(C, n)
+        m = presolve_rows(n)
+        if n >= PRESOLVE_SHARE * m:
+            sample = self._sample(C, n, m)
             error = _sample_error(sample, g, n)
             if predict:
                 moved = self._predicted(C)
                 moved_error = _sample_error(sample, moved, n)
                 if moved_error < error:
                     g, error = moved, moved_error
-            if error > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(k / PRESOLVE_ROWS)):
+            if error > max(PRESOLVE_ERROR * n, PRESOLVE_NOISE * n * np.sqrt(k / m)):
                 g = self._presolve(sample, g)
                 # the sample's offsets are near: candidates within a share of their change
                 band = PRESOLVE_BAND * float(np.ptp(g - g_in)) or np.inf
@@ -479,10 +485,9 @@ class CountsRepair:
         change = solve_spd(L, b)
         return self.g + change - change.max()
 
-    def _sample(self, C, n):
-        """(D, targets, slack) of PRESOLVE_ROWS evenly spaced rows: their distances to C
-        and the counts scaled to them (slack: the slack rows' share)."""
-        m = PRESOLVE_ROWS
+    def _sample(self, C, n, m):
+        """(D, targets, slack) of m evenly spaced rows: their distances to C and the
+        counts scaled to them (slack: the slack rows' share)."""
         rows = (np.arange(m, dtype=np.int64) * n) // m
         D = self._distances(rows, C)
         slack = (self.slack * m) // n
@@ -569,6 +574,13 @@ def solve_spd(A, b):
         x[j] /= A[j, j]
         x[:j] -= A[:j, j] * x[j]
     return x
+
+
+def presolve_rows(n):
+    """The rows of the presolve's sample at n rows: PRESOLVE_LARGE_ROWS where they are
+    at most a PRESOLVE_SHARE-th of n, else PRESOLVE_ROWS."""
+    large = max(PRESOLVE_ROWS, PRESOLVE_LARGE_ROWS)
+    return large if n >= PRESOLVE_SHARE * large else PRESOLVE_ROWS
 
 
 def _sample_error(sample, g, n):

@@ -129,6 +129,25 @@ def test_newton_sweeps_are_the_same_at_every_level_and_thread_count(dtype, k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_newton_on_every_column_is_the_same_at_every_thread_count(dtype):
+    # The presolve's call (a sample's distances to every centroid, on the source's
+    # threads): the scalar sweeps of 64 columns a row, in chunks of fixed size.
+    n, k = 40_003, 64
+    rng = np.random.default_rng(5)
+    dist = (rng.random((n, k)) * 4).round(2).astype(dtype)  # ties between columns
+    every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), (n, k)))
+    targets = np.full(k, n // k, dtype=np.int64)
+    targets[: n - targets.sum()] += 1
+    outs = [_native.balanced_newton(every, dist, targets, np.zeros(k), 8, 0, None, t)
+            for t in THREAD_COUNTS]  # fmt: skip
+    assert outs[0][5] > 4 and outs[0][0] < n // 10  # steps taken, toward the counts
+    for out in outs[1:]:
+        assert out[0] == outs[0][0] and out[5] == outs[0][5]
+        for a, b in zip(out[1:5], outs[0][1:5]):
+            assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [8, 5, 1])
 @pytest.mark.parametrize("k", [12, 100])
 def test_row_states_of_every_row_are_their_definition(dtype, m, k, simd_level):

@@ -504,10 +504,13 @@ class CountsRepair:
         m, k = D.shape[0], g.size
         if not slack:
             every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), D.shape))
-            enough = NEWTON_ENOUGH * k
+            # (as many entries as Newton's rows a thread would read of 8 candidates)
+            many = D.size >= NEWTON_THREAD_ROWS * CANDIDATES
+            threads = self.source.n_threads if many else 1
             return _native.balanced_newton(
-                every, D, targets, g, NEWTON_STEPS, enough, scratch=self.scratch, outputs=False
-            )[1]
+                every, D, targets, g, NEWTON_STEPS, NEWTON_ENOUGH * k, None, threads,
+                self.scratch, outputs=False,
+            )[1]  # fmt: skip
         cost = np.vstack([D.astype(np.float64), np.zeros((slack, k))])
         status, _, g_sub, _, _ = _native.balanced_counts(
             cost, targets, g, np.full(m + slack, -1, dtype=np.int64), 1, np.inf, k, 0.0, 1

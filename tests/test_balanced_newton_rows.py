@@ -134,11 +134,13 @@ def test_newton_on_every_column_is_the_same_at_every_thread_count(dtype):
     # threads): the scalar sweeps of 64 columns a row, in chunks of fixed size.
     n, k = 40_003, 64
     rng = np.random.default_rng(5)
-    dist = (rng.random((n, k)) * 4).round(2).astype(dtype)  # ties between columns
+    dist = (rng.random((n, k)) * 4).astype(dtype)
     every = np.ascontiguousarray(np.broadcast_to(np.arange(k, dtype=np.int32), (n, k)))
-    targets = np.full(k, n // k, dtype=np.int64)
-    targets[: n - targets.sum()] += 1
-    outs = [_native.balanced_newton(every, dist, targets, np.zeros(k), 8, 0, None, t)
+    targets = (n * np.arange(1, k + 1) / (k * (k + 1) / 2)).astype(np.int64)
+    targets[-1] += n - targets.sum()
+    g0 = np.zeros(k)
+    g0[::3] = 0.5  # equal offsets: ties between columns
+    outs = [_native.balanced_newton(every, dist, targets, g0, 8, 0, None, t)
             for t in THREAD_COUNTS]  # fmt: skip
     assert outs[0][5] > 4 and outs[0][0] < n // 10  # steps taken, toward the counts
     for out in outs[1:]:

@@ -202,3 +202,33 @@ def test_newton_in_kept_memory_or_without_outputs_gives_a_fresh_calls_outputs():
         )
         assert bare[0] == fresh[0] and bare[5] == fresh[5] and bare[2:5] == (None,) * 3
         np.testing.assert_array_equal(bare[1], fresh[1])
+
+
+def test_a_newton_that_stops_before_its_steps_is_not_started_again(monkeypatch):
+    # A cluster (2) that no row holds among its candidates: Newton cannot give it rows and
+    # stops before its steps are spent; started again it would stop so again. One call.
+    # A Newton still moving when its steps are spent (far targets, one step) goes on.
+    rng = np.random.default_rng(3)
+    n, k = 4000, 4
+    cand = np.tile(np.array([0, 1, 3], dtype=np.int32), (n, 1))
+    cand_dist = np.sort(rng.random((n, 3)) * 10.0, axis=1)
+    labels = np.zeros(n, dtype=np.int64)
+    p = type("Pass", (), {"labels": labels, "cand": cand, "cand_dist": cand_dist})
+    calls = []
+    newton = _native.balanced_newton
+
+    def counted(*args, **kwargs):
+        out = newton(*args, **kwargs)
+        calls.append(out[5])  # its evaluations
+        return out
+
+    monkeypatch.setattr(balanced_repair._native, "balanced_newton", counted)
+    targets = np.full(k, n // k, dtype=np.int64)
+    err, _ = balanced_repair._newton_rows(p, np.zeros(k), targets, 1, None, 1)
+    assert err >= n // k  # cluster 2's rows missing
+    assert len(calls) == 1 and calls[0] <= balanced_repair.NEWTON_STEPS
+    calls.clear()
+    monkeypatch.setattr(balanced_repair, "NEWTON_STEPS", 1)
+    targets = np.array([n // 2, n // 4, 0, n // 4], dtype=np.int64)
+    balanced_repair._newton_rows(p, np.zeros(k), targets, 1, None, 1)
+    assert len(calls) > 1 and all(e > 1 for e in calls)  # steps spent: started again

@@ -41,6 +41,7 @@ def test_fused_pass_is_its_definition_bit_for_bit(dtype, d, k, simd_levels):
         for n_threads in THREAD_COUNTS:
             labels, gap, dist, stats = _native.biased_hard_stats(X, C, g, w, n_threads)
             assert np.array_equal(labels, want_labels), (level, n_threads)
+            assert np.array_equal(_balance.biased_labels(D, g), labels)  # (the labels alone)
             assert np.array_equal(gap, want_gap), (level, n_threads)
             assert np.array_equal(dist, D[np.arange(D.shape[0]), want_labels])
             assert np.array_equal(stats.cluster_weights, np.bincount(want_labels, minlength=k))

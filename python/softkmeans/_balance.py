@@ -14,7 +14,8 @@ import numpy as np
 
 from . import _validation as v
 
-__all__ = ["MASS_RTOL", "Targets", "biased_argmin", "check_targets", "integer_targets"]
+__all__ = ["MASS_RTOL", "Targets", "biased_argmin", "biased_labels", "check_targets",
+           "integer_targets"]  # fmt: skip
 
 # Masses must sum to W within this relative tolerance; they are then rescaled to sum to
 # W exactly (a user's masses are decimals: 0.3 W + 0.7 W is not W in binary).
@@ -116,6 +117,17 @@ def check_balance_kind(kind, anneal):
         raise ValueError("balance / max_cluster_size do not anneal yet; use anneal=None")
 
 
+def _biased(D, g):
+    """v = D - g~ (D's dtype), g~ the offsets g (k,) rounded to D's dtype once."""
+    D = np.asarray(D)
+    return D - np.asarray(g, dtype=np.float64).astype(D.dtype)
+
+
+def biased_labels(D, g):
+    """`biased_argmin`'s labels alone (no second smallest: a partition of every row)."""
+    return np.argmin(_biased(D, g), axis=1)
+
+
 def biased_argmin(D, g):
     """(labels (n,) int64, gap (n,)) of distances D (n, k) at offsets g (k,) float64, in
     D's dtype (SPEC.md, "Balanced assignments as one pass"): v = D - g~ with g~ = g
@@ -123,8 +135,7 @@ def biased_argmin(D, g):
     second smallest of v_i less the smallest (0 when tied; inf when k = 1). The NumPy
     definition of the native fused pass (`_native.biased_hard_stats`), which equals it bit
     for bit on the kernel's D."""
-    D = np.asarray(D)
-    v = D - np.asarray(g, dtype=np.float64).astype(D.dtype)
+    v = _biased(D, g)
     labels = np.argmin(v, axis=1)
     if v.shape[1] == 1:
         return labels, np.full(v.shape[0], np.inf, dtype=D.dtype)

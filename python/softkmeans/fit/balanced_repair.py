@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from .. import _balance, _native, _stats
 from .balanced_passes import biased_pass, kernel_rows
 from .balanced_rows import boundary_rows, min_outside, sorted_union, with_leavers
-from .balanced_start import Start, candidates_start, pass_start, rounding_slack
+from .balanced_start import Start, candidates_start, pass_start, rounding_slack, solve_spd
 
 __all__ = [
     "CountsRepair",
@@ -135,8 +135,10 @@ JOINERS = 16
 def _newton_rows(p, g, targets, enough, rows, n_threads, scratch=None):
     """(count error among the candidates, offsets) of damped Newton from g on the rows
     `rows` of the pass p (None: every row), the others' labels fixed: a Newton that stops
-    above NEWTON_AGAIN x enough with its steps spent (not stalled: at least halving its
-    error) starts again from where it stopped, at most NEWTON_RESTARTS times. Newton
+    above NEWTON_AGAIN x enough with its steps spent (more evaluations than steps; not
+    stalled: at least halving its error) starts again from where it stopped, at most
+    NEWTON_RESTARTS times (one that stopped before, stalled or without a direction,
+    stalls again: 5-140 ms a restart at 1e6 rows). Newton
     reads the rows in place (by index), on n_threads where they are many, in the memory
     of scratch (`_native.newton_scratch`; None: its own)."""
     n, k = p.labels.size, targets.size
@@ -146,11 +148,12 @@ def _newton_rows(p, g, targets, enough, rows, n_threads, scratch=None):
     threads = n_threads if (n if rows is None else rows.size) >= NEWTON_THREAD_ROWS else 1
     g_new, last = g, np.inf
     for _ in range(NEWTON_RESTARTS + 1):
-        err, g_new = _native.balanced_newton(
+        err, g_new, _, _, _, evals = _native.balanced_newton(
             p.cand, p.cand_dist, targets - rest, g_new, NEWTON_STEPS, enough, rows, threads,
             scratch, outputs=False,
-        )[:2]  # fmt: skip
-        if err <= NEWTON_AGAIN * enough or 2 * err > last:  # there, or stalled
+        )  # fmt: skip
+        # there, or stalled (evaluations: the start's and at least one a step)
+        if err <= NEWTON_AGAIN * enough or 2 * err > last or evals <= NEWTON_STEPS:
             break
         last = err
     return err, g_new
@@ -560,25 +563,6 @@ class CountsRepair:
         return labels, self.g.copy(), _stats.BlockStats(p.stats.weight, N, S, J, J, np.nan), own
 
 
-def solve_spd(A, b):
-    """x (k,) with A x = b for a symmetric positive definite A (k, k): Gaussian
-    elimination without pivoting (stable on such an A) in elementwise NumPy operations
-    only, so x has the same bits on every machine and BLAS (np.linalg.solve's LAPACK
-    sums in the order of the BLAS kernel it dispatches to: the balanced fit's labels at
-    1e6 rows differed in 336 rows between OpenBLAS's Haswell and SkylakeX kernels)."""
-    A = np.array(A, dtype=np.float64)
-    x = np.array(b, dtype=np.float64)
-    k = x.size
-    for j in range(k - 1):
-        factor = A[j + 1 :, j] / A[j, j]
-        A[j + 1 :, j:] -= factor[:, None] * A[j, j:][None, :]
-        x[j + 1 :] -= factor * x[j]
-    for j in range(k - 1, -1, -1):
-        x[j] /= A[j, j]
-        x[:j] -= A[:j, j] * x[j]
-    return x
-
-
 def presolve_rows(n):
     """The rows of the presolve's sample at n rows: PRESOLVE_LARGE_ROWS where they are
     at most a PRESOLVE_SHARE-th of n, else PRESOLVE_ROWS."""
@@ -590,7 +574,7 @@ def _sample_error(sample, g, n):
     """The count error of the offsets g estimated on the sample (`CountsRepair._sample`),
     in rows of n (the slack rows: unassigned)."""
     D, targets, _ = sample
-    labels = _balance.biased_argmin(D, g)[0]
+    labels = _balance.biased_labels(D, g)
     off = np.abs(np.bincount(labels, minlength=targets.size) - targets).sum()
     return float(off) * n / D.shape[0]
 

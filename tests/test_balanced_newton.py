@@ -9,6 +9,8 @@ into its count of slots (scipy's linear_sum_assignment) and against the repair w
 Newton start (the optimum is unique on continuous data).
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -213,7 +215,7 @@ def test_a_newton_that_stops_before_its_steps_is_not_started_again(monkeypatch):
     cand = np.tile(np.array([0, 1, 3], dtype=np.int32), (n, 1))
     cand_dist = np.sort(rng.random((n, 3)) * 10.0, axis=1)
     labels = np.zeros(n, dtype=np.int64)
-    p = type("Pass", (), {"labels": labels, "cand": cand, "cand_dist": cand_dist})
+    p = SimpleNamespace(labels=labels, cand=cand, cand_dist=cand_dist)  # a pass's fields
     calls = []
     newton = _native.balanced_newton
 

@@ -138,6 +138,6 @@ def biased_argmin(D, g):
     v = _biased(D, g)
     labels = np.argmin(v, axis=1)
     if v.shape[1] == 1:
-        return labels, np.full(v.shape[0], np.inf, dtype=D.dtype)
+        return labels, np.full(v.shape[0], np.inf, dtype=v.dtype)
     two = np.partition(v, 1, axis=1)[:, :2]
     return labels, two[:, 1] - two[:, 0]

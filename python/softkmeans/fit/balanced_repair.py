@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _balance, _native, _stats
-from .balanced_passes import biased_pass, kernel_rows
+from . import balanced_start
+from .balanced_passes import biased_pass, kernel_rows, sq_distances
 from .balanced_rows import boundary_rows, min_outside, sorted_union, with_leavers
 from .balanced_start import Start, candidates_start, pass_start, rounding_slack, solve_spd
 
@@ -328,7 +329,9 @@ class CountsRepair:
         that stalls above NEWTON_AGAIN x its enough on candidates within a band (the
         offsets must move past them: measured 3,352 rows at 1e6, where the repair of
         that error took every row, 2 s) takes a pass at g with every row's CANDIDATES
-        best columns, and Newton again. Where Newton's margins leave more rows open (< 0:
+        best columns, and Newton again; one that still stalls there, Newton again with a
+        column more for the short clusters that few rows hold (`cover_short`). Where
+        Newton's margins leave more rows open (< 0:
         their floor less the offsets' rise says nothing) than RECHECK_ROWS x the first
         repair takes, a pass at Newton's offsets gives every row's exact gap (early in a
         fit at 1e6: the repair of the smallest margins failed on 50,000 rows 4 times and
@@ -354,6 +357,14 @@ class CountsRepair:
             p = biased_pass(self.source, C, g, self.m, np.inf)
             start = _newton_start(p, g, self.targets, enough, np.inf, threads, scratch)
             err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
+        if err > NEWTON_AGAIN * enough:
+            wider = balanced_start.cover_short(p, g, self.targets, start.labels,
+                                lambda rows: self._distances(rows, C),
+                                lambda J: sq_distances(self.source, C[J]))  # fmt: skip
+            if wider is not None:
+                p = wider
+                start = _newton_start(p, g, self.targets, enough, np.inf, threads, scratch)
+                err = int(np.abs(np.bincount(start.labels, minlength=k) - self.targets).sum())
         # The exact start of least count error so far (the pass's at first): Newton on
         # candidates may move a cluster past every row's (measured at 1e6: its offsets'
         # pass missed by 1,968,750 rows, the one before by 37,744), and a start that

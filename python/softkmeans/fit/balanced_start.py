@@ -122,6 +122,8 @@ def cover_short(p, g, targets, labels, distances, columns):
         old = cand[rows, slot]
         free = (old < 0) | (~np.isin(old, short) & (old != p.labels[rows]))
         rows, slot, old = rows[free], slot[free], old[free]
+        if rows.size == 0:
+            continue
         out = old >= 0
         value = cand_dist[rows[out], slot[out]] - g_t[old[out]]
         floor[rows[out]] = np.minimum(floor[rows[out]], value)

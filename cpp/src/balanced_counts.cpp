@@ -255,18 +255,14 @@ TransferStatus shortest_paths(const T* D, int64_t k, const int64_t* rows, int64_
   }
 }
 
-}  // namespace
-
-// Row i's argmin of D_i - g (ties to the smaller j; its last cluster `last`
-// kept where tied within slack: the slack rows of capacities all tie) and
-// the next value (v1, v2).
-template <typename T>
-static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last, double slack,
-                          double* v1_out, double* v2_out) {
+// The running argmin of a row's values and the next value (ties to the
+// smaller j), its cluster `last` kept where tied within slack (the slack rows
+// of capacities all tie): row_argmin's and row_argmins' one fold.
+struct RunningArgmin {
+  double v1, v2 = std::numeric_limits<double>::infinity();
   int64_t best = 0;
-  double v1 = di[0] - g[0], v2 = std::numeric_limits<double>::infinity();
-  for (int64_t j = 1; j < k; ++j) {
-    const double v = di[j] - g[j];
+  explicit RunningArgmin(double v0) : v1(v0) {}
+  void add(double v, int64_t j) {
     if (v < v1) {
       v2 = v1;
       v1 = v;
@@ -275,13 +271,27 @@ static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last,
       v2 = v;
     }
   }
-  if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
-    best = last;
-    v2 = v1;
-    v1 = di[last] - g[last];
+  // last (a cluster) of value v_last
+  void keep(int64_t last, double v_last, double slack) {
+    if (last != best && v_last <= v1 + slack) {
+      best = last;
+      v2 = v1;
+      v1 = v_last;
+    }
   }
-  *v1_out = v1, *v2_out = v2;
-  return best;
+};
+
+}  // namespace
+
+// Row i's argmin of D_i - g and the next value (v1, v2), RunningArgmin's ties.
+template <typename T>
+static int64_t row_argmin(const T* di, int64_t k, const double* g, int64_t last, double slack,
+                          double* v1_out, double* v2_out) {
+  RunningArgmin at_g(di[0] - g[0]);
+  for (int64_t j = 1; j < k; ++j) at_g.add(di[j] - g[j], j);
+  if (last >= 0 && last < k) at_g.keep(last, di[last] - g[last], slack);
+  *v1_out = at_g.v1, *v2_out = at_g.v2;
+  return at_g.best;
 }
 
 // row_argmin at g and at g = 0 from one read of the row: (best at g, best
@@ -290,34 +300,18 @@ template <typename T>
 static std::pair<int64_t, int64_t> row_argmins(const T* di, int64_t k, const double* g,
                                                int64_t last, double slack, double* v1_out,
                                                double* v2_out) {
-  int64_t best = 0, best0 = 0;
-  double v1 = di[0] - g[0], v2 = std::numeric_limits<double>::infinity();
-  double u1 = di[0], u2 = std::numeric_limits<double>::infinity();
+  RunningArgmin at_g(di[0] - g[0]), at_zero(di[0]);
   for (int64_t j = 1; j < k; ++j) {
-    const double d = di[j], v = d - g[j];
-    if (v < v1) {
-      v2 = v1;
-      v1 = v;
-      best = j;
-    } else if (v < v2) {
-      v2 = v;
-    }
-    if (d < u1) {
-      u2 = u1;
-      u1 = d;
-      best0 = j;
-    } else if (d < u2) {
-      u2 = d;
-    }
+    const double d = di[j];
+    at_g.add(d - g[j], j);
+    at_zero.add(d, j);
   }
-  if (last >= 0 && last < k && last != best && di[last] - g[last] <= v1 + slack) {
-    best = last;
-    v2 = v1;
-    v1 = di[last] - g[last];
+  if (last >= 0 && last < k) {
+    at_g.keep(last, di[last] - g[last], slack);
+    at_zero.keep(last, di[last], slack);
   }
-  if (last >= 0 && last < k && last != best0 && di[last] <= u1 + slack) best0 = last;
-  *v1_out = v1, *v2_out = v2;
-  return {best, best0};
+  *v1_out = at_g.v1, *v2_out = at_g.v2;
+  return {at_g.best, at_zero.best};
 }
 
 static int64_t count_error(const std::vector<int64_t>& excess) {

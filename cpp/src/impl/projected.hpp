@@ -272,6 +272,34 @@ void exact_candidates(const Projected<T>& P, const T* xs, T xn, const std::int32
       }
       _mm512_store_ps(acc, a);
     } else
+#elif defined(SOFTKMEANS_TRANSPOSE8)
+    if constexpr (std::is_same<T, float>::value) {
+      // The same 16 chains in the lanes of two vectors (independent: one
+      // hides the other's latency), fed 8 coordinates at a time.
+      __m256 a[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+      const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      for (index_t l0 = 0; l0 < d; l0 += 8) {
+        const index_t len = std::min<index_t>(8, d - l0);
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(len)), iota);
+#pragma GCC unroll 2
+        for (index_t h = 0; h < 2; ++h) {
+          __m256 cv[8];
+#pragma GCC unroll 8
+          for (index_t b = 0; b < 8; ++b) cv[b] = _mm256_maskload_ps(cr[8 * h + b] + l0, mask);
+          transpose8(cv);
+          if (len == 8) {
+#pragma GCC unroll 8
+            for (index_t t = 0; t < 8; ++t)
+              a[h] = _mm256_fmadd_ps(_mm256_set1_ps(xs[l0 + t]), cv[t], a[h]);
+          } else {
+            for (index_t t = 0; t < len; ++t)
+              a[h] = _mm256_fmadd_ps(_mm256_set1_ps(xs[l0 + t]), cv[t], a[h]);
+          }
+        }
+      }
+      _mm256_store_ps(acc, a[0]);
+      _mm256_store_ps(acc + 8, a[1]);
+    } else
 #endif
     {
       for (index_t l = 0; l < d; ++l) {

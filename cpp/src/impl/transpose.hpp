@@ -1,6 +1,7 @@
-// A 16 x 16 transpose of floats in AVX-512 registers (the chains of 16
-// gathered rows in the lanes of one vector: engine_bf16.hpp's candidates,
-// projected.hpp's). AVX-512F only: every unit built for 512-bit vectors.
+// Transposes of floats in registers, for chains of gathered rows run in the
+// lanes of vectors (engine_bf16.hpp's candidates, projected.hpp's): 16 x 16 in
+// every unit built for 512-bit vectors (SOFTKMEANS_TRANSPOSE16), 8 x 8 in
+// those built for AVX2 (SOFTKMEANS_TRANSPOSE8).
 #pragma once
 
 #include "impl/vec.hpp"
@@ -35,6 +36,36 @@ namespace SOFTKMEANS_ISA {
   for (int i = 0; i < 8; ++i) {
     r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+}  // namespace SOFTKMEANS_ISA
+}  // namespace softkmeans
+
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#define SOFTKMEANS_TRANSPOSE8 1
+
+namespace softkmeans {
+namespace SOFTKMEANS_ISA {
+
+// An 8 x 8 transpose in registers: row i of r becomes column i.
+[[gnu::always_inline]] inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
   }
 }
 

@@ -90,12 +90,15 @@ inline std::vector<double> padded_axes(const double* Q, index_t d, index_t p) {
 
 // a~ of rows V[0 .. rows) [out] (rows, p + 1) in T, and their ||v - mu||
 // (in double, rounded up) [out] (rows,); Q8 (d, p8) padded_axes; y (R, d)
-// and (R, p8) scratch. R rows (minus mu, in double, first) by 8 axes at a
-// time, the R sums of 8 in vector registers.
+// and (R, p8) scratch. R rows (minus mu, in double, first) by a vector of
+// axes at a time, the R sums in vector registers (of the unit's width: R
+// sums of 8 doubles spill AVX2's 16 registers, 26% of that unit's pass).
 template <typename T>
 void augmented(const T* V, index_t rows, const double* Q8, const double* mu, index_t d, index_t p,
                T* out, double* norm, double* y) {
-  using D8 = double __attribute__((vector_size(64)));
+  constexpr index_t DW = SOFTKMEANS_VEC_BYTES / sizeof(double);
+  static_assert(DW >= 1 && 8 % DW == 0, "p8 holds whole vectors of axes");
+  using DV = double __attribute__((vector_size(DW * sizeof(double))));
   constexpr index_t R = 8;
   const index_t p8 = round_up(p, 8);
   double* xc = y;                // (R, d) the rows minus mu
@@ -106,16 +109,16 @@ void augmented(const T* V, index_t rows, const double* Q8, const double* mu, ind
       const T* v = V + (r0 + std::min(r, rn - 1)) * d;
       for (index_t l = 0; l < d; ++l) xc[r * d + l] = static_cast<double>(v[l]) - mu[l];
     }
-    for (index_t a0 = 0; a0 < p8; a0 += 8) {
-      D8 acc[R] = {};
+    for (index_t a0 = 0; a0 < p8; a0 += DW) {
+      DV acc[R] = {};
       for (index_t l = 0; l < d; ++l) {
-        D8 q;
+        DV q;
         std::memcpy(&q, Q8 + l * p8 + a0, sizeof q);
 #pragma GCC unroll 8
         for (index_t r = 0; r < R; ++r) acc[r] += q * xc[r * d + l];
       }
       for (index_t r = 0; r < R; ++r)
-        for (index_t a = 0; a < 8; ++a) proj[r * p8 + a0 + a] = acc[r][a];
+        for (index_t a = 0; a < DW; ++a) proj[r * p8 + a0 + a] = acc[r][a];
     }
     for (index_t r = 0; r < rn; ++r) {
       const double n2 = direct_sq_distance(V + (r0 + r) * d, mu, d);

@@ -177,6 +177,29 @@ def test_row_states_refuse_a_column_outside_the_clusters():
         _native.biased_row_states(cand.astype(np.int64), dist, np.zeros(4))
 
 
+@pytest.mark.parametrize("where, value", [((4, 1), 4), ((4, 1), -2), ((4, 0), -1),
+                                          ((9, 2), np.iinfo(np.int32).max),
+                                          ((0, 2), np.iinfo(np.int32).min)])  # fmt: skip
+def test_candidates_outside_the_clusters_are_refused_wherever_they_are(where, value):
+    # The binding's check reads every entry of the rows read (as one reduction): a column
+    # past k, below -1, or -1 first, at any place; a row not read may hold anything.
+    cand, dist, targets = _candidates(10, 3, 4, np.float64, seed=0)
+    cand[:, 0] = np.maximum(cand[:, 0], 0)
+    good = cand.copy()
+    _native.biased_row_states(good, dist, np.zeros(4))
+    cand[where] = value
+    with pytest.raises(ValueError, match="column outside"):
+        _native.biased_row_states(cand, dist, np.zeros(4))
+    with pytest.raises(ValueError, match="column outside"):
+        _native.balanced_newton(cand, dist, targets, np.zeros(4), 1)
+    others = np.array([r for r in range(10) if r != where[0]], dtype=np.int64)
+    _native.balanced_newton(cand, dist, targets, np.zeros(4), 1, 0, others)
+    for rows in ([where[0]], [10], [-1]):
+        with pytest.raises(ValueError, match="outside"):
+            _native.balanced_newton(cand, dist, targets, np.zeros(4), 1, 0,
+                                    np.array(rows, dtype=np.int64))  # fmt: skip
+
+
 def _margins_in_numpy(cand, dist, floor, g, g_new):
     """The margins of `balanced_start.candidates_start` as they were computed in NumPy
     before `biased_row_margins` (the row states at g_new, the pass's floor at g less its

@@ -62,15 +62,24 @@ py::tuple biased_hard_stats_t(const py::array& Xa, const py::array& Ca, const py
 void check_candidates(const carray<std::int32_t>& cand, index_t k, const std::int64_t* rows,
                       index_t n) {
   const index_t total = cand.shape(0), m = cand.shape(1);
-  for (index_t r = 0; r < n; ++r) {
-    const index_t i = rows ? rows[r] : r;
-    if (i < 0 || i >= total) throw py::value_error("rows holds a row outside [0, len(cand))");
-    for (index_t s = 0; s < m; ++s) {
-      const std::int32_t c = cand.data()[i * m + s];
-      if (c < -1 || c >= k || (s == 0 && c < 0))
-        throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
-    }
+  if (rows) {
+    bool outside = false;
+    for (index_t r = 0; r < n; ++r) outside |= rows[r] < 0 || rows[r] >= total;
+    if (outside) throw py::value_error("rows holds a row outside [0, len(cand))");
   }
+  // Branch-free reductions (a branch an entry held every call at 1e6 x 8 for
+  // ~5 ms): a column c is bad where c + 1, unsigned, exceeds k (c < -1 or
+  // c >= k), a first column where it is negative.
+  const std::int32_t* c = cand.data();
+  const auto top = static_cast<std::uint32_t>(k);
+  std::uint32_t bad = 0, first_bad = 0;
+  for (index_t r = 0; r < n; ++r) {
+    const std::int32_t* ci = c + (rows ? rows[r] : r) * m;
+    first_bad |= ci[0] < 0;
+    for (index_t s = 0; s < m; ++s) bad |= static_cast<std::uint32_t>(ci[s]) + 1u > top;
+  }
+  if (bad | first_bad)
+    throw py::value_error("cand holds a column outside [0, k) (-1: none, after the first)");
 }
 
 // (cand (N, m) int32, cand_dist (N, m) T, g (k,) float64): the candidate

@@ -11,8 +11,8 @@ from scipy.optimize import linear_sum_assignment
 
 from conftest import DTYPES, unequal_blobs
 from softkmeans import _native, sources
-from softkmeans._balance import integer_targets
-from softkmeans.fit import balanced_repair
+from softkmeans._balance import check_targets, integer_targets
+from softkmeans.fit import balanced, balanced_repair
 
 
 def _exact_labels(D, counts):
@@ -23,6 +23,21 @@ def _exact_labels(D, counts):
     labels = np.empty(D.shape[0], dtype=np.int64)
     labels[rows] = slots[cols]
     return labels
+
+
+def _assert_exact_along(solver, X, C, drift, counts):
+    """Solves at C plus each partial sum of drift (steps, k, d), in X's dtype, and checks
+    each against the exact assignment: its labels, counts, D at the labels and cost."""
+    n, k = X.shape[0], C.shape[0]
+    for t in range(drift.shape[0]):
+        Ct = (C + drift[: t + 1].sum(axis=0)).astype(X.dtype)
+        labels, _, stats, own = solver.solve(Ct)
+        D = _native.sq_distances(X, Ct, 1).astype(np.float64)
+        exact = _exact_labels(D, counts)
+        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
+        assert np.array_equal(labels, exact), (t, int((labels != exact).sum()))
+        assert np.array_equal(own, D[np.arange(n), labels]), t
+        assert stats.distortion == pytest.approx(float(D[np.arange(n), exact].sum()), rel=1e-9)
 
 
 def _counted(monkeypatch, owner, name, record):
@@ -76,15 +91,7 @@ def test_warm_solves_through_every_shortcut_are_the_exact_assignment(
     counts = integer_targets(np.arange(1, k + 1) * (n / 21), n)
     solver = balanced_repair.CountsRepair(sources.source_of(X), counts)
     drift = np.random.default_rng(13).normal(scale=0.15, size=(5,) + C.shape)
-    for t in range(5):
-        Ct = (C + drift[: t + 1].sum(axis=0)).astype(dtype)
-        labels, _, stats, own = solver.solve(Ct)
-        D = _native.sq_distances(X, Ct, 1).astype(np.float64)
-        exact = _exact_labels(D, counts)
-        assert np.array_equal(np.bincount(labels, minlength=k), counts), t
-        assert np.array_equal(labels, exact), (t, int((labels != exact).sum()))
-        assert np.array_equal(own, D[np.arange(n), labels]), t
-        assert stats.distortion == pytest.approx(float(D[np.arange(n), exact].sum()), rel=1e-9)
+    _assert_exact_along(solver, X, C, drift, counts)
     assert presolves, "the presolve did not run"
     assert predicted, "the offsets were not moved with the centroids"
     assert (0 in passes) == recheck, passes  # a pass at Newton's offsets, or none
@@ -166,3 +173,21 @@ def test_a_newton_start_worse_than_the_pass_is_not_taken(newton_again, monkeypat
     ]
     assert any(off > 0 for off, _ in errors), errors  # the Newton start was taken up
     assert all(err <= off for off, err in errors), errors
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_warm_solves_at_more_than_64_clusters_are_the_exact_assignment(dtype):
+    # Up to MAX_K_TRANSFER clusters the fit takes the pass and the repair (the Newton
+    # tables read by permutes up to 64 clusters, by gathers past them; Dijkstra over
+    # every pair of clusters): along a path of centroids each warm solve gives the exact
+    # assignment's labels, counts and cost.
+    n, k = 1500, 100
+    assert k <= balanced.MAX_K_TRANSFER
+    X, C = unequal_blobs(n, 6, k, seed=21, dtype=dtype)
+    counts = integer_targets(np.full(k, n / k), n)
+    source = sources.source_of(X)
+    problem = balanced.BalancedProblem(source, check_targets("equal", None, k, n, n, True))
+    assert problem.repair is not None  # the fit's path at this k
+    solver = balanced_repair.CountsRepair(source, counts)
+    drift = np.random.default_rng(22).normal(scale=0.05, size=(4,) + C.shape)
+    _assert_exact_along(solver, X, C, drift, counts)

@@ -25,6 +25,11 @@ using transfer::LazyEdges;
 // Most edges a row may be limited to (balanced_counts' edges_per_row).
 constexpr int64_t kMaxEdgesPerRow = 8;
 
+// The scans over a row's clusters take kWays at a time: their arrays hold
+// padded(k) values, inf past k (no remainder to handle apart).
+constexpr int kWays = 4;
+constexpr int64_t padded(int64_t k) { return (k + kWays - 1) / kWays * kWays; }
+
 // The successive shortest paths of balanced_counts over the rows `rows` of
 // D (n, k). Each row enters the edges to its edges_per_row best other
 // clusters (by D_il - g_l when it enters), all of them when edges_per_row >=
@@ -44,7 +49,7 @@ class TransferGraph {
         every_edge_(edges_per_row >= k - 1), few_(std::min(edges_per_row, kMaxEdgesPerRow)),
         built_(static_cast<size_t>(k * k), 0), entered_(static_cast<size_t>(k)),
         g_entered_(g, g + k), cheapest_(static_cast<size_t>(k * k), kInf),
-        top_row_(static_cast<size_t>(k * k), -1) {
+        top_row_(static_cast<size_t>(k * k), -1), values_(static_cast<size_t>(padded(k)), kInf) {
     reserve(rows, n_rows);
     for (int64_t r = 0; r < n_rows; ++r) {
       const int64_t i = rows ? rows[r] : r;
@@ -54,27 +59,56 @@ class TransferGraph {
 
   // Dense Dijkstra (k is small) from the clusters over their targets (excess
   // > 0) to the nearest one under it, on the reduced costs; fills dist and
-  // prev. Returns that cluster, or -1 where none is reachable.
+  // prev. Returns that cluster, or -1 where none is reachable. open: dist of
+  // the clusters not yet taken, inf once taken (and where unreached).
+  //
+  // Both loops are branch-free (their compares follow no pattern: at k = 128
+  // the mispredicted branches were a sixth of a repair). A taken cluster l is never
+  // relaxed again without a test: dist[u] >= dist[l] for every u taken after l
+  // and the reduced costs are >= 0, so dist[u] + reduced < dist[l] is false;
+  // an edge with no row (inf), and u itself (no edge j -> j), give inf.
   int64_t nearest_short(const int64_t* excess, std::vector<double>& dist,
-                        std::vector<int64_t>& prev, std::vector<char>& done) const {
+                        std::vector<int64_t>& prev, std::vector<double>& open) const {
     for (;;) {
-      int64_t u = -1;
-      for (int64_t j = 0; j < k_; ++j)
-        if (!done[j] && dist[j] < kInf && (u < 0 || dist[j] < dist[u])) u = j;
+      const int64_t u = first_least(open.data());
       if (u < 0) return -1;
-      done[u] = 1;
+      open[u] = kInf;
       if (excess[u] < 0) return u;
       const double* from_u = cheapest_.data() + u * k_;
+      const double du = dist[u], gu = g_[u];
       for (int64_t l = 0; l < k_; ++l) {
-        if (done[l] || l == u || from_u[l] == kInf) continue;
         // >= 0 but for rounding in g: clamped so that Dijkstra stays exact.
-        const double reduced = std::max(0.0, from_u[l] - g_[l] + g_[u]);
-        if (dist[u] + reduced < dist[l]) {
-          dist[l] = dist[u] + reduced;
-          prev[l] = u;
-        }
+        const double reduced = std::max(0.0, from_u[l] - g_[l] + gu);
+        const double through_u = du + reduced;
+        const bool closer = through_u < dist[l];
+        dist[l] = closer ? through_u : dist[l];
+        open[l] = closer ? through_u : open[l];
+        prev[l] = closer ? u : prev[l];
       }
     }
+  }
+
+  // The first index of the least value of v (padded(k_) of them, inf past
+  // k_) below inf, -1 where none: four independent running minima (no chain
+  // of k_ dependent compares), merged by value, then index.
+  int64_t first_least(const double* v) const {
+    double least[kWays];
+    int64_t at[kWays];
+    for (int q = 0; q < kWays; ++q) least[q] = kInf, at[q] = -1;
+    for (int64_t j = 0; j < padded(k_); j += kWays)
+      for (int q = 0; q < kWays; ++q) {
+        const bool less = v[j + q] < least[q];
+        least[q] = less ? v[j + q] : least[q];
+        at[q] = less ? j + q : at[q];
+      }
+    int64_t u = -1;
+    double best = kInf;
+    for (int q = 0; q < kWays; ++q)
+      if (least[q] < best || (least[q] == best && at[q] >= 0 && at[q] < u)) {
+        best = least[q];
+        u = at[q];
+      }
+    return u;
   }
 
   // Moves the cheapest row of each edge on the path to `target` (prev) and
@@ -94,6 +128,9 @@ class TransferGraph {
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
 
+  // std::min by value (its reference kept a running minimum in memory).
+  static double lower(double a, double b) { return b < a ? b : a; }
+
   // Room for the entered rows of each cluster (every edge: the rows; else
   // their (row, column) entries, at most few_ a row).
   void reserve(const int64_t* rows, int64_t n_rows) {
@@ -111,43 +148,52 @@ class TransferGraph {
     const T* di = D_ + i * k_;
     const int64_t j = owner_[i];
     const double cut = di[j] - g_[j] + edge_reach_;
+    // D_il - g_l of every cluster, inf at j, in one pass with no branch; the
+    // row's rest is then the least of those it enters no edge to (not a
+    // running minimum beside the choices: a chain of dependent compares).
+    double* v = values_.data();
+    for (int64_t l = 0; l < k_; ++l) v[l] = di[l] - g_[l];
+    v[j] = kInf;
     if (every_edge_) {
       if (!heapify) entered_[j].push_back(Entered{i, -1});
-      double rest = kInf;
-      for (int64_t l = 0; l < k_; ++l) {
-        if (l == j) continue;
-        if (di[l] - g_[l] < cut)
+      for (int64_t l = 0; l < k_; ++l)
+        if (v[l] < cut) {
           push(i, j, l, static_cast<double>(di[l]) - di[j], heapify);
-        else
-          rest = std::min(rest, di[l] - g_[l]);
-      }
-      return rest;
+          v[l] = kInf;
+        }
+      return least(v, k_);
     }
-    // The best clusters so far by D_il - g_l (ties: the smaller l first), their
-    // values alongside: a column not below the last of a full list is passed
-    // over at one comparison (reading the list's values back from D was most
-    // of a repair's time).
+    // The best clusters by D_il - g_l (ties: the smaller l first), their
+    // values alongside: a column not below the last of a full list (or the
+    // cut) is passed over at one comparison (reading the list's values back
+    // from D was most of a repair's time).
     int64_t best[kMaxEdgesPerRow], held = 0;
-    double value[kMaxEdgesPerRow], rest = kInf;
+    double value[kMaxEdgesPerRow], bar = cut;
     for (int64_t l = 0; l < k_; ++l) {
-      if (l == j) continue;
-      const double v = di[l] - g_[l];
-      if (!(v < (held == few_ ? value[few_ - 1] : cut))) {
-        rest = std::min(rest, v);
-        continue;
-      }
-      if (held == few_) rest = std::min(rest, value[few_ - 1]);
+      const double x = v[l];
+      if (!(x < bar)) continue;
       int64_t at = held < few_ ? held++ : few_ - 1;
-      for (; at > 0 && v < value[at - 1]; --at) {
+      for (; at > 0 && x < value[at - 1]; --at) {
         best[at] = best[at - 1];
         value[at] = value[at - 1];
       }
       best[at] = l;
-      value[at] = v;
+      value[at] = x;
+      if (held == few_) bar = value[few_ - 1];
     }
+    for (int64_t t = 0; t < held; ++t) v[best[t]] = kInf;
+    const double rest = least(v, k_);
     for (int64_t t = 0; t < held; ++t)
       push(i, j, best[t], static_cast<double>(di[best[t]]) - di[j], heapify);
     return rest;
+  }
+
+  // The least of v's padded(k_) values (inf past k_), four running minima.
+  static double least(const double* v, int64_t k) {
+    double m[kWays] = {kInf, kInf, kInf, kInf};
+    for (int64_t l = 0; l < padded(k); l += kWays)
+      for (int q = 0; q < kWays; ++q) m[q] = lower(m[q], v[l + q]);
+    return lower(lower(m[0], m[1]), lower(m[2], m[3]));
   }
 
   // Before its edge is built (set_top), an entry only updates the edge's
@@ -222,6 +268,7 @@ class TransferGraph {
   // miss each, was most of a move's time at k = 64).
   std::vector<double> cheapest_;
   std::vector<int64_t> top_row_;
+  std::vector<double> values_;  // (padded(k),) push_row's D_il - g_l of a row, inf past k
 };
 
 template <typename T>
@@ -233,19 +280,19 @@ TransferStatus shortest_paths(const T* D, int64_t k, const int64_t* rows, int64_
   const std::atomic<int>* cancel = thread_cancel_flag();
   std::vector<double> dist(k);
   std::vector<int64_t> prev(k);
-  std::vector<char> done(k);
+  std::vector<double> open(static_cast<size_t>(padded(k)), inf);
   *moves = 0;
   for (;;) {
     if (cancel && cancel->load(std::memory_order_relaxed)) return TransferStatus::cancelled;
     std::fill(dist.begin(), dist.end(), inf);
     std::fill(prev.begin(), prev.end(), -1);
-    std::fill(done.begin(), done.end(), 0);
     bool any = false;
     for (int64_t j = 0; j < k; ++j)
       if (excess[j] > 0) dist[j] = 0.0, any = true;
+    std::copy(dist.begin(), dist.end(), open.begin());
     if (!any) return TransferStatus::settled;
     if (*moves >= max_moves) return TransferStatus::too_many_moves;
-    const int64_t target = graph.nearest_short(excess, dist, prev, done);
+    const int64_t target = graph.nearest_short(excess, dist, prev, open);
     if (target < 0) return TransferStatus::no_path;
     const double reach = dist[target];
     for (int64_t j = 0; j < k; ++j) g[j] += std::min(dist[j], reach);

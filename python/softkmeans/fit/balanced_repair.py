@@ -487,13 +487,12 @@ class CountsRepair:
         offsets are exact."""
         _, rows, D_old, labels = self.prev
         k = self.g.size
-        D_new = self._distances(rows, C).astype(np.float64)
+        D_new = self._distances(rows, C)  # (its dtype: read at two columns a row)
         v = D_old - self.g
         at = np.arange(rows.size)
         v[at, labels] = np.inf
         nxt = np.argmin(v, axis=1)
-        dD = D_new - D_old
-        rhs = dD[at, nxt] - dD[at, labels]
+        rhs = np.subtract(*[D_new[at, c].astype(np.float64) - D_old[at, c] for c in (nxt, labels)])
         # the pairs' counts (integers: exact in any order; np.add.at took 5 ms a call)
         pairs = np.bincount(labels * k + nxt, minlength=k * k).reshape(k, k).astype(np.float64)
         L = np.diag(pairs.sum(axis=1) + pairs.sum(axis=0)) - pairs - pairs.T

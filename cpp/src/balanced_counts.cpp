@@ -63,9 +63,9 @@ class TransferGraph {
   // the clusters not yet taken, inf once taken (and where unreached).
   //
   // Both loops are branch-free (their compares follow no pattern: at k = 128
-  // the mispredicted branches were a sixth of a repair). A taken cluster l is never
-  // relaxed again without a test: dist[u] >= dist[l] for every u taken after l
-  // and the reduced costs are >= 0, so dist[u] + reduced < dist[l] is false;
+  // the mispredicted branches were a sixth of a repair). The relaxation needs
+  // no test for a taken cluster l: dist[u] >= dist[l] for every u taken after
+  // l and the reduced costs are >= 0, so dist[u] + reduced < dist[l] is false;
   // an edge with no row (inf), and u itself (no edge j -> j), give inf.
   int64_t nearest_short(const int64_t* excess, std::vector<double>& dist,
                         std::vector<int64_t>& prev, std::vector<double>& open) const {

@@ -487,7 +487,7 @@ class CountsRepair:
         offsets are exact."""
         _, rows, D_old, labels = self.prev
         k = self.g.size
-        D_new = self._distances(rows, C)  # (its dtype: read at two columns a row)
+        D_new = self._distances(rows, C)  # only two columns a row are read (widened there)
         v = D_old - self.g
         at = np.arange(rows.size)
         v[at, labels] = np.inf

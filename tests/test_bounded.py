@@ -246,6 +246,7 @@ def bounds_everywhere(monkeypatch):
     as for large ones), its calls counted."""
     monkeypatch.setattr(BoundedHardPass, "MIN_CENTROID_BYTES", 0)
     monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 1)
+    monkeypatch.setattr(BoundedHardPass, "ROW_OVERHEAD", 0)  # a bounded final pass
     return _count_calls(monkeypatch, "hard_stats_bounded")
 
 
@@ -293,6 +294,52 @@ def test_a_fit_that_relocates_uses_the_steps_labels(monkeypatch, bounds_everywhe
     plain = SoftKMeans(5, assignment="hard", init=init, n_init=1, max_iter=30).fit(X)
     np.testing.assert_array_equal(bounded.cluster_centers_, plain.cluster_centers_)
     np.testing.assert_array_equal(bounded.labels_, plain.labels_)
+
+
+def test_the_final_pass_is_plain_where_the_bounds_rule_out_little(monkeypatch):
+    """The final pass stays bounded where the centroids barely moved since the last step
+    and goes plain (None: the caller's block_stats) where they moved far; the estimated
+    share of distances is the kernel's count within 0.15; a fit's outputs are the plain
+    fit's either way."""
+    monkeypatch.setattr(BoundedHardPass, "MIN_GROUP_WORK", 1)
+    rng = np.random.default_rng(3)
+    X, _ = make_blobs(5000, 16, 64, dtype=np.float32, seed=rng)
+    w = np.ones(len(X))
+    C0 = X[rng.choice(len(X), size=64, replace=False)].copy()
+    monkeypatch.setattr(BoundedHardPass, "ROW_OVERHEAD", 0.3 * C0.size)  # plain above 0.7
+    near, far = C0 + np.float32(1e-3), C0[::-1].copy()  # far: every centroid moves
+    for C, plain in ((near, False), (far, True)):
+        bounded = BoundedHardPass(X, w, 1)
+        bounded(C0)
+        share = bounded.computed_share(C)
+        probe = BoundedHardPass(X, w, 1)
+        probe(C0)
+        _, n_distances = probe._step(C, exact=True)
+        assert abs(share - n_distances / (len(X) * 64)) < 0.15
+        final = bounded.final(C)
+        assert (final is None) == plain, share
+        if final is not None:
+            expected, labels, _ = _native.block_stats(
+                X, C, "hard", 1.0, w, 1, sums=False, labels=True
+            )
+            np.testing.assert_array_equal(final[1], labels)
+            assert final[0].distortion == expected.distortion
+    # A fit of one step from rows of unclustered X: the centroids move far against the
+    # gaps between them, the final pass is plain.
+    monkeypatch.setattr(BoundedHardPass, "ROW_OVERHEAD", 6000)
+    calls = _count_calls(monkeypatch, "hard_stats_bounded")
+    X = rng.normal(size=(20000, 32)).astype(np.float32)
+    init = X[rng.choice(len(X), size=512, replace=False)].copy()
+
+    def fit():
+        return SoftKMeans(512, assignment="hard", init=init, max_iter=1, tol=0).fit(X)
+
+    one_step = fit()
+    assert len(calls) == 1  # the step; the final pass plain
+    monkeypatch.setattr(BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
+    plain = fit()
+    np.testing.assert_array_equal(one_step.labels_, plain.labels_)
+    assert one_step.inertia_ == plain.inertia_ and one_step.min_margin_ == plain.min_margin_
 
 
 def test_the_bounded_pass_is_taken_only_where_it_applies():

@@ -13,10 +13,11 @@ import scipy.sparse
 import softkmeans
 from conftest import make_blobs
 from softkmeans import sources
+from softkmeans.fit import kmeans_parallel as kmeans_parallel_module
 from softkmeans.fit.kmeans_parallel import ROUNDS, kmeans_parallel
 from softkmeans.fit.params import InvalidParameterError
 from softkmeans.sources import queries
-from softkmeans.sources.kmeans_parallel_blocks import row_uniforms
+from softkmeans.sources.kmeans_parallel_blocks import SAMPLE_ROUND, row_uniforms
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,15 @@ def blobs():
     X, _ = make_blobs(3000, 6, 12, seed=5)
     w = np.random.default_rng(6).uniform(0.2, 3.0, size=X.shape[0])
     return X, w
+
+
+@pytest.fixture(params=["all rows", "sampled"])
+def weighing(request, monkeypatch):
+    """The last pass weighs the candidates from every row (as at these sizes), or from
+    a sample (as at large n: a few rows a candidate)."""
+    if request.param == "sampled":
+        monkeypatch.setattr(kmeans_parallel_module, "WEIGHING_ROWS", 4)
+    return request.param
 
 
 def _seed(X, k, random_state, w=None):
@@ -51,7 +61,7 @@ def test_deterministic_for_a_random_state(blobs):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_every_local_reader_seeds_the_same_rows(blobs, dtype, tmp_path):
+def test_every_local_reader_seeds_the_same_rows(blobs, dtype, tmp_path, weighing):
     X, w = blobs
     X = X.astype(dtype)
     expected = _seed(X, 12, 3, w)
@@ -63,7 +73,7 @@ def test_every_local_reader_seeds_the_same_rows(blobs, dtype, tmp_path):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_dask_equals_the_in_memory_seeding(blobs, weighted):
+def test_dask_equals_the_in_memory_seeding(blobs, weighted, weighing):
     X, w = blobs
     w = w if weighted else None
     expected = _seed(X, 12, 4, w)
@@ -97,7 +107,7 @@ def _draws(source, k, random_state):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_the_draws_do_not_depend_on_the_blocks_or_the_threads(blobs, weighted):
+def test_the_draws_do_not_depend_on_the_blocks_or_the_threads(blobs, weighted, weighing):
     X, w = blobs
     w = w if weighted else None
     expected = _draws(sources.source_of(X, w), 24, 5)
@@ -187,6 +197,35 @@ def test_candidate_weights_hold_all_the_weight(blobs):
     assert weights.sum() == pytest.approx(w.sum(), rel=1e-12)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_sampled_pass_weighs_the_candidates_by_the_rows_of_its_sample(blobs, weighted):
+    """The oracle: the sample's rows by their uniforms of SAMPLE_ROUND, each row's nearest
+    candidate before and after the pass by direct differences; the weights are the
+    earlier passes' (every row's) plus the sample's moves scaled by 1 / fraction, and
+    exact where no row moves."""
+    X, w = blobs
+    w = w if weighted else None
+    source = sources.source_of(X, w)
+    passes = queries.kmeans_parallel_passes(source)
+    first, second = X[[5, 900, 2000]], X[[17, 1500, 2500, 2999]]
+    passes.update(first)
+    passes.update(second, 77, 0.3)
+    sample = row_uniforms(77, SAMPLE_ROUND, 0, X.shape[0]) < 0.3
+    assert 0.25 < sample.mean() < 0.35
+    D = ((X[:, None, :] - np.vstack([first, second])[None]) ** 2).sum(axis=2)
+    before, after = np.argmin(D[:, :3], axis=1), np.argmin(D, axis=1)
+    w1 = np.ones(X.shape[0]) if w is None else w
+    moves = np.bincount(after[sample], w1[sample], 7) - np.bincount(before[sample], w1[sample], 7)
+    expected = np.bincount(before, w1, 7) + moves / 0.3
+    np.testing.assert_allclose(passes.candidate_weights(), np.maximum(expected, 0.0), rtol=1e-12)
+    # The same candidates again: nobody moves, the weights are every row's.
+    passes = queries.kmeans_parallel_passes(source)
+    passes.update(first)
+    passes.update(first, 78, 0.3)
+    expected = np.concatenate([np.bincount(before, w1, 3), np.zeros(3)])
+    np.testing.assert_allclose(passes.candidate_weights(), expected, rtol=1e-12)
+
+
 def test_at_most_one_plus_rounds_passes_over_x(blobs):
     X, _ = blobs
     source = sources.source_of(np.asfortranarray(X))  # row blocks: count the reads
@@ -205,7 +244,7 @@ def test_fewer_distinct_rows_than_clusters():
     assert model.inertia_ == 0.0
 
 
-def test_the_fit_is_as_good_as_kmeanspp():
+def test_the_fit_is_as_good_as_kmeanspp(weighing):
     # One seeding is a draw among local minima (here k-means++ ends 0.96x-1.05x its own
     # mean across seeds): compare the mean final inertia over 8 random states.
     X, _ = make_blobs(6000, 8, 40, seed=11)

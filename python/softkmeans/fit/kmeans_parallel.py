@@ -11,7 +11,10 @@ weighted by the weight of the rows nearest to it.
    date with the rows drawn.
 3. The last pass's nearest-candidate labels weight the candidates (no further pass), and
    the weighted greedy k-means++ (scikit-learn's draws, ``2 + log k`` local trials) runs
-   in memory on them.
+   in memory on them. The last round's draw needs no potential after it, so its pass
+   serves only the weights: it reads a sample of ``WEIGHING_ROWS`` rows a candidate
+   (rows drawn by their hashed uniforms), which estimates each candidate's weight,
+   where that is under half the rows.
 
 Passes over X: 1 + ROUNDS (4), whatever k; rounds stop early when phi is 0 (every row at
 a candidate). The random draws (the first candidate and each row's draw) are uniforms
@@ -31,7 +34,7 @@ from .. import sources
 from ..sources import queries
 from .seeding import greedy_kmeans_plusplus
 
-__all__ = ["OVERSAMPLING", "ROUNDS", "kmeans_parallel"]
+__all__ = ["OVERSAMPLING", "ROUNDS", "WEIGHING_ROWS", "kmeans_parallel"]
 
 # l = OVERSAMPLING x k candidates a round, ROUNDS rounds: about 3 k candidates, each round a
 # pass of n x l distances (the whole cost at large k: k = 512, 1e6 x 32, rounds 0.25 s each,
@@ -46,6 +49,11 @@ __all__ = ["OVERSAMPLING", "ROUNDS", "kmeans_parallel"]
 # (4.34e7); l = 2k, r = 2 fits as r = 3 with a third more distances.
 OVERSAMPLING = 1.0
 ROUNDS = 3
+# The last pass weighs the candidates from about this many rows a candidate (a weight's
+# relative error about 1 / sqrt(64) = 12%; the k-means++ on the candidates draws from w D^2);
+# the whole pass where that is half the rows or more. At 1e6 x 32, k = 512 (1,459
+# candidates) the pass reads 9% of the rows: 0.16 -> 0.02 s (bench/seeding.py).
+WEIGHING_ROWS = 64
 # Below this many multiply-adds per centre (candidates x d x trials, ~10 ms of one core),
 # the candidates' k-means++ runs on one thread: a thread team woken once per centre costs
 # more than it saves on such passes, and far more on a busy machine (5,120 x 128
@@ -66,6 +74,7 @@ def kmeans_parallel(source, n_clusters, rng, *, rounds=ROUNDS, oversampling=OVER
     chosen = [np.array([first], dtype=np.int64)]
     phi = passes.update(source.rows(chosen[0]))
     n_passes = 1
+    n_candidates = 1
     for r in range(1, rounds + 1):
         if not phi > 0:
             break
@@ -73,7 +82,10 @@ def kmeans_parallel(source, n_clusters, rng, *, rounds=ROUNDS, oversampling=OVER
         if drawn.size == 0:
             continue
         chosen.append(drawn)
-        phi = passes.update(source.rows(drawn))
+        n_candidates += drawn.size
+        fraction = WEIGHING_ROWS * n_candidates / source.shape[0]
+        last = r == rounds and fraction < 0.5
+        phi = passes.update(source.rows(drawn), seed, fraction if last else None)
         n_passes += 1
     idx = np.concatenate(chosen)
     weights = passes.candidate_weights()

@@ -6,6 +6,12 @@ candidate list; ties to the earlier candidate). The block functions here are the
 computation; `LocalParallelPasses` runs them over a `LocalSource`'s blocks in order, and
 `softkmeans.sources.kmeans_parallel_dask` runs the same functions as one Dask task per block.
 
+The last pass may read a sample of the rows (`block_sample`: the rows whose uniform of
+round ``SAMPLE_ROUND`` is below a fraction f): it serves only the candidates' weights.
+Rows outside the sample keep their nearest of the earlier passes, and the sample's
+moves to the new candidates, scaled by (1 - f) / f, estimate the others' moves
+(`block_weighing_update`): the weights are exact where no row moves, and unbiased.
+
 Random draws do not depend on the blocks: row i's uniform in round r is a hash of
 (seed, r, i) (`row_uniforms`, SplitMix64's finaliser), so any chunking of X, any thread
 count and any scheduler draw the same rows. Per-row distances come from
@@ -23,13 +29,19 @@ import numpy as np
 from .. import _native
 
 __all__ = [
+    "SAMPLE_ROUND",
     "LocalParallelPasses",
     "block_candidate_weights",
     "block_draw",
     "block_race",
+    "block_sample",
     "block_update",
+    "block_weighing_update",
     "row_uniforms",
 ]
+
+# The round of the uniforms that draw the weighing sample (never a drawing round's).
+SAMPLE_ROUND = 1 << 32
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -71,6 +83,15 @@ def block_race(w, seed, start, stop):
     return (float(keys[i]), start + i) if np.isfinite(keys[i]) else (np.inf, -1)
 
 
+def block_sample(seed, start, stop, fraction):
+    """(stop - start,) bool: the rows start..stop-1 in the weighing sample of `fraction`
+    of the rows (u_i < fraction, the uniforms of round SAMPLE_ROUND); None: every row
+    (fraction None)."""
+    if fraction is None:
+        return None
+    return row_uniforms(seed, SAMPLE_ROUND, start, stop) < fraction
+
+
 def block_update(rows, w, closest, nearest, C, first, n_threads):
     """In place over one block: closest = min(closest, D(rows, C)) and nearest = first +
     the index in C of the new nearest where strictly closer. Returns the block's
@@ -85,6 +106,27 @@ def block_update(rows, w, closest, nearest, C, first, n_threads):
     return float(closest.sum() if w is None else w @ closest)
 
 
+def block_weighing_update(rows, w, closest, nearest, C, first, n_threads, sample, fraction):
+    """`block_update` at the rows of `sample` only (bool, the block's rows; `fraction` of
+    all rows); the others keep their nearest of the earlier passes. Returns the
+    correction (first + len(C),) float64 that the block's `block_candidate_weights` then
+    needs: (1 - fraction) / fraction times the weight the sample's rows moved to each
+    candidate (less what they moved from it)."""
+    m = first + C.shape[0]
+    idx = np.flatnonzero(sample)
+    if idx.size == 0:
+        return np.zeros(m)
+    part_closest, before = closest[idx], nearest[idx]
+    after = before.copy()
+    block_update(rows[idx], None, part_closest, after, C, first, n_threads)
+    closest[idx], nearest[idx] = part_closest, after
+    moved = after != before
+    w_moved = None if w is None else w[idx][moved]
+    gained = np.bincount(after[moved], weights=w_moved, minlength=m)
+    lost = np.bincount(before[moved], weights=w_moved, minlength=m)
+    return (gained - lost) * ((1.0 - fraction) / fraction)
+
+
 def block_draw(w, closest, seed, round_, start, scale):
     """Global indices of the block's rows drawn in round `round_`: row i with probability
     min(1, scale w_i closest_i), scale = l / phi (u_i < scale w_i closest_i; a row of
@@ -94,18 +136,23 @@ def block_draw(w, closest, seed, round_, start, scale):
     return start + np.flatnonzero(u < p)
 
 
-def block_candidate_weights(w, nearest, m):
-    """(m,) float64: the block's weight of the rows nearest to each of m candidates."""
-    return np.bincount(nearest, weights=w, minlength=m).astype(np.float64)
+def block_candidate_weights(w, nearest, m, correction=None):
+    """(m,) float64: the block's weight of the rows nearest to each of m candidates (plus
+    the correction of a `block_weighing_update`, where given)."""
+    weights = np.bincount(nearest, weights=w, minlength=m).astype(np.float64)
+    return weights if correction is None else weights + correction
 
 
 class LocalParallelPasses:
     """k-means||'s passes over a `LocalSource` (blocks in order; the state in memory).
 
     - ``first(seed)``: the first centre's row index (no pass over X);
-    - ``update(C)``: one pass over X, the candidates C appended; returns phi;
+    - ``update(C, seed=None, fraction=None)``: one pass over X, the candidates C
+      appended; returns phi; with a fraction (the last pass), the rows of the weighing
+      sample only (`block_sample`, `block_weighing_update`), and no phi (nan);
     - ``draw(seed, round_, scale)``: the rows drawn (no pass over X; sorted);
-    - ``candidate_weights()``: (m,) the weight nearest to each candidate (no pass).
+    - ``candidate_weights()``: (m,) the weight nearest to each candidate (estimated
+      after a sampled pass, >= 0; no pass).
     """
 
     def __init__(self, source):
@@ -115,6 +162,7 @@ class LocalParallelPasses:
         self.closest = np.full(n, np.inf)
         self.nearest = np.zeros(n, dtype=np.int64)
         self.m = 0  # candidates so far
+        self.correction = None  # (m,) after a sampled pass
 
     def _w(self, start, stop):
         return None if self.w is None else self.w[start:stop]
@@ -123,19 +171,27 @@ class LocalParallelPasses:
         n = self.source.shape[0]
         return block_race(self.w, seed, 0, n)[1]
 
-    def update(self, C):
+    def update(self, C, seed=None, fraction=None):
         C = np.ascontiguousarray(C, dtype=self.source.dtype)
+        if fraction is not None:
+            self.correction = np.zeros(self.m + C.shape[0])
         phi = 0.0
         for start, stop, rows in self.source.blocks():
-            phi += block_update(
+            state = (
                 rows, self._w(start, stop), self.closest[start:stop],
                 self.nearest[start:stop], C, self.m, self.source.n_threads,
             )  # fmt: skip
+            if fraction is None:
+                phi += block_update(*state)
+            else:
+                sample = block_sample(seed, start, stop, fraction)
+                self.correction += block_weighing_update(*state, sample, fraction)
         self.m += C.shape[0]
-        return phi
+        return phi if fraction is None else np.nan
 
     def draw(self, seed, round_, scale):
         return block_draw(self.w, self.closest, seed, round_, 0, scale)
 
     def candidate_weights(self):
-        return block_candidate_weights(self.w, self.nearest, self.m)
+        weights = block_candidate_weights(self.w, self.nearest, self.m, self.correction)
+        return np.maximum(weights, 0.0)  # an estimate below 0: a candidate left by all

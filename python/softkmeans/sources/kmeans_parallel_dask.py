@@ -1,7 +1,8 @@
 """k-means||'s passes over a Dask array (`softkmeans.sources.dask_source.DaskSource`): the block
 functions of `softkmeans.sources.kmeans_parallel_blocks`, one task per row block.
 
-The per-row state (closest, nearest: 16 bytes a row) of each block is one persisted
+The per-row state (closest, nearest: 16 bytes a row; after a sampled pass, the weights'
+correction) of each block is one persisted
 result per block (on the workers with a distributed client; in the client's memory with
 the local scheduler), updated by one task per block in each pass; only scalars (the blocks'
 potentials and first-centre races), the drawn row indices and the (m,) candidate
@@ -15,21 +16,34 @@ from __future__ import annotations
 import dask
 import numpy as np
 
-from .kmeans_parallel_blocks import block_candidate_weights, block_draw, block_race, block_update
+from .kmeans_parallel_blocks import (
+    block_candidate_weights,
+    block_draw,
+    block_race,
+    block_sample,
+    block_update,
+    block_weighing_update,
+)
 
 __all__ = ["DaskParallelPasses"]
 
 
 def _initial_state(rows):
-    return np.full(rows, np.inf), np.zeros(rows, dtype=np.int64)
+    return np.full(rows, np.inf), np.zeros(rows, dtype=np.int64), 0.0, None
 
 
-def _update_task(X, w, state, C, first, n_threads):
+def _update_task(X, w, state, C, first, n_threads, seed, start, fraction):
+    """The block's new state: (closest, nearest, potential, the weights' correction of a
+    sampled pass or None)."""
     closest, nearest = state[0].copy(), state[1].copy()
     X = np.ascontiguousarray(X)
     w = None if w is None else np.asarray(w, dtype=np.float64)
-    pot = block_update(X, w, closest, nearest, C, first, n_threads)
-    return closest, nearest, pot
+    if fraction is None:
+        return closest, nearest, block_update(X, w, closest, nearest, C, first, n_threads), None
+    sample = block_sample(seed, start, start + X.shape[0], fraction)
+    correction = block_weighing_update(X, w, closest, nearest, C, first, n_threads, sample,
+                                       fraction)  # fmt: skip
+    return closest, nearest, np.nan, correction
 
 
 def _potential(state):
@@ -48,7 +62,7 @@ def _race_task(w, seed, start, stop):
 
 def _weights_task(w, state, m):
     w = None if w is None else np.asarray(w, dtype=np.float64)
-    return block_candidate_weights(w, state[1], m)
+    return block_candidate_weights(w, state[1], m, state[3])
 
 
 class DaskParallelPasses:
@@ -82,13 +96,13 @@ class DaskParallelPasses:
                 best_key, best = key, index
         return best
 
-    def update(self, C):
+    def update(self, C, seed=None, fraction=None):
         C = np.ascontiguousarray(C)
         C_key = dask.delayed(C, name="softkmeans-candidates-" + dask.base.tokenize(C))
         tasks = [
             dask.delayed(_update_task, pure=True)(
-                xb, wb, state, C_key, self.m, self.n_threads,
-                dask_key_name=self._key("update", i, C, self.m),
+                xb, wb, state, C_key, self.m, self.n_threads, seed, int(self.starts[i]),
+                fraction, dask_key_name=self._key("update", i, C, self.m, seed, fraction),
             )
             for i, ((xb, wb, _), state) in enumerate(zip(self.blocks, self.states))
         ]  # fmt: skip
@@ -115,4 +129,4 @@ class DaskParallelPasses:
         total = np.zeros(self.m)
         for part in self.compute(*tasks):
             total += part
-        return total
+        return np.maximum(total, 0.0)  # an estimate below 0: a candidate left by all

@@ -110,13 +110,16 @@ def _draw(weighted, rand_vals):
     block_cum = np.cumsum(np.add.reduceat(weighted, starts))
     blocks = np.searchsorted(block_cum, rand_vals, side="right")
     out = np.empty(len(rand_vals), dtype=np.int64)
+    cums = {}  # a block's cumulative sum, once for the draws that land in it
     for t, (blk, r) in enumerate(zip(blocks, rand_vals)):
         if blk >= starts.size:
             out[t] = _last_positive(weighted)
             continue
         base = block_cum[blk - 1] if blk > 0 else 0.0
         part = weighted[starts[blk] : starts[blk] + _BLOCK]
-        i = int(np.searchsorted(np.cumsum(part), r - base, side="right"))
+        if blk not in cums:
+            cums[blk] = np.cumsum(part)
+        i = int(np.searchsorted(cums[blk], r - base, side="right"))
         if i >= part.size:  # rounding between the two levels
             i = _last_positive(part)
         out[t] = starts[blk] + i

@@ -12,9 +12,10 @@ weighted by the weight of the rows nearest to it.
 3. The last pass's nearest-candidate labels weight the candidates (no further pass), and
    the weighted greedy k-means++ (scikit-learn's draws, ``2 + log k`` local trials) runs
    in memory on them. The last round's draw needs no potential after it, so its pass
-   serves only the weights: it reads a sample of ``WEIGHING_ROWS`` rows a candidate
-   (rows drawn by their hashed uniforms), which estimates each candidate's weight,
-   where that is under half the rows.
+   serves only the weights: where ``WEIGHING_ROWS`` rows a candidate are under half the
+   rows, it reads only a sample of that many (rows drawn by their hashed uniforms), and
+   the sample's moves to the new candidates, scaled, estimate every row's
+   (`softkmeans.sources.kmeans_parallel_blocks.block_weighing_update`).
 
 Passes over X: 1 + ROUNDS (4), whatever k; rounds stop early when phi is 0 (every row at
 a candidate). The random draws (the first candidate and each row's draw) are uniforms
@@ -49,10 +50,11 @@ __all__ = ["OVERSAMPLING", "ROUNDS", "WEIGHING_ROWS", "kmeans_parallel"]
 # (4.34e7); l = 2k, r = 2 fits as r = 3 with a third more distances.
 OVERSAMPLING = 1.0
 ROUNDS = 3
-# The last pass weighs the candidates from about this many rows a candidate (a weight's
-# relative error about 1 / sqrt(64) = 12%; the k-means++ on the candidates draws from w D^2);
-# the whole pass where that is half the rows or more. At 1e6 x 32, k = 512 (1,459
-# candidates) the pass reads 9% of the rows: 0.16 -> 0.02 s (bench/seeding.py).
+# The last pass reads about this many rows a candidate (every row where that is half the
+# rows or more). At 1e6 x 32, k = 512 (1,459 candidates) it reads 9% of the rows: 0.16 ->
+# 0.03 s (bench/seeding.py). The seeding's inertia over 20 random states (separated blobs,
+# 512 centres): 1.0008x that of every row's weights; the sample's own counts as the
+# weights (no earlier passes' nearest) had made it 1.011x.
 WEIGHING_ROWS = 64
 # Below this many multiply-adds per centre (candidates x d x trials, ~10 ms of one core),
 # the candidates' k-means++ runs on one thread: a thread team woken once per centre costs

@@ -2,13 +2,13 @@
 functions of `softkmeans.sources.kmeans_parallel_blocks`, one task per row block.
 
 The per-row state (closest, nearest: 16 bytes a row; after a sampled pass, the weights'
-correction) of each block is one persisted
-result per block (on the workers with a distributed client; in the client's memory with
-the local scheduler), updated by one task per block in each pass; only scalars (the blocks'
-potentials and first-centre races), the drawn row indices and the (m,) candidate
-weights reach the client, each combined in block order. Every row's draw and distance is
-the in-memory one, so the seeding equals the in-memory seeding of the same rows (up to
-the rounding of phi, see `softkmeans.sources.kmeans_parallel_blocks`).
+correction) of each block is one persisted result per block (on the workers with a
+distributed client; in the client's memory with the local scheduler), updated by one task
+per block in each pass; only scalars (the blocks' potentials and first-centre races), the
+drawn row indices and the (m,) candidate weights reach the client, each combined in block
+order. Every row's draw and distance is the in-memory one, so the seeding equals the
+in-memory seeding of the same rows (up to the rounding of phi, see
+`softkmeans.sources.kmeans_parallel_blocks`).
 """
 
 from __future__ import annotations
@@ -41,9 +41,8 @@ def _update_task(X, w, state, C, first, n_threads, seed, start, fraction):
     if fraction is None:
         return closest, nearest, block_update(X, w, closest, nearest, C, first, n_threads), None
     sample = block_sample(seed, start, start + X.shape[0], fraction)
-    correction = block_weighing_update(X, w, closest, nearest, C, first, n_threads, sample,
-                                       fraction)  # fmt: skip
-    return closest, nearest, np.nan, correction
+    state = (X, w, closest, nearest, C, first, n_threads)
+    return closest, nearest, np.nan, block_weighing_update(*state, sample, fraction)
 
 
 def _potential(state):

@@ -76,7 +76,9 @@ MAX_K_POTENTIALS = 512
 # Dijkstra in O(k^2) a move: above this k the auction is used. Measured on bench/
 # balanced.py's unequal blobs, 1e5 x 16, 20 iterations from the same init, 2 threads (AMD
 # Zen 4), the repair against the auction: k = 96 3.5 s / 9.6 s, k = 128 6.0 / 14.0,
-# k = 256 13.4 / 24.9, k = 512 78 / 48 (the same sizes and inertia at each k).
+# k = 256 13.4 / 24.9, k = 512 78 / 48 (the same sizes and inertia at each k). The repair
+# since e84f72f and dbdeb8c (branch-free shortest paths): k = 128 4.9-5.0 s, k = 256
+# 11.3-11.4 s.
 MAX_K_TRANSFER = 256
 # The tries of `_native.balanced_counts` (a test calls it directly).
 TRANSFER_TRIES = 4

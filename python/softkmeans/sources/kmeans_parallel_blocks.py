@@ -85,10 +85,7 @@ def block_race(w, seed, start, stop):
 
 def block_sample(seed, start, stop, fraction):
     """(stop - start,) bool: the rows start..stop-1 in the weighing sample of `fraction`
-    of the rows (u_i < fraction, the uniforms of round SAMPLE_ROUND); None: every row
-    (fraction None)."""
-    if fraction is None:
-        return None
+    of the rows (u_i < fraction, the uniforms of round SAMPLE_ROUND)."""
     return row_uniforms(seed, SAMPLE_ROUND, start, stop) < fraction
 
 

@@ -347,15 +347,45 @@ def test_the_bounded_pass_is_taken_only_where_it_applies():
     w = np.ones(50)
     k = BoundedHardPass.MIN_CENTROID_BYTES // (8 * X.itemsize)
     source, X32 = ArraySource(X, w), ArraySource(X.astype(np.float32), w)
-    assert BoundedHardPass.for_fit(source, "hard", k) is not None
-    assert BoundedHardPass.for_fit(source, "hard", k - 1) is None
-    assert BoundedHardPass.for_fit(X32, "hard", k) is None
-    assert BoundedHardPass.for_fit(X32, "hard", 2 * k) is not None
-    assert BoundedHardPass.for_fit(source, "softmax", k) is None
-    assert BoundedHardPass.for_fit(source, "entmax15", k) is None
-    assert BoundedHardPass.for_fit(RowBlockSource(np.asfortranarray(X), w), "hard", k) is None
+    steps = 2
+    assert BoundedHardPass.for_fit(source, "hard", k, steps) is not None
+    assert BoundedHardPass.for_fit(source, "hard", k - 1, steps) is None
+    assert BoundedHardPass.for_fit(X32, "hard", k, steps) is None
+    assert BoundedHardPass.for_fit(X32, "hard", 2 * k, steps) is not None
+    assert BoundedHardPass.for_fit(source, "softmax", k, steps) is None
+    assert BoundedHardPass.for_fit(source, "entmax15", k, steps) is None
+    rows = RowBlockSource(np.asfortranarray(X), w)
+    assert BoundedHardPass.for_fit(rows, "hard", k, steps) is None
     X4 = ArraySource(np.ascontiguousarray(X[:, : _native.SMALL_DIM]), w)
-    assert BoundedHardPass.for_fit(X4, "hard", 10**6) is None
+    assert BoundedHardPass.for_fit(X4, "hard", 10**6, steps) is None
+    # One step: bounded only with groups (whose bounds the final pass may read).
+    assert BoundedHardPass.group_count(k, 8) == 1
+    assert BoundedHardPass.for_fit(source, "hard", k, 1) is None
+    wide = ArraySource(np.random.default_rng(1).normal(size=(50, 256)), w)
+    assert BoundedHardPass.group_count(k, 256) > 1
+    assert BoundedHardPass.for_fit(wide, "hard", k, 1) is not None
+
+
+def test_a_fit_of_one_step_with_one_group_takes_the_plain_pass(monkeypatch):
+    """Its bounds would serve no later pass: no bounded call, the plain fit's outputs."""
+    rng = np.random.default_rng(4)
+    X, _ = make_blobs(20000, 32, 256, dtype=np.float32, seed=rng)
+    init = X[rng.choice(len(X), size=256, replace=False)].copy()
+    assert BoundedHardPass.group_count(256, 32) == 1
+    calls = _count_calls(monkeypatch, "hard_stats_bounded")
+
+    def fit(max_iter):
+        return SoftKMeans(256, assignment="hard", init=init, max_iter=max_iter, tol=0).fit(X)
+
+    one_step = fit(1)
+    assert not calls
+    two_steps = fit(2)
+    assert len(calls) == 2
+    monkeypatch.setattr(BoundedHardPass, "for_fit", classmethod(lambda cls, *args: None))
+    plain = fit(1)
+    np.testing.assert_array_equal(one_step.labels_, plain.labels_)
+    np.testing.assert_array_equal(one_step.cluster_centers_, plain.cluster_centers_)
+    assert one_step.inertia_ == plain.inertia_ and two_steps.n_iter_ == 2
 
 
 def test_bad_arguments_are_clear_errors():

@@ -65,4 +65,7 @@ void def_group_pruned(py::module_& m);
 // The validation pass's read (moments.cpp).
 void def_moments(py::module_& m);
 
+// k-means|| seeding's row-wise helpers (seeding_rows.cpp).
+void def_seeding_rows(py::module_& m);
+
 }  // namespace softkmeans_bindings

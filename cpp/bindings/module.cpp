@@ -578,6 +578,7 @@ PYBIND11_MODULE(_core, m) {
   def_kernels(m);
   softkmeans_bindings::def_group_pruned(m);
   softkmeans_bindings::def_moments(m);
+  softkmeans_bindings::def_seeding_rows(m);
   def_runtime(m);
   softkmeans_bindings::def_bf16(m);
   softkmeans_bindings::def_choices(m);

@@ -92,6 +92,14 @@ def feature_moments(
 ) -> tuple[_F64, _F64, _F64, _F64, npt.NDArray[np.bool_]]:
     """(W, mean, M2, max_abs, finite) of each chunk of chunk_rows rows"""
 
+def row_uniforms(seed: int, round: int, start: int, stop: int, n_threads: int = 0) -> _F64:
+    """(stop - start,) hashed uniforms of rows start..stop-1 in `round` for `seed`"""
+
+def take_closer(
+    dist: _F, labels: _I64, first: int, closest: _F64, nearest: _I64, n_threads: int = 0
+) -> None:
+    """in place where dist < closest: closest = dist, nearest = labels + first"""
+
 def weighted_covariance(X: _F, sample_weight: _F64, n_threads: int = 0) -> tuple[_F64, _F64]:
     """(mean (d,), weighted population covariance (d, d))"""
 

@@ -42,11 +42,13 @@ __all__ = [
     "margins",
     "responsibilities",
     "reset_kernel_choices",
+    "row_uniforms",
     "set_kernel_choices",
     "set_simd_level",
     "selected_simd_level",
     "second_moment_matvec",
     "sq_distances",
+    "take_closer",
     "weighted_covariance",
 ]
 
@@ -81,6 +83,19 @@ def margins(X, C, n_threads):
     if (csr := _csr(X)) is not None:
         return _core.csr_margins(*csr, C, n_threads)
     return _core.margins(X, C, n_threads)
+
+
+def row_uniforms(seed, round_, start, stop, n_threads):
+    """(stop - start,) float64 in [0, 1): the hashed uniforms of rows start..stop-1 in
+    round `round_` for `seed` (both uint64), each a function of (seed, round_, row) only
+    (SPEC.md, "k-means|| seeding")."""
+    return _core.row_uniforms(seed, round_, start, stop, n_threads)
+
+
+def take_closer(dist, labels, first, closest, nearest, n_threads):
+    """In place where dist < closest (dist (n,) float32 or float64, widened): closest =
+    dist and nearest = labels + first (closest float64, labels and nearest int64)."""
+    _core.take_closer(dist, labels, first, closest, nearest, n_threads)
 
 
 def entmax15(Z, n_threads):

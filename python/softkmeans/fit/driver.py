@@ -225,7 +225,7 @@ class Fitter:
         stage of a soft fit (sigma="auto"'s Lloyd): no final pass (final and labels None),
         its lines in the soft fit's form (sigma 0, objective J), no convergence line."""
         source = self.source
-        bounded = BoundedHardPass.for_fit(source, kind, C.shape[0])
+        bounded = BoundedHardPass.for_fit(source, kind, C.shape[0], self.params.max_iter)
         labels_at = bounded.labels_at if bounded is not None else (lambda C: None)
 
         def step(C):

@@ -43,38 +43,20 @@ __all__ = [
 # The round of the uniforms that draw the weighing sample (never a drawing round's).
 SAMPLE_ROUND = 1 << 32
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 
 
-def _splitmix(z):
-    """SplitMix64's finaliser, in place on a uint64 array (wrapping arithmetic)."""
-    z ^= z >> np.uint64(30)
-    z *= _MIX1
-    z ^= z >> np.uint64(27)
-    z *= _MIX2
-    z ^= z >> np.uint64(31)
-    return z
-
-
-def row_uniforms(seed, round_, start, stop):
+def row_uniforms(seed, round_, start, stop, n_threads=0):
     """(stop - start,) float64 in [0, 1): the uniforms of rows start..stop-1 in round
-    `round_` for `seed` (a uint64), each a function of (seed, round_, row index) only."""
-    with np.errstate(over="ignore"):
-        key = _splitmix(np.array([seed, round_], dtype=np.uint64) * _GOLDEN)
-        key = _splitmix(np.array([key[0] ^ key[1]], dtype=np.uint64))[0]
-        z = np.arange(start, stop, dtype=np.uint64) * _GOLDEN
-        z += key
-        _splitmix(z)
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    `round_` for `seed` (a uint64), each a function of (seed, round_, row index) only
+    (`softkmeans._native.row_uniforms`: SplitMix64's finaliser of the row's index)."""
+    return _native.row_uniforms(int(seed), int(round_), int(start), int(stop), n_threads)
 
 
-def block_race(w, seed, start, stop):
+def block_race(w, seed, start, stop, n_threads=0):
     """The first centre, drawn with probability w_i / sum w (an exponential race: the row
     of least -log(u_i) / w_i; weight 0 never wins): (key, global index) of the block's
     winner, (inf, -1) when no row has a positive weight. Ties to the first row."""
-    u = row_uniforms(seed, 0, start, stop)
+    u = row_uniforms(seed, 0, start, stop, n_threads)
     keys = -np.log1p(-u)  # Exp(1)
     if w is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -83,10 +65,10 @@ def block_race(w, seed, start, stop):
     return (float(keys[i]), start + i) if np.isfinite(keys[i]) else (np.inf, -1)
 
 
-def block_sample(seed, start, stop, fraction):
+def block_sample(seed, start, stop, fraction, n_threads=0):
     """(stop - start,) bool: the rows start..stop-1 in the weighing sample of `fraction`
     of the rows (u_i < fraction, the uniforms of round SAMPLE_ROUND)."""
-    return row_uniforms(seed, SAMPLE_ROUND, start, stop) < fraction
+    return row_uniforms(seed, SAMPLE_ROUND, start, stop, n_threads) < fraction
 
 
 def block_update(rows, w, closest, nearest, C, first, n_threads):
@@ -94,12 +76,7 @@ def block_update(rows, w, closest, nearest, C, first, n_threads):
     the index in C of the new nearest where strictly closer. Returns the block's
     potential sum_i w_i closest_i (float64)."""
     labels, dist = _native.assign(rows, C, n_threads)
-    # Masked copies, not boolean indexing (which gathers, then scatters): a third of
-    # the NumPy time of a pass over 1e6 rows; the same values (dist widened exactly).
-    closer = np.less(dist, closest)
-    np.copyto(closest, dist, where=closer)
-    labels += first
-    np.copyto(nearest, labels, where=closer)
+    _native.take_closer(dist, labels, first, closest, nearest, n_threads)
     return float(closest.sum() if w is None else w @ closest)
 
 
@@ -124,11 +101,11 @@ def block_weighing_update(rows, w, closest, nearest, C, first, n_threads, sample
     return (gained - lost) * ((1.0 - fraction) / fraction)
 
 
-def block_draw(w, closest, seed, round_, start, scale):
+def block_draw(w, closest, seed, round_, start, scale, n_threads=0):
     """Global indices of the block's rows drawn in round `round_`: row i with probability
     min(1, scale w_i closest_i), scale = l / phi (u_i < scale w_i closest_i; a row of
     weight 0 or at a candidate is never drawn)."""
-    u = row_uniforms(seed, round_, start, start + closest.shape[0])
+    u = row_uniforms(seed, round_, start, start + closest.shape[0], n_threads)
     p = closest * scale if w is None else (w * closest) * scale
     return start + np.flatnonzero(u < p)
 
@@ -166,7 +143,7 @@ class LocalParallelPasses:
 
     def first(self, seed):
         n = self.source.shape[0]
-        return block_race(self.w, seed, 0, n)[1]
+        return block_race(self.w, seed, 0, n, self.source.n_threads)[1]
 
     def update(self, C, seed=None, fraction=None):
         C = np.ascontiguousarray(C, dtype=self.source.dtype)
@@ -181,13 +158,13 @@ class LocalParallelPasses:
             if fraction is None:
                 phi += block_update(*state)
             else:
-                sample = block_sample(seed, start, stop, fraction)
+                sample = block_sample(seed, start, stop, fraction, self.source.n_threads)
                 self.correction += block_weighing_update(*state, sample, fraction)
         self.m += C.shape[0]
         return phi if fraction is None else np.nan
 
     def draw(self, seed, round_, scale):
-        return block_draw(self.w, self.closest, seed, round_, 0, scale)
+        return block_draw(self.w, self.closest, seed, round_, 0, scale, self.source.n_threads)
 
     def candidate_weights(self):
         weights = block_candidate_weights(self.w, self.nearest, self.m, self.correction)

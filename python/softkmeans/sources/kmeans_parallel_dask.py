@@ -40,7 +40,7 @@ def _update_task(X, w, state, C, first, n_threads, seed, start, fraction):
     w = None if w is None else np.asarray(w, dtype=np.float64)
     if fraction is None:
         return closest, nearest, block_update(X, w, closest, nearest, C, first, n_threads), None
-    sample = block_sample(seed, start, start + X.shape[0], fraction)
+    sample = block_sample(seed, start, start + X.shape[0], fraction, n_threads)
     state = (X, w, closest, nearest, C, first, n_threads)
     return closest, nearest, np.nan, block_weighing_update(*state, sample, fraction)
 
@@ -49,14 +49,14 @@ def _potential(state):
     return state[2]
 
 
-def _draw_task(w, state, seed, round_, start, scale):
+def _draw_task(w, state, seed, round_, start, scale, n_threads):
     w = None if w is None else np.asarray(w, dtype=np.float64)
-    return block_draw(w, state[0], seed, round_, start, scale)
+    return block_draw(w, state[0], seed, round_, start, scale, n_threads)
 
 
-def _race_task(w, seed, start, stop):
+def _race_task(w, seed, start, stop, n_threads):
     w = None if w is None else np.asarray(w, dtype=np.float64)
-    return block_race(w, seed, start, stop)
+    return block_race(w, seed, start, stop, n_threads)
 
 
 def _weights_task(w, state, m):
@@ -84,7 +84,7 @@ class DaskParallelPasses:
     def first(self, seed):
         tasks = [
             dask.delayed(_race_task, pure=True)(
-                wb, seed, int(self.starts[i]), int(self.starts[i + 1]),
+                wb, seed, int(self.starts[i]), int(self.starts[i + 1]), self.n_threads,
                 dask_key_name=self._key("race", i, seed),
             )
             for i, (_, wb, _) in enumerate(self.blocks)
@@ -115,7 +115,9 @@ class DaskParallelPasses:
 
     def draw(self, seed, round_, scale):
         tasks = [
-            dask.delayed(_draw_task, pure=True)(wb, state, seed, round_, int(self.starts[i]), scale)
+            dask.delayed(_draw_task, pure=True)(
+                wb, state, seed, round_, int(self.starts[i]), scale, self.n_threads
+            )
             for i, ((_, wb, _), state) in enumerate(zip(self.blocks, self.states))
         ]
         return np.concatenate(self.compute(*tasks))

@@ -44,7 +44,6 @@ __all__ = [
 SAMPLE_ROUND = 1 << 32
 
 
-
 def row_uniforms(seed, round_, start, stop, n_threads=0):
     """(stop - start,) float64 in [0, 1): the uniforms of rows start..stop-1 in round
     `round_` for `seed` (a uint64), each a function of (seed, round_, row index) only

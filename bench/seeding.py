@@ -59,10 +59,10 @@ def blobs(n, d, k, seed, dtype):
 class SeedingClock:
     """Times the seeding inside a fit: the driver's k-means|| and k-means++ calls, and
     k-means||'s k-means++ on its candidates (module attributes, looked up per call);
-    k-means|| run with the given rounds and oversampling."""
+    k-means|| run with the given oversampling (l / k of each round)."""
 
-    def __init__(self, rounds, oversampling):
-        self.options = {"rounds": rounds, "oversampling": oversampling}
+    def __init__(self, oversampling):
+        self.options = {"oversampling": oversampling}
         self.seconds = {}
         self.passes = 0
         self.candidates = 0
@@ -104,7 +104,7 @@ def timed_fits(X, args):
     """{init: [(fit seconds, seeding seconds, candidates' k-means++ seconds)]}, the two
     inits interleaved; and k-means||'s passes and candidate count."""
     times = {"k-means||": [], "k-means++": []}
-    clock = SeedingClock(args.rounds, args.oversampling)
+    clock = SeedingClock(args.oversampling)
     for _ in range(args.repeats):
         for init in times:
             model = softkmeans.SoftKMeans(
@@ -128,11 +128,16 @@ def final_inertia(X, init, args):
         args.k, assignment="hard", init=init, n_init=1, max_iter=args.max_iter, tol=args.tol,
         random_state=args.random_state, n_threads=args.threads,
     )  # fmt: skip
-    with SeedingClock(args.rounds, args.oversampling):
+    with SeedingClock(args.oversampling):
         model.fit(X)
     print(f"  fit from {init}: inertia {model.inertia_:.6e} after {model.n_iter_} steps",
           flush=True)  # fmt: skip
     return model.inertia_
+
+
+def per_round(text):
+    """--oversampling's "1,3" as (1.0, 3.0)."""
+    return tuple(float(f) for f in text.split(","))
 
 
 def main():
@@ -143,8 +148,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="timed fits of each init (median)")
     ap.add_argument("--max-iter", type=int, default=30, help="Lloyd steps of the quality fits")
     ap.add_argument("--tol", type=float, default=0.0, help="the quality fits' tol")
-    ap.add_argument("--rounds", type=int, default=kp.ROUNDS, help="k-means|| rounds")
-    ap.add_argument("--oversampling", type=float, default=kp.OVERSAMPLING, help="l / k")
+    ap.add_argument("--oversampling", type=per_round, default=kp.OVERSAMPLING,
+                    help="l / k of each round, comma-separated (the number of rounds)")  # fmt: skip
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--random-state", type=int, default=0)
     ap.add_argument("--target-n", type=int, default=10_000_000)
@@ -154,8 +159,9 @@ def main():
     print(compare_cpu.cpu_line(sgemm, args.threads))
     X = blobs(args.n, args.d, args.k, 0, np.float32)
     print(
-        f"{args.n} x {args.d} float32 blobs, k = {args.k}, l = {args.oversampling:g} k, "
-        f"{args.rounds} rounds, {args.threads} threads; load average {table.load_average()}"
+        f"{args.n} x {args.d} float32 blobs, k = {args.k}, l = "
+        f"{', '.join(f'{f:g} k' for f in args.oversampling)} in {len(args.oversampling)} "
+        f"rounds, {args.threads} threads; load average {table.load_average()}"
     )
     times, passes, n_candidates = timed_fits(X, args)
     fit_par, seed_par, cand = np.median(np.array(times["k-means||"]), axis=0)

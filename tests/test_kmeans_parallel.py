@@ -32,7 +32,7 @@ def weighing(request, monkeypatch):
     """The last pass weighs the candidates from every row (as at these sizes), or from
     a sample (as at large n: a few rows a candidate)."""
     if request.param == "sampled":
-        monkeypatch.setattr(kmeans_parallel_module, "WEIGHING_ROWS", 4)
+        monkeypatch.setattr(kmeans_parallel_module, "WEIGHING_ROWS", 8)
     return request.param
 
 
@@ -234,6 +234,29 @@ def test_at_most_one_plus_rounds_passes_over_x(blobs):
     source.blocks = lambda *a, **kw: (reads.append(1), blocks(*a, **kw))[1]
     _, n_passes = kmeans_parallel(source, 64, np.random.RandomState(0))
     assert len(reads) == n_passes == 1 + ROUNDS
+
+
+@pytest.mark.parametrize("oversampling", [(1.0, 3.0), (2.0,), (1.0, 1.0, 1.0)])
+def test_each_round_draws_its_own_oversampling_times_k(blobs, oversampling, monkeypatch):
+    """Round r draws each row with probability min(1, l_r D^2 / phi), l_r =
+    oversampling[r] k: about l_r rows (fewer only where a row's probability is capped,
+    rare here), so the candidates number about 1 + k sum(oversampling). Three seedings'
+    counts add to a Poisson-binomial total of sd ~ sqrt(total): +-15% is 3.6 sd or more."""
+    X, _ = blobs
+    counts = []
+    greedy = kmeans_parallel_module.greedy_kmeans_plusplus
+    monkeypatch.setattr(
+        kmeans_parallel_module, "greedy_kmeans_plusplus",
+        lambda candidates, *a: (counts.append(candidates.shape[0]), greedy(candidates, *a))[1],
+    )  # fmt: skip
+    k = 48
+    for random_state in range(3):
+        _, n_passes = kmeans_parallel(
+            sources.source_of(X), k, np.random.RandomState(random_state), oversampling=oversampling
+        )
+        assert n_passes == 1 + len(oversampling)
+    expected = 3 * (1 + k * sum(oversampling))
+    assert 0.85 * expected < sum(counts) < 1.15 * expected, (counts, expected)
 
 
 def test_fewer_distinct_rows_than_clusters():

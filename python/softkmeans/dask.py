@@ -19,7 +19,7 @@ RuntimeError that says so. Without a distributed client, each pass recomputes th
 with the local scheduler (out-of-core, at the cost of re-reading the source).
 
 Initialisation. The default, ``init="k-means||"`` (dask-ml's default), runs
-`softkmeans.fit.kmeans_parallel` over all of X: 1 + 3 passes of one task per block (each
+`softkmeans.fit.kmeans_parallel` over all of X: 1 + 2 passes of one task per block (each
 row's distance to its nearest candidate, kept per block between passes; the draws are
 hashed from the row index, so any chunking draws the same rows), then the weighted greedy
 k-means++ on the ~3 k candidates on the client; it equals the in-memory k-means|| seeding

@@ -138,8 +138,9 @@ class SoftKMeans(
         is refused (the schedule sets the widths).
     init : "k-means++", "k-means||", "random", array-like (n_clusters, d) or callable, \
 default="k-means++"
-        "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 3 passes
-        over X, each drawing about n_clusters candidates, then the weighted greedy
+        "k-means||" (Bahmani et al. 2012; `softkmeans.fit.kmeans_parallel`): 1 + 2 passes
+        over X, drawing about n_clusters, then 3 n_clusters candidates (the last pass
+        reads a sample of X where that is under half of it), then the weighted greedy
         k-means++ on the candidates; the draws are hashed from the row index, so every
         reader of X (memmap, row blocks, Dask chunks) seeds the same rows.
         A callable is called as ``init(X, n_clusters, random_state=RandomState)`` and

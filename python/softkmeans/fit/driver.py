@@ -9,7 +9,7 @@ weights, the sigma default, annealing).
 
 The passes a fit makes over X: one validation, which also gives the features' variances
 (the tolerance); the seeding's (k-means++: one per centre, two where the candidates'
-distances are not kept; k-means||: 1 + 3, `softkmeans.fit.kmeans_parallel`); one fused
+distances are not kept; k-means||: 1 + 2, `softkmeans.fit.kmeans_parallel`); one fused
 `block_stats` pass per iteration (a hard fit of an in-memory array with d > 4 and
 centroids of at least 8 KiB: one `hard_stats_bounded` pass, which computes only the
 distances that may change a row's label, see `softkmeans.fit.bounded`); and one final pass

@@ -16,7 +16,7 @@ then each target as measured / needed:
 - the fit from each seeding (--max-iter Lloyd steps, --tol) ends within 1% of the
   inertia from k-means++ (the same max_iter; one seeding each, --random-state);
 - issue 26: at most 10 passes over X, and the speed of the seedings alone extrapolated
-  to --target-n rows: every pass is linear in n, k-means||'s k-means++ on its ~3 k
+  to --target-n rows: every pass is linear in n, k-means||'s k-means++ on its ~4 k
   candidates is not (the pass times scaled by target_n / n, that part kept as measured).
 
 Data: a mixture of k Gaussians (unit variance, centres uniform in [-2, 2]^d: in 32 and

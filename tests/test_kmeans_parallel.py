@@ -241,7 +241,9 @@ def test_each_round_draws_its_own_oversampling_times_k(blobs, oversampling, monk
     """Round r draws each row with probability min(1, l_r D^2 / phi), l_r =
     oversampling[r] k: about l_r rows (fewer only where a row's probability is capped,
     rare here), so the candidates number about 1 + k sum(oversampling). Three seedings'
-    counts add to a Poisson-binomial total of sd ~ sqrt(total): +-15% is 3.6 sd or more."""
+    counts add to a Poisson-binomial total of sd <= sqrt(total), 17-24 here: +-15% is 2.6
+    sd or more (the draws are hashed: the same counts on every machine). (1, 3) drawn
+    as (1, 1), the first round's l in every round, gives half the count."""
     X, _ = blobs
     counts = []
     greedy = kmeans_parallel_module.greedy_kmeans_plusplus

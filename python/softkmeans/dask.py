@@ -22,7 +22,7 @@ Initialisation. The default, ``init="k-means||"`` (dask-ml's default), runs
 `softkmeans.fit.kmeans_parallel` over all of X: 1 + 2 passes of one task per block (each
 row's distance to its nearest candidate, kept per block between passes; the draws are
 hashed from the row index, so any chunking draws the same rows), then the weighted greedy
-k-means++ on the ~3 k candidates on the client; it equals the in-memory k-means|| seeding
+k-means++ on the ~4 k candidates on the client; it equals the in-memory k-means|| seeding
 of the same rows. ``init="k-means++"`` runs the in-memory greedy k-means++ on a uniform
 sample of rows (with their weights) gathered to the client: max(10 000, 100 x n_clusters)
 rows at most, so it never pulls all the data to the client; when X has no more rows than

@@ -46,7 +46,7 @@ __all__ = ["OVERSAMPLING", "ROUNDS", "WEIGHING_ROWS", "kmeans_parallel"]
 # random states, Zen 4): l = (k, 3k) against (k, k, k), which had ended within 0.3% of
 # r = 5: bench/seeding.py's blobs (1e6 x 32) at k = 256 3.268e7 against 3.259e7 (k-means++
 # 3.286e7), at k = 512 within 0.3% (2 states); well-separated sklearn blobs 1e6 x 32, 512
-# centres, 3.358e7 against 3.324e7 (k-means++ 3.472e7); 3e5 x 64, k = 256, 1.969e7
+# centres, 3.370e7 against 3.324e7 (k-means++ 3.472e7); 3e5 x 64, k = 256, 1.969e7
 # against 1.989e7 (k-means++ 2.104e7); 2e5 x 16, k = 8 and 32, even. One full pass fewer:
 # bench/seeding.py at k = 256, seeding 0.27 -> 0.17 s. (k, 2k) ended above k-means++ on
 # the separated blobs (3.497e7, 4 states); (k, k) left clusters there without a candidate

@@ -7,7 +7,8 @@ target of issue 35 as measured / needed:
 1. balanced hard fit / unconstrained fit on unequal blobs (sizes ~ j^2), --n x --d,
    --k clusters, the same initial centroids, --iters iterations (tol=0), interleaved
    medians (needed <= 1.5x); also the capped fit (max_cluster_size = ceil(1.05 n / k))
-   unless --no-capped;
+   unless --no-capped; and the ceiling of the one-pass design, --iters of its fused passes
+   alone over the unconstrained fit (`fused_passes`);
 2. the balanced fit vs KMeansConstrained(size_min = size_max = n / k) on --kmc-n x 6
    unequal blobs, k = 10, n_init = 3 each (needed >= 20x faster, J within 1 %), when
    k-means-constrained is installed (else a line says it was skipped).
@@ -28,7 +29,7 @@ import numpy as np
 import peers
 import table
 
-from softkmeans import SoftKMeans
+from softkmeans import SoftKMeans, _native
 
 
 def unequal_blobs(n, d, k, seed=0):
@@ -69,7 +70,9 @@ def fit_ratio(args):
     if not args.no_capped:
         cap = math.ceil(1.05 * n / k)
         cases[f"max_cluster_size={cap}"] = case(f"max_cluster_size={cap}", max_cluster_size=cap)
+    cases["fused passes alone"] = fused_passes(X, common["init"], args.iters, args.threads)
     timings = peers.interleaved(cases, repeats=args.repeats, warmup=args.warmup)
+    passes = timings.pop("fused passes alone").median
     base = timings["unconstrained"].median
     print(f"\nn={n} d={d} k={k}, {args.iters} iterations from the same init, float32")
     print(f"{'fit':28s} {'median s':>9s} {'x plain':>8s} {'iters':>6s} {'max/mean':>9s} "
@@ -83,6 +86,23 @@ def fit_ratio(args):
     ratio = timings["balance='equal'"].median / base
     print(f"target: balanced hard fit / unconstrained fit, {n} x {d}, k = {k}, {args.iters} "
           f"iterations: {ratio:.2f}x measured / <= 1.5x needed")  # fmt: skip
+    print(f"ceiling: {args.iters} fused biased passes alone (the least the solver reads: one "
+          f"a solve, no bounds) / unconstrained fit: {passes / base:.2f}x")  # fmt: skip
+
+
+def fused_passes(X, C, iters, n_threads):
+    """A case: `iters` of the balanced solver's fused passes (`biased_hard_stats_candidates`:
+    labels, gaps and N, S, J at offsets g, no candidates) over every row, the read each of
+    its solves makes at least once; their time over the unconstrained fit's is the ceiling
+    of a design that reads X once a solve without bounds, whatever its solver costs."""
+    C = np.ascontiguousarray(C, dtype=X.dtype)
+    g, w = np.zeros(C.shape[0]), np.ones(X.shape[0])
+
+    def run():
+        for _ in range(iters):
+            _native.biased_hard_stats_candidates(X, C, g, w, n_threads, 0, np.inf)
+
+    return run
 
 
 def against_kmc(args):

@@ -12,7 +12,9 @@ the minimum margin) pruned against the plain pass, in one process on the same ro
 trained on them (64 rows a centroid, 10 iterations, random init): `predict`'s pass
 (`NearestCentroid`, grouping and probes included: the projection-pruned pass on these
 rows) against faiss `IndexFlatL2.search(X, 1)` (exact, the same threads), target 5x, and
-the sampled fit's final pass over every row (`reads.nearest_stats`) against the plain one.
+the sampled fit's final pass over every row (`reads.nearest_stats`) against the plain one;
+then the ceiling of the projected pass: faiss against the plain pass over the augmented
+coordinates alone (its first step, which every row and centroid takes).
 
 The fractions are printed from both starts: k random rows (faiss's) and greedy k-means++
 (the estimator's default, whose seeding takes about 30 s at k = 4096 on 2e5 rows).
@@ -246,6 +248,26 @@ def final_pass_speedup(n, d, k, *, n_threads=2, repeats=5, seed=0, uniform=False
     return med, same
 
 
+def augmented_coordinates(X, C, projection):
+    """(A (n, p + 1), CA (k, p + 1)) float32: the projected pass's augmented coordinates
+    (cpp/src/impl/projected.hpp: Q^T (v - mu) and the residual's norm) of the rows and the
+    centroids; None projection: (X, C)."""
+    if projection is None:
+        return X, C
+    Q, mu = projection
+
+    def of(V):
+        parts = []
+        for s in range(0, V.shape[0], 1 << 16):
+            Y = V[s : s + (1 << 16)].astype(np.float64) - mu
+            Z = Y @ Q
+            r = np.sqrt(np.maximum((Y * Y).sum(axis=1) - (Z * Z).sum(axis=1), 0.0))
+            parts.append(np.hstack([Z, r[:, None]]).astype(np.float32))
+        return np.ascontiguousarray(np.vstack(parts))
+
+    return of(X), of(C)
+
+
 def real_descriptors(n, k=4096, *, n_threads=2, repeats=3):
     """Issue 35's row (module docstring): prints the target as measured / needed."""
     from ivf import Descriptors
@@ -271,8 +293,11 @@ def real_descriptors(n, k=4096, *, n_threads=2, repeats=3):
     same_final = np.array_equal(final_labels, plain_labels) and (
         stats.min_margin == plain_stats.min_margin
     )
+    made = nearest.pruning
+    A, CA = augmented_coordinates(X, C, None if made is None else made.projection)
     cases = {
         "predict": lambda: NearestCentroid(C, n_threads)(X),
+        "augmented plain": lambda: _native.assign(A, CA, n_threads),
         "plain": lambda: _native.assign(X, C, n_threads),
         "final": lambda: reads.nearest_stats(source, C),
         "final plain": lambda: _native.block_stats(
@@ -297,6 +322,12 @@ def real_descriptors(n, k=4096, *, n_threads=2, repeats=3):
                 f"({med['faiss']:.2f} s / {med[name]:.2f} s) | 5x | {met} |",
                 flush=True,
             )
+        print(
+            f"ceiling: faiss / the plain pass over the {A.shape[1]} augmented coordinates "
+            f"alone (the projected pass's step 1, {med['augmented plain']:.2f} s): "
+            f"{med['faiss'] / med['augmented plain']:.2f}x; 5x leaves "
+            f"{med['faiss'] / 5 - med['augmented plain']:.2f} s for the rest", flush=True,
+        )  # fmt: skip
     return med
 
 

@@ -2,7 +2,8 @@
 labels and minimum squared distances bit for bit the plain pass's (`_native.assign`), and
 with margins the second smallest wherever the kernel says it is exact (else a bound below
 the plain pass's margin), on clustered, uniform, near-tie, adversarial (every centroid
-within rounding of the row's nearest) and real-descriptor data (`bench/ivf.py`'s
+within rounding of the row's nearest; rows far from the plain pass's shift, whose
+rounding decides their label) and real-descriptor data (`bench/ivf.py`'s
 patches, from two photographs), float32 and float64, 1-3 threads, every SIMD level; and
 the policy that takes it (`NearestCentroid`: the balls first, the projection where they
 do not prune).
@@ -98,6 +99,41 @@ def test_projected_assignment_of_real_descriptors(descriptors, threads, dtype):
     Q, mu = principal_projection(C, 31)
     n_distances = _check(X, C, Q, mu, threads)
     assert n_distances < 0.5 * X.shape[0] * C.shape[0]
+
+
+def _far_from_shift(rng, n=600, d=512, p=4, groups=8, per=12, R=100.0):
+    """(X, C, Q, mu): groups of `per` centroids on a unit sphere in the first p axes
+    (Q's), each group sharing a residual of norm R in the other axes, rows at their
+    group's centre: every centroid of a row's group is at distance 1 (to 1e-3), the
+    augmented coordinates see those distances nearly exactly and near the Ea shift,
+    while the plain pass rounds ||x - s||^2 ~ R^2 in d terms (float32: its argmin is
+    not the exact one for about half the rows). A threshold that leaves out the plain
+    pass's rounding (KernelSlack) keeps too few of them."""
+    Q = np.zeros((d, p))
+    Q[np.arange(p), np.arange(p)] = 1.0
+    r = rng.normal(size=(groups, d))
+    r[:, :p] = 0.0
+    r *= R / np.linalg.norm(r, axis=1, keepdims=True)
+    U = rng.normal(size=(groups * per, p))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    C = r[np.arange(groups * per) // per]
+    C[:, :p] = U
+    X = r[rng.integers(groups, size=n)]
+    X[:, :p] = rng.normal(scale=1e-3, size=(n, p))
+    return X, C, Q, C.mean(axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_projected_assignment_keeps_the_centroids_within_the_plain_pass_rounding(
+    simd_level, threads, dtype
+):
+    X, C, Q, mu = _far_from_shift(np.random.default_rng(3))
+    X, C = X.astype(dtype), C.astype(dtype)
+    if dtype == np.float32:  # (the data does what it is for: rounding decides)
+        exact = ((X[:, None].astype(np.float64) - C[None].astype(np.float64)) ** 2).sum(-1)
+        assert (_native.assign(X, C, 1)[0] != exact.argmin(axis=1)).mean() > 0.2
+    _check(X, C, Q, mu, threads)
 
 
 def test_projected_assignment_allows_for_a_basis_not_quite_orthonormal():

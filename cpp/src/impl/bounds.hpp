@@ -63,6 +63,35 @@ struct KernelSlack {
     label_test(lo, others_lo, rhs);
     return others_lo > 0.0 && da2 < rhs;
   }
+  // The slacks of one row, ||x - s|| <= a, and of the centroids within r of
+  // it: their ||c - s|| <= a + r (and <= b), so those slacks, not b's. Where
+  // most of a row's distances are far below b^2 (rows near the shift, dense
+  // regions), b's slack is what decides: on 1e6 patch descriptors at k =
+  // 4096, lo*^2 - da2 of the projected pass was 0.04-0.08 at b = 18.
+  double lin_within(double a, double r) const { return 2.0 * u * (a + std::min(b, a + r)); }
+  double sq_within(double a, double r) const {
+    const double c = std::min(b, a + r);
+    return 4.0 * static_cast<double>(d + 8) * u * (a * a + c * c);
+  }
+  // keeps_label for a row with ||x - s|| <= a. The label (da <= lo, else the
+  // test fails) and a centroid at distance t have ||c - s|| <= a + t (and b):
+  // with c = min(b, a + lo), s = t - lo >= 0 and k = 4 (d + 8) u, the kernel's
+  // distance of that centroid is at least
+  //   g(s) = ((lo - e_lin) + (1 - 2u) s)^2 - k (a^2 + (c + s)^2),
+  // e_lin = lin_within(a, lo), and g(s) - g(0) = s [((1 - 2u)^2 - k) s +
+  // 2 (1 - 2u) (lo - e_lin) - 2 k c] >= 0 wherever (1 - 2u) (lo - e_lin) >=
+  // k c (k < 1/2 below d = 2^20 in float): there keeps_label's test at lo,
+  // with these slacks, covers every farther centroid; elsewhere (lo tiny
+  // beside c) b's test is taken.
+  bool keeps_label_within(double da2, double lo, double a) const {
+    if (lo == std::numeric_limits<double>::infinity()) return true;
+    const double c = std::min(b, a + lo), k = 4.0 * static_cast<double>(d + 8) * u;
+    const double e_lin = 2.0 * u * (a + c), e_sq = k * (a * a + c * c);
+    const double others_lo = lo - e_lin;
+    if (!((1.0 - 2.0 * u) * others_lo >= k * c)) return keeps_label(da2, lo);
+    const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
+    return others_lo > 0.0 && da2 < rhs;
+  }
   // keeps_label of a vector of rows: bit q for row q.
   template <typename VD>
   unsigned keeps_labels(VD da2, VD lo) const {

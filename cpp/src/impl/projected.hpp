@@ -18,8 +18,10 @@
 //   2. the W lane winners of D~ (argmin over j = q mod W, lane q): their
 //      distances by direct differences in double, the smallest (margins: the
 //      second smallest, at most 1/64 above the smallest) rounded up, da2u;
-//   3. lo* the least bound with KernelSlack::keeps_label(da2u, lo*) of the
-//      plain pass's engine, turned into a threshold tau on D~: a centroid
+//   3. lo* a least bound with KernelSlack::keeps_label_within(da2u, lo*,
+//      ||x - s||) of the plain pass's engine (the slacks of the centroids
+//      near the row, not of the farthest), turned into a threshold tau on D~
+//      (Ea's slacks of the centroids within reach likewise): a centroid
 //      with D~_j > tau has lo_j > lo*, so the plain pass's distance to it is
 //      strictly above its distance to the winner: neither the minimum nor
 //      the first argmin lies there;
@@ -201,16 +203,29 @@ struct ProjectedScratch : Workspace<T> {  // Ea's
   std::int64_t n_distances = 0;
 };
 
-// The least lo (from sqrt(da2u), by doubling steps) with keeps_label(da2u,
-// lo), or inf. Above it the test holds too: its right side grows with lo
-// wherever lo > 8 (d + 8) u (lo + b), and it holding at lo* needs lo* >
-// 0.03 (lo* + b) already.
+// A least lo (from sqrt(da2u)) with keeps_label_within(da2u, lo, a), a >=
+// ||x - s|| the row's, or inf: doubling steps, then bisection between the
+// last that failed and the first that held (doubling alone overshot the
+// needed rise by up to 2x: on patch descriptors whose nearest is far below
+// the centroids' spread, that rise is most of tau). Only the lo returned is
+// claimed to pass (keeps_label_within covers every farther centroid).
 template <typename T>
-double least_kept(const KernelSlack<T>& slack, double da2u) {
+double least_kept(const KernelSlack<T>& slack, double da2u, double a) {
   const double lo0 = std::sqrt(da2u) * (1.0 + 0x1p-40);
   const double scale = lo0 + slack.b + 0x1p-1000;
-  for (double f = 0x1p-24; f <= 1.0; f *= 2)
-    if (slack.keeps_label(da2u, lo0 + f * scale)) return lo0 + f * scale;
+  double failed = 0.0;
+  for (double f = 0x1p-24; f <= 1.0; f *= 2) {
+    if (!slack.keeps_label_within(da2u, lo0 + f * scale, a)) {
+      failed = f;
+      continue;
+    }
+    double held = f;
+    for (int step = 0; step < 5; ++step) {
+      const double mid = 0.5 * (failed + held);
+      (slack.keeps_label_within(da2u, lo0 + mid * scale, a) ? held : failed) = mid;
+    }
+    return lo0 + held * scale;
+  }
   return std::numeric_limits<double>::infinity();
 }
 
@@ -323,7 +338,7 @@ void exact_candidates(const Projected<T>& P, const T* xs, T xn, const std::int32
 // lane winners (step 2); two: with margins (the second smallest winner).
 template <typename T>
 T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, double xnorm,
-                bool two, double& lo_star, std::int64_t& n_direct) {
+                T xn, bool two, double& lo_star, std::int64_t& n_direct) {
   using V = typename VT<T>::v;
   using VI = typename VT<T>::i;
   using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
@@ -391,13 +406,22 @@ T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, d
   for (index_t q = 0; q < W; ++q)
     if (q != f1 && (!two || q != f2)) consider(q);
   const double da2u = reach() * sq_rounding_up(P.d);
-  lo_star = least_kept(P.slack, da2u);
+  // ||x - s|| from xn = fl(||fl(x - s)||^2), a chain of d roundings: each
+  // coordinate of x - s is within u of its rounding, the sum within d u / (1 -
+  // d u) of its exact value (no second pass over x; inf or NaN: b's test).
+  const double u = std::numeric_limits<T>::epsilon() / 2.0;
+  const double x_up = std::sqrt(static_cast<double>(xn) / (1.0 - 2.0 * (P.d + 2) * u)) /
+                      (1.0 - 2.0 * u);
+  lo_star = least_kept(P.slack, da2u, x_up);
   const double inf = std::numeric_limits<double>::infinity();
   if (!(lo_star < inf)) return inf_t;
   const double ax =
       std::sqrt(direct_sq_distance(xa, Ea.shift.data(), P.p + 1) * sq_rounding_up(P.p + 1));
-  const double lo = lo_star + P.slack_a.lin(ax) + P.kappa * xnorm + P.ec;
-  const double tau = (lo * lo + P.slack_a.sq(ax)) * (1.0 + 0x1p-48);
+  // L bounds the augmented distance (computed coordinates) of every centroid
+  // within lo*; those centroids are within L of the row in Ea's space too.
+  const double L = lo_star + P.kappa * xnorm + P.ec;
+  const double lo = L + P.slack_a.lin_within(ax, L);
+  const double tau = (lo * lo + P.slack_a.sq_within(ax, L)) * (1.0 + 0x1p-48);
   return tau < inf ? round_up_to<T>(tau) : inf_t;
 }
 
@@ -412,7 +436,8 @@ void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, 
   const index_t d = P.d;
   const T* x = X + i * d;
   double lo_star = 0.0;
-  const T tau = row_threshold(P, x, Drow, xa, xnorm, second != nullptr, lo_star, s.n_distances);
+  const T tau =
+      row_threshold(P, x, Drow, xa, xnorm, xn, second != nullptr, lo_star, s.n_distances);
   index_t m = 0;
   const V tv = vset(tau);
   for (index_t j0 = 0; j0 < P.Ea.kp; j0 += W)

@@ -101,14 +101,17 @@ def test_projected_assignment_of_real_descriptors(descriptors, threads, dtype):
     assert n_distances < 0.5 * X.shape[0] * C.shape[0]
 
 
-def _far_from_shift(rng, n=600, d=512, p=4, groups=8, per=12, R=100.0):
-    """(X, C, Q, mu): groups of `per` centroids on a unit sphere in the first p axes
-    (Q's), each group sharing a residual of norm R in the other axes, rows at their
-    group's centre: every centroid of a row's group is at distance 1 (to 1e-3), the
-    augmented coordinates see those distances nearly exactly and near the Ea shift,
-    while the plain pass rounds ||x - s||^2 ~ R^2 in d terms (float32: its argmin is
-    not the exact one for about half the rows). A threshold that leaves out the plain
-    pass's rounding (KernelSlack) keeps too few of them."""
+def _far_from_shift(rng, shell, n=600, d=512, p=4, groups=8, per=12, R=100.0):
+    """(X, C, Q, mu): groups of `per` centroids on a sphere in the first p axes (Q's),
+    each group sharing a residual of norm R in the other axes, rows at their group's
+    centre. The augmented coordinates see the distances within a group nearly exactly
+    and near the Ea shift, while the plain pass rounds ||x - s||^2 ~ R^2 in d terms.
+    shell=False: every centroid of a group at distance 1 (to 1e-3): float32's argmin is
+    not the exact one for about half the rows, and a threshold that leaves out the
+    plain pass's rounding (KernelSlack) keeps too few of them. shell=True: one at
+    distance 1, the others at squared distances in [6, 6.25] (where the float32 slack
+    puts lo*^2 here): the rows' second smallest is outside their candidates, and
+    beyond is a bound."""
     Q = np.zeros((d, p))
     Q[np.arange(p), np.arange(p)] = 1.0
     r = rng.normal(size=(groups, d))
@@ -116,6 +119,9 @@ def _far_from_shift(rng, n=600, d=512, p=4, groups=8, per=12, R=100.0):
     r *= R / np.linalg.norm(r, axis=1, keepdims=True)
     U = rng.normal(size=(groups * per, p))
     U /= np.linalg.norm(U, axis=1, keepdims=True)
+    if shell:
+        U *= np.sqrt(rng.uniform(6.0, 6.25, size=(groups * per, 1)))
+        U[::per] /= np.linalg.norm(U[::per], axis=1, keepdims=True)
     C = r[np.arange(groups * per) // per]
     C[:, :p] = U
     X = r[rng.integers(groups, size=n)]
@@ -125,12 +131,13 @@ def _far_from_shift(rng, n=600, d=512, p=4, groups=8, per=12, R=100.0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("shell", [False, True])
 def test_projected_assignment_keeps_the_centroids_within_the_plain_pass_rounding(
-    simd_level, threads, dtype
+    simd_level, shell, threads, dtype
 ):
-    X, C, Q, mu = _far_from_shift(np.random.default_rng(3))
+    X, C, Q, mu = _far_from_shift(np.random.default_rng(3), shell)
     X, C = X.astype(dtype), C.astype(dtype)
-    if dtype == np.float32:  # (the data does what it is for: rounding decides)
+    if dtype == np.float32 and not shell:  # (the data does what it is for)
         exact = ((X[:, None].astype(np.float64) - C[None].astype(np.float64)) ** 2).sum(-1)
         assert (_native.assign(X, C, 1)[0] != exact.argmin(axis=1)).mean() > 0.2
     _check(X, C, Q, mu, threads)

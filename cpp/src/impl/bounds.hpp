@@ -85,12 +85,22 @@ struct KernelSlack {
   // beside c) b's test is taken.
   bool keeps_label_within(double da2, double lo, double a) const {
     if (lo == std::numeric_limits<double>::infinity()) return true;
-    const double c = std::min(b, a + lo), k = 4.0 * static_cast<double>(d + 8) * u;
-    const double e_lin = 2.0 * u * (a + c), e_sq = k * (a * a + c * c);
+    double e_lin, e_sq;
+    if (!slacks_within(lo, a, e_lin, e_sq)) return keeps_label(da2, lo);
     const double others_lo = lo - e_lin;
-    if (!((1.0 - 2.0 * u) * others_lo >= k * c)) return keeps_label(da2, lo);
     const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
     return others_lo > 0.0 && da2 < rhs;
+  }
+  // A lower bound on the kernel's distance of that row to every centroid at
+  // distance >= lo: g(0) where g grows, else from b's slacks.
+  double floor_within(double lo, double a) const {
+    double e_lin, e_sq;
+    if (!slacks_within(lo, a, e_lin, e_sq)) {
+      e_lin = lin(a);
+      e_sq = sq(a);
+    }
+    const double l = lo - e_lin;
+    return l > 0.0 ? l * l - e_sq : 0.0;
   }
   // keeps_label of a vector of rows: bit q for row q.
   template <typename VD>
@@ -103,6 +113,13 @@ struct KernelSlack {
   }
 
  private:
+  // The slacks at lo of keeps_label_within [out], and whether g grows there.
+  bool slacks_within(double lo, double a, double& e_lin, double& e_sq) const {
+    const double c = std::min(b, a + lo), k = 4.0 * static_cast<double>(d + 8) * u;
+    e_lin = 2.0 * u * (a + c);
+    e_sq = k * (a * a + c * c);
+    return (1.0 - 2.0 * u) * (lo - e_lin) >= k * c;
+  }
   // keeps_label's test: others_lo > 0 and da2 < rhs (lo finite).
   template <typename D>
   void label_test(D lo, D& others_lo, D& rhs) const {

@@ -29,7 +29,8 @@
 //      pass's distance, computed with its operations (the chain of d fused
 //      multiply-adds of engine_bf16.hpp's bf16_exact), folded in index order.
 // beyond (margins): a lower bound on the plain pass's distances of the
-// centroids left out, from lo* as group_pruned.hpp's left_out_bound: where
+// centroids left out, from lo* as group_pruned.hpp's left_out_bound (with
+// the slacks of the centroids near the row, KernelSlack::floor_within): where
 // the second smallest found is at most beyond, it is the row's.
 #pragma once
 
@@ -461,8 +462,7 @@ void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, 
   double out = std::numeric_limits<double>::infinity();
   if (m < P.k) {
     const double ax = std::sqrt(direct_sq_distance(x, P.E.shift.data(), d) * sq_rounding_up(d));
-    const double l = lo_star - P.slack.lin(ax);
-    out = l > 0.0 ? l * l - P.slack.sq(ax) : 0.0;
+    out = P.slack.floor_within(lo_star, ax);
   }
   beyond[i] = out;
 }

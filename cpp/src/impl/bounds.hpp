@@ -66,8 +66,8 @@ struct KernelSlack {
   // The slacks of one row, ||x - s|| <= a, and of the centroids within r of
   // it: their ||c - s|| <= a + r (and <= b), so those slacks, not b's. Where
   // most of a row's distances are far below b^2 (rows near the shift, dense
-  // regions), b's slack is what decides: on 1e6 patch descriptors at k =
-  // 4096, lo*^2 - da2 of the projected pass was 0.04-0.08 at b = 18.
+  // regions), b's slack is what decides: on patch descriptors at k = 4096,
+  // lo*^2 - da2 of the projected pass was 0.05-0.1 at b = 18.
   double lin_within(double a, double r) const { return 2.0 * u * (a + std::min(b, a + r)); }
   double sq_within(double a, double r) const {
     const double c = std::min(b, a + r);

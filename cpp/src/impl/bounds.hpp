@@ -50,19 +50,6 @@ struct KernelSlack {
     return 4.0 * static_cast<double>(d + 8) * u * (a * a + b2);
   }
 
-  // Whether the kernel's argmin of a row is its label a, given da2 >= its
-  // exact squared distance to c_a and lo <= its exact distance to every other
-  // centroid. The kernel's D_ia is below (da + e_lin)^2 + e_sq, its D_ij
-  // (j != a) above (lo - e_lin)^2 - e_sq. The slacks are taken at
-  // ||x - s|| <= ||x - c_a|| + ||c_a - s|| <= lo + b, which holds whenever
-  // da <= lo; when da > lo the test fails anyway (its left side exceeds
-  // lo^2). So no square root: da <= lo also bounds the cross term 2 e_lin da.
-  bool keeps_label(double da2, double lo) const {
-    if (lo == std::numeric_limits<double>::infinity()) return true;  // no other centroid
-    double others_lo, rhs;
-    label_test(lo, others_lo, rhs);
-    return others_lo > 0.0 && da2 < rhs;
-  }
   // The slacks of one row, ||x - s|| <= a, and of the centroids within r of
   // it: their ||c - s|| <= a + r (and <= b), so those slacks, not b's. Where
   // most of a row's distances are far below b^2 (rows near the shift, dense
@@ -73,26 +60,15 @@ struct KernelSlack {
     const double c = std::min(b, a + r);
     return 4.0 * static_cast<double>(d + 8) * u * (a * a + c * c);
   }
-  // keeps_label for a row with ||x - s|| <= a. The label (da <= lo, else the
-  // test fails) and a centroid at distance t have ||c - s|| <= a + t (and b):
-  // with c = min(b, a + lo), s = t - lo >= 0 and k = 4 (d + 8) u, the kernel's
-  // distance of that centroid is at least
+  // A lower bound on the kernel's distance of a row with ||x - s|| <= a to
+  // every centroid at distance t >= lo: such a centroid has ||c - s|| <= a +
+  // t (and b): with c = min(b, a + lo), s = t - lo >= 0 and k = 4 (d + 8) u,
+  // its kernel's distance is at least
   //   g(s) = ((lo - e_lin) + (1 - 2u) s)^2 - k (a^2 + (c + s)^2),
   // e_lin = lin_within(a, lo), and g(s) - g(0) = s [((1 - 2u)^2 - k) s +
   // 2 (1 - 2u) (lo - e_lin) - 2 k c] >= 0 wherever (1 - 2u) (lo - e_lin) >=
-  // k c (k < 1/2 below d = 2^20 in float): there keeps_label's test at lo,
-  // with these slacks, covers every farther centroid; elsewhere (lo tiny
-  // beside c) b's test is taken.
-  bool keeps_label_within(double da2, double lo, double a) const {
-    if (lo == std::numeric_limits<double>::infinity()) return true;
-    double e_lin, e_sq;
-    if (!slacks_within(lo, a, e_lin, e_sq)) return keeps_label(da2, lo);
-    const double others_lo = lo - e_lin;
-    const double rhs = others_lo * others_lo - e_sq - (2.0 * lo + e_lin) * e_lin - e_sq;
-    return others_lo > 0.0 && da2 < rhs;
-  }
-  // A lower bound on the kernel's distance of that row to every centroid at
-  // distance >= lo: g(0) where g grows, else from b's slacks.
+  // k c (k < 1/2 below d = 2^20 in float): g(0) there; elsewhere (lo tiny
+  // beside c) from b's slacks (||x - s|| <= a, every ||c - s|| <= b).
   double floor_within(double lo, double a) const {
     double e_lin, e_sq;
     if (!slacks_within(lo, a, e_lin, e_sq)) {
@@ -102,7 +78,14 @@ struct KernelSlack {
     const double l = lo - e_lin;
     return l > 0.0 ? l * l - e_sq : 0.0;
   }
-  // keeps_label of a vector of rows: bit q for row q.
+  // Whether the kernel's argmin of a row is its label a, given da2 >= its
+  // exact squared distance to c_a and lo <= its exact distance to every other
+  // centroid, for a vector of rows: bit q for row q. The kernel's D_ia is
+  // below (da + e_lin)^2 + e_sq, its D_ij (j != a) above (lo - e_lin)^2 -
+  // e_sq. The slacks are taken at ||x - s|| <= ||x - c_a|| + ||c_a - s|| <=
+  // lo + b, which holds whenever da <= lo; when da > lo the test fails anyway
+  // (its left side exceeds lo^2). So no square root: da <= lo also bounds the
+  // cross term 2 e_lin da.
   template <typename VD>
   unsigned keeps_labels(VD da2, VD lo) const {
     VD others_lo, rhs;
@@ -113,7 +96,7 @@ struct KernelSlack {
   }
 
  private:
-  // The slacks at lo of keeps_label_within [out], and whether g grows there.
+  // The slacks at lo of floor_within [out], and whether g grows there.
   bool slacks_within(double lo, double a, double& e_lin, double& e_sq) const {
     const double c = std::min(b, a + lo), k = 4.0 * static_cast<double>(d + 8) * u;
     e_lin = 2.0 * u * (a + c);

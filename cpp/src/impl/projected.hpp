@@ -15,19 +15,21 @@
 //   1. D~ (k,): the augmented distances (that engine's kernel), lowered to
 //      exact bounds lo_j <= ||x - c_j|| by its KernelSlack and by kappa
 //      (v - mu) (the rounding of a(v), ProjectionSlack);
-//   2. the W lane winners of D~ (argmin over j = q mod W, lane q): their
-//      distances by direct differences in double, the smallest (margins: the
-//      second smallest, at most 1/64 above the smallest) rounded up, da2u;
-//   3. lo* a least bound with KernelSlack::keeps_label_within(da2u, lo*,
-//      ||x - s||) of the plain pass's engine (the slacks of the centroids
-//      near the row, not of the farthest), turned into a threshold tau on D~
-//      (Ea's slacks of the centroids within reach likewise): a centroid
+//   2. the W lane winners of D~ (argmin over j = q mod W, lane q): the
+//      plain pass's distances of them (step 4's chains, one block), the
+//      smallest (margins: the second smallest, at most 1/64 above the
+//      smallest) the reach;
+//   3. lo* a least bound with KernelSlack::floor_within(lo*, ||x - s||) of
+//      the plain pass's engine above the reach (the slacks of the centroids
+//      near the row, not of the farthest), turned into a threshold tau on
+//      D~ (Ea's slacks of the centroids within reach likewise): a centroid
 //      with D~_j > tau has lo_j > lo*, so the plain pass's distance to it is
-//      strictly above its distance to the winner: neither the minimum nor
-//      the first argmin lies there;
-//   4. the candidates (D~_j <= tau; the winner among them) get the plain
+//      strictly above the winner's: neither the minimum nor the first
+//      argmin lies there;
+//   4. the other candidates (D~_j <= tau, not a lane winner) get the plain
 //      pass's distance, computed with its operations (the chain of d fused
-//      multiply-adds of engine_bf16.hpp's bf16_exact), folded in index order.
+//      multiply-adds of engine_bf16.hpp's bf16_exact), folded with the
+//      winners' (ties to the least index).
 // beyond (margins): a lower bound on the plain pass's distances of the
 // centroids left out, from lo* as group_pruned.hpp's left_out_bound (with
 // the slacks of the centroids near the row, KernelSlack::floor_within): where
@@ -204,32 +206,6 @@ struct ProjectedScratch : Workspace<T> {  // Ea's
   std::int64_t n_distances = 0;
 };
 
-// A least lo (from sqrt(da2u)) with keeps_label_within(da2u, lo, a), a >=
-// ||x - s|| the row's, or inf: doubling steps, then bisection between the
-// last that failed and the first that held (doubling alone overshot the
-// needed rise by up to 2x: on patch descriptors whose nearest is far below
-// the centroids' spread, that rise is most of tau). Only the lo returned is
-// claimed to pass (keeps_label_within covers every farther centroid).
-template <typename T>
-double least_kept(const KernelSlack<T>& slack, double da2u, double a) {
-  const double lo0 = std::sqrt(da2u) * (1.0 + 0x1p-40);
-  const double scale = lo0 + slack.b + 0x1p-1000;
-  double failed = 0.0;
-  for (double f = 0x1p-24; f <= 1.0; f *= 2) {
-    if (!slack.keeps_label_within(da2u, lo0 + f * scale, a)) {
-      failed = f;
-      continue;
-    }
-    double held = f;
-    for (int step = 0; step < 5; ++step) {
-      const double mid = 0.5 * (failed + held);
-      (slack.keeps_label_within(da2u, lo0 + mid * scale, a) ? held : failed) = mid;
-    }
-    return lo0 + held * scale;
-  }
-  return std::numeric_limits<double>::infinity();
-}
-
 // Rows V[0 .. rows) minus E's shift [out] (rows, d) and their squared norms
 // [out] (rows,), summed as pack_group sums them (a chain of fused
 // multiply-adds in coordinate order: the plain pass's bits); R rows' chains
@@ -335,11 +311,56 @@ void exact_candidates(const Projected<T>& P, const T* xs, T xn, const std::int32
   }
 }
 
-// The threshold on row r's augmented distances (step 3) and lo*, from its
-// lane winners (step 2); two: with margins (the second smallest winner).
+// A least lo (from sqrt(reach)) whose floor_within(lo, a) is above reach, a
+// >= ||x - s|| the row's, or inf: doubling steps, then bisection between the
+// last that failed and the first that held (doubling alone overshot the
+// needed rise by up to 2x: on patch descriptors whose nearest is far below
+// the centroids' spread, that rise is most of tau). Only the lo returned is
+// claimed: the plain pass's distance of every centroid at distance >= lo is
+// then above reach (floor_within covers every farther centroid).
 template <typename T>
-T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, double xnorm,
-                T xn, bool two, double& lo_star, std::int64_t& n_direct) {
+double least_above(const KernelSlack<T>& slack, double reach, double a) {
+  const double lo0 = std::sqrt(reach) * (1.0 + 0x1p-40);
+  const double scale = lo0 + slack.b + 0x1p-1000;
+  double failed = 0.0;
+  for (double f = 0x1p-24; f <= 1.0; f *= 2) {
+    if (!(slack.floor_within(lo0 + f * scale, a) > reach)) {
+      failed = f;
+      continue;
+    }
+    double held = f;
+    for (int step = 0; step < 5; ++step) {
+      const double mid = 0.5 * (failed + held);
+      (slack.floor_within(lo0 + mid * scale, a) > reach ? held : failed) = mid;
+    }
+    return lo0 + held * scale;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+// The least and second least plain-pass distance found so far and the first
+// argmin (in index order) among them; fold takes them in any order.
+template <typename T>
+struct Nearest {
+  T v1 = std::numeric_limits<T>::infinity(), v2 = v1;
+  index_t a = std::numeric_limits<index_t>::max();
+  void fold(index_t j, T dist) {
+    v2 = std::min(v2, std::max(v1, dist));
+    if (dist < v1 || (dist == v1 && j < a)) {
+      v1 = dist;
+      a = j;
+    }
+  }
+};
+
+// The threshold on row r's augmented distances (step 3) and lo*, from its
+// lane winners (step 2), whose plain-pass distances (xs, xn: the row minus
+// E's shift and its norm) it folds into near and lists in won; two: with
+// margins (the reach is the second smallest).
+template <typename T>
+T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm, const T* xs,
+                T xn, bool two, double& lo_star, Nearest<T>& near, std::int32_t* won,
+                index_t& n_won) {
   using V = typename VT<T>::v;
   using VI = typename VT<T>::i;
   using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
@@ -377,14 +398,15 @@ T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, d
     win[0] = lt ? win[t] : win[0];
     m[0] = lt ? m[t] : m[0];
   }
-  // The winners: the least D~ first (two: the two least), then those whose
-  // D~ (about a lower bound on the distance) does not exceed the least found
-  // (two: the second least).
-  index_t f1 = 0, f2 = W > 1 ? 1 : 0;
-  for (index_t q = 1; q < W; ++q) f1 = m[0][q] < m[0][f1] ? q : f1;
-  if (f2 == f1) f2 = 0;
-  for (index_t q = 0; q < W; ++q) f2 = q != f1 && m[0][q] < m[0][f2] ? q : f2;
-  double b1 = std::numeric_limits<double>::infinity(), b2 = b1;
+  // The W winners' plain-pass distances at once (one block of the
+  // candidates' chains: as long as the 3-5 direct distances in double it
+  // replaced, and the threshold then needs no slack on the winner's side).
+  n_won = 0;
+  for (index_t q = 0; q < W; ++q) {
+    const index_t j = static_cast<index_t>(win[0][q]);
+    if (m[0][q] < inf_t && j < P.k) won[n_won++] = static_cast<std::int32_t>(j);
+  }
+  exact_candidates(P, xs, xn, won, n_won, [&](index_t j, T dist) { near.fold(j, dist); });
   // How far the candidates reach: the least distance found; with margins the
   // second least, but at most 1/64 beyond the least: a fit's final pass needs
   // a row's second smallest only where its margin may be the least of all
@@ -392,28 +414,15 @@ T row_threshold(const Projected<T>& P, const T* x, const T* Drow, const T* xa, d
   // reaching to the second least left 48 candidates a row where the nearest
   // alone left 33 (2e4 patch descriptors, k = 4096, p = 31), and the final
   // pass took 1.15 times the plain one.
-  const auto reach = [&] { return two ? std::min(b2, b1 * (1.0 + 1.0 / 64)) : b1; };
-  const auto consider = [&](index_t q) {
-    const T dt = m[0][q];
-    const index_t j = static_cast<index_t>(win[0][q]);
-    if (!(dt < inf_t) || j >= P.k || static_cast<double>(dt) > reach()) return;
-    const double s = direct_sq_distance(x, P.C + j * P.d, P.d);
-    ++n_direct;
-    b2 = std::min(b2, std::max(b1, s));
-    b1 = std::min(b1, s);
-  };
-  consider(f1);
-  if (two) consider(f2);
-  for (index_t q = 0; q < W; ++q)
-    if (q != f1 && (!two || q != f2)) consider(q);
-  const double da2u = reach() * sq_rounding_up(P.d);
+  const double v1 = static_cast<double>(near.v1);
+  const double reach = two ? std::min(static_cast<double>(near.v2), v1 * (1.0 + 1.0 / 64)) : v1;
   // ||x - s|| from xn = fl(||fl(x - s)||^2), a chain of d roundings: each
   // coordinate of x - s is within u of its rounding, the sum within d u / (1 -
   // d u) of its exact value (no second pass over x; inf or NaN: b's test).
   const double u = std::numeric_limits<T>::epsilon() / 2.0;
   const double x_up = std::sqrt(static_cast<double>(xn) / (1.0 - 2.0 * (P.d + 2) * u)) /
                       (1.0 - 2.0 * u);
-  lo_star = least_kept(P.slack, da2u, x_up);
+  lo_star = least_above(P.slack, reach, x_up);
   const double inf = std::numeric_limits<double>::infinity();
   if (!(lo_star < inf)) return inf_t;
   const double ax =
@@ -435,33 +444,36 @@ void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, 
   using V = typename VT<T>::v;
   constexpr index_t W = VT<T>::W;
   const index_t d = P.d;
-  const T* x = X + i * d;
   double lo_star = 0.0;
-  const T tau =
-      row_threshold(P, x, Drow, xa, xnorm, xn, second != nullptr, lo_star, s.n_distances);
+  Nearest<T> near;
+  std::int32_t won[W];
+  index_t n_won = 0;
+  const T tau = row_threshold(P, Drow, xa, xnorm, xs, xn, second != nullptr, lo_star, near, won,
+                              n_won);
+  // The candidates (D~ <= tau) but the winners, whose distances near holds:
+  // lane q's winner is won's entry of lane q, if any.
+  std::int32_t lane_winner[W];
+  for (index_t q = 0; q < W; ++q) lane_winner[q] = -1;
+  for (index_t t = 0; t < n_won; ++t) lane_winner[won[t] % W] = won[t];
   index_t m = 0;
   const V tv = vset(tau);
   for (index_t j0 = 0; j0 < P.Ea.kp; j0 += W)
-    for (unsigned bits = lane_bits<Cmp::le>(vload(Drow + j0), tv); bits != 0; bits &= bits - 1)
-      s.cand[m++] = static_cast<std::int32_t>(j0 + __builtin_ctz(bits));
-  while (m > 0 && s.cand[m - 1] >= P.k) --m;  // the padding (inf <= inf)
-  T v1 = std::numeric_limits<T>::infinity(), v2 = v1;
-  index_t a = 0;
-  exact_candidates(P, xs, xn, s.cand.data(), m, [&](index_t j, T dist) {
-    v2 = std::min(v2, std::max(v1, dist));
-    if (dist < v1) {
-      v1 = dist;
-      a = j;
+    for (unsigned bits = lane_bits<Cmp::le>(vload(Drow + j0), tv); bits != 0; bits &= bits - 1) {
+      const index_t q = __builtin_ctz(bits);
+      s.cand[m] = static_cast<std::int32_t>(j0 + q);
+      m += lane_winner[q] != j0 + q;
     }
-  });
-  s.n_distances += m;
-  labels[i] = a;
-  min_sq_dist[i] = v1;
+  while (m > 0 && s.cand[m - 1] >= P.k) --m;  // the padding (inf <= inf)
+  exact_candidates(P, xs, xn, s.cand.data(), m, [&](index_t j, T dist) { near.fold(j, dist); });
+  s.n_distances += m + n_won;
+  labels[i] = near.a;
+  min_sq_dist[i] = near.v1;
   if (second == nullptr) return;
-  second[i] = v2;
+  second[i] = near.v2;
   double out = std::numeric_limits<double>::infinity();
-  if (m < P.k) {
-    const double ax = std::sqrt(direct_sq_distance(x, P.E.shift.data(), d) * sq_rounding_up(d));
+  if (m + n_won < P.k) {
+    const double ax =
+        std::sqrt(direct_sq_distance(X + i * d, P.E.shift.data(), d) * sq_rounding_up(d));
     out = P.slack.floor_within(lo_star, ax);
   }
   beyond[i] = out;

@@ -353,14 +353,24 @@ struct Nearest {
   }
 };
 
+// An upper bound on ||x - s|| from xn = fl(||fl(x - s)||^2), a chain of d
+// roundings: each coordinate of x - s is within u of its rounding, the sum
+// within d u / (1 - d u) of its exact value (no second pass over x; inf or
+// NaN: b's slacks are taken).
+template <typename T>
+double shifted_norm_up(T xn, index_t d) {
+  const double u = std::numeric_limits<T>::epsilon() / 2.0;
+  return std::sqrt(static_cast<double>(xn) / (1.0 - 2.0 * (d + 2) * u)) / (1.0 - 2.0 * u);
+}
+
 // The threshold on row r's augmented distances (step 3) and lo*, from its
 // lane winners (step 2), whose plain-pass distances (xs, xn: the row minus
-// E's shift and its norm) it folds into near and lists in won; two: with
-// margins (the reach is the second smallest).
+// E's shift and its norm, x_up >= ||x - s||) it folds into near and lists in
+// won; two: with margins (the reach is the second smallest).
 template <typename T>
 T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm, const T* xs,
-                T xn, bool two, double& lo_star, Nearest<T>& near, std::int32_t* won,
-                index_t& n_won) {
+                T xn, double x_up, bool two, double& lo_star, Nearest<T>& near,
+                std::int32_t* won, index_t& n_won) {
   using V = typename VT<T>::v;
   using VI = typename VT<T>::i;
   using Int = typename std::remove_reference<decltype(VI{}[0])>::type;
@@ -416,12 +426,6 @@ T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm,
   // pass took 1.15 times the plain one.
   const double v1 = static_cast<double>(near.v1);
   const double reach = two ? std::min(static_cast<double>(near.v2), v1 * (1.0 + 1.0 / 64)) : v1;
-  // ||x - s|| from xn = fl(||fl(x - s)||^2), a chain of d roundings: each
-  // coordinate of x - s is within u of its rounding, the sum within d u / (1 -
-  // d u) of its exact value (no second pass over x; inf or NaN: b's test).
-  const double u = std::numeric_limits<T>::epsilon() / 2.0;
-  const double x_up = std::sqrt(static_cast<double>(xn) / (1.0 - 2.0 * (P.d + 2) * u)) /
-                      (1.0 - 2.0 * u);
   lo_star = least_above(P.slack, reach, x_up);
   const double inf = std::numeric_limits<double>::infinity();
   if (!(lo_star < inf)) return inf_t;
@@ -438,7 +442,7 @@ T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm,
 // Row i (its augmented distances Drow): label, minimum, and with margins the
 // second smallest and beyond.
 template <typename T>
-void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, const T* xa,
+void projected_row(const Projected<T>& P, index_t i, const T* Drow, const T* xa,
                    double xnorm, const T* xs, T xn, ProjectedScratch<T>& s, std::int64_t* labels,
                    T* min_sq_dist, T* second, double* beyond) {
   using V = typename VT<T>::v;
@@ -448,8 +452,9 @@ void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, 
   Nearest<T> near;
   std::int32_t won[W];
   index_t n_won = 0;
-  const T tau = row_threshold(P, Drow, xa, xnorm, xs, xn, second != nullptr, lo_star, near, won,
-                              n_won);
+  const double x_up = shifted_norm_up(xn, d);
+  const T tau = row_threshold(P, Drow, xa, xnorm, xs, xn, x_up, second != nullptr, lo_star, near,
+                              won, n_won);
   // The candidates (D~ <= tau) but the winners, whose distances near holds:
   // lane q's winner is won's entry of lane q, if any.
   std::int32_t lane_winner[W];
@@ -471,11 +476,7 @@ void projected_row(const Projected<T>& P, const T* X, index_t i, const T* Drow, 
   if (second == nullptr) return;
   second[i] = near.v2;
   double out = std::numeric_limits<double>::infinity();
-  if (m + n_won < P.k) {
-    const double ax =
-        std::sqrt(direct_sq_distance(X + i * d, P.E.shift.data(), d) * sq_rounding_up(d));
-    out = P.slack.floor_within(lo_star, ax);
-  }
+  if (m + n_won < P.k) out = P.slack.floor_within(lo_star, x_up);
   beyond[i] = out;
 }
 
@@ -513,7 +514,7 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
     shifted_rows(P.E, X + i0 * d, rows, s.xs.data(), s.xn.data());
     Ea.distances(s.xa.data(), rows, s);
     for (index_t r = 0; r < rows; ++r)
-      projected_row(P, X, i0 + r, s.dbuf.data() + r * Ea.ld, s.xa.data() + r * pa, s.xnorm[r],
+      projected_row(P, i0 + r, s.dbuf.data() + r * Ea.ld, s.xa.data() + r * pa, s.xnorm[r],
                     s.xs.data() + r * d, s.xn[r], s, labels, min_sq_dist, second, beyond);
   }
   std::int64_t total = 0;

@@ -409,8 +409,9 @@ T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm,
     m[0] = lt ? m[t] : m[0];
   }
   // The W winners' plain-pass distances at once (one block of the
-  // candidates' chains: as long as the 3-5 direct distances in double it
-  // replaced, and the threshold then needs no slack on the winner's side).
+  // candidates' chains: it took about as long as the direct distances in
+  // double of the winners within reach it replaced, and the threshold then
+  // needs no slack on the winner's side).
   n_won = 0;
   for (index_t q = 0; q < W; ++q) {
     const index_t j = static_cast<index_t>(win[0][q]);

@@ -38,9 +38,11 @@ __all__ = [
 # the band (the shortest paths need a few candidates per move); 4x at each retry.
 ROWS_PER_MOVE = 8
 # The band of the first try: this times the spread of the offsets' last change, at most
-# BAND_ROWS x the rows allowed (the early iterations' changes are wide: their band took
-# every row at 1e5 x 16, k = 64, where 4x the rows allowed did).
-BAND_FACTOR, BAND_ROWS = 2.0, 16
+# BAND_ROWS x the rows allowed (early changes are wide). A first try without the rows
+# near a cluster whose offset must move fails (offsets moved 7-520, not 0.1-1.4): bench/
+# balanced.py's 21 solves at 1e6 x 16, k = 64 took 53 tries at 2, 40 at 4, 36 at 8 (Zen 4:
+# fits 8.9, 8.0, 7.4 s; at 1e5 1.22, 1.12, 1.39 s; 1e6, k = 16: 6.6 s at 2, 5.8 s at 4).
+BAND_FACTOR, BAND_ROWS = 4.0, 16
 # A repair that fails TRIES times takes every row.
 TRIES = 4
 # A start whose count error, estimated on PRESOLVE_ROWS evenly spaced rows, is above
@@ -334,15 +336,14 @@ class CountsRepair:
         that error took every row, 2 s) takes a pass at g with every row's CANDIDATES
         best columns, and Newton again; one that still stalls there, Newton again with a
         column more for the short clusters that few rows hold (`cover_short`). Where
-        Newton's margins leave more rows open (< 0:
-        their floor less the offsets' rise says nothing) than RECHECK_ROWS x the first
-        repair takes, a pass at Newton's offsets gives every row's exact gap (early in a
-        fit at 1e6: the repair of the smallest margins failed on 50,000 rows 4 times and
-        took every row, 2.5 s, against a pass of 0.15-0.35 s). Where that pass misses the
-        counts by more than NEWTON_AGAIN x enough, a pass with candidates at Newton's
-        offsets and Newton again from there (RECHECK_NEWTONS). No start is taken that
-        misses the counts by more than an exact pass before it (the first pass's at g
-        included)."""
+        Newton's margins leave more rows open (< 0: their floor less the offsets' rise
+        says nothing) than RECHECK_ROWS x the first repair takes, a pass at Newton's
+        offsets gives every row's exact gap (early in a fit at 1e6: the repair of the
+        smallest margins failed on 50,000 rows 4 times and took every row, 2.5 s,
+        against a pass of 0.15-0.35 s). Where that pass misses the counts by more than
+        NEWTON_AGAIN x enough, a pass with candidates at Newton's offsets and Newton
+        again from there (RECHECK_NEWTONS). No start is taken that misses the counts by
+        more than an exact pass before it (the first pass's at g included)."""
         k = g.size
         if not self.m or off <= NEWTON_ERROR * k:
             return p, g, pass_start(p, g)

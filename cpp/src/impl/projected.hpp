@@ -339,11 +339,12 @@ double least_above(const KernelSlack<T>& slack, double reach, double a) {
 }
 
 // The least and second least plain-pass distance found so far and the first
-// argmin (in index order) among them; fold takes them in any order.
+// argmin (in index order) among them; fold takes them in any order (label 0
+// while none is below inf, as the plain pass's fold in index order gives).
 template <typename T>
 struct Nearest {
   T v1 = std::numeric_limits<T>::infinity(), v2 = v1;
-  index_t a = std::numeric_limits<index_t>::max();
+  index_t a = 0;
   void fold(index_t j, T dist) {
     v2 = std::min(v2, std::max(v1, dist));
     if (dist < v1 || (dist == v1 && j < a)) {

@@ -29,6 +29,7 @@ ALL = os.environ.get("SOFTKMEANS_TEST_ALL_VARIANTS", "") == "1"
 
 VARIANTS = {
     "bf16_off": "bf16=off",
+    "amx_off": "amx=off",
     "small_k_none": "small_k=0",
     "small_k_all": "small_k=1000000",
     "lane_blocking_2x8": "lane_blocking=2x8",
@@ -84,6 +85,14 @@ def _bounded(X, C, C_prev, w, t):
     return first, second, labels, lower
 
 
+def _projection(X, C):
+    """(Q, mu) for `assign_projected`: orthonormal axes, p = d / 4 (1 to 31)."""
+    d = X.shape[1]
+    p = max(1, min(31, d // 4))
+    Q = np.linalg.qr(np.random.default_rng(d).normal(size=(d, p)))[0]
+    return np.ascontiguousarray(Q), C.astype(np.float64).mean(axis=0)
+
+
 def _outputs(problem, t):
     """Every entry point on the problem at t threads: a name -> bits dict."""
     X, C, C_prev, w, sigma = problem
@@ -97,6 +106,7 @@ def _outputs(problem, t):
         "grouped": _native.assign_grouped(X, C, group, t),
         "nearest_two_grouped": _native.nearest_two_grouped(X, C, group, t),
         "csr_assign": softkmeans.assign(Xs, C, n_threads=t),
+        "projected": _native.assign_projected(X, C, *_projection(X, C), t, margins=True)[:-1],
     }
     for kind in KINDS:
         args = (X, C, sigma)
@@ -179,6 +189,7 @@ def test_build_info_reports_every_choice_and_why():
         "bf16_min_dim",
         "bf16_min_k",
         "bf16_min_work",
+        "amx",
     }
     assert set(choices) >= names
     for name in names:

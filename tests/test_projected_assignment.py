@@ -52,6 +52,18 @@ def _data(kind, rng, n=2000, d=40, k=96):
         i, j = rng.integers(k, size=(2, n))
         X = (C[i] + C[j]) / 2.0 + rng.normal(scale=1e-4, size=(n, d))
         X[::11] = C[i[::11]]
+    elif kind == "far_pairs":
+        # Two clusters of centroids 2000 apart, rows within about 1 of the first's: the
+        # products (~1e6) dwarf the distances, and the split-bf16 tiles' error (about
+        # 1e-4 of them) would drop the nearest from a threshold that left it out. Each
+        # base has k / 16 copies 0.05 apart in one lane (j = 16 t + b), so that its
+        # lane's winner is mostly not the nearest copy. At d = 16 (4 axes): at d = 40 the
+        # plain pass's own rounding allowance covered the tiles' error.
+        d = 16
+        base = rng.normal(size=(16, d))
+        base[:, 0] += np.where(np.arange(16) % 2 == 0, 1000.0, -1000.0)
+        C = base[np.arange(k) % 16] + rng.normal(scale=0.05, size=(k, d))
+        X = base[2 * rng.integers(8, size=n)] + rng.normal(scale=0.05, size=(n, d))
     else:  # "sphere": every centroid at distance 1 (to rounding) from rows near 0, in the
         # span of the first 8 axes: the augmented distances are the distances, and which
         # centroid is nearest is decided by the kernel's rounding alone.
@@ -82,11 +94,11 @@ def _check(X, C, Q, mu, threads):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [1, 2, 3])
-@pytest.mark.parametrize("kind", ["clustered", "uniform", "near_ties", "sphere"])
+@pytest.mark.parametrize("kind", ["clustered", "uniform", "near_ties", "sphere", "far_pairs"])
 def test_projected_assignment_is_the_plain_pass(simd_level, kind, threads, dtype):
     X, C = _data(kind, np.random.default_rng(7))
     X, C = X.astype(dtype), C.astype(dtype)
-    Q, mu = principal_projection(C, 10)
+    Q, mu = principal_projection(C, 4 if kind == "far_pairs" else 10)
     _check(X, C, Q, mu, threads)
 
 

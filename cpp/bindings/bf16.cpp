@@ -1,13 +1,16 @@
 // The bindings of the bf16 candidate pass (softkmeans/bf16.hpp): its switch and
-// the test-only bound entry.
+// the test-only bound entry; and the split-bf16 tiles' (softkmeans/amx.hpp).
 #include "bf16.hpp"
 
 #include <pybind11/numpy.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "softkmeans/amx.hpp"
 #include "softkmeans/bf16.hpp"
 #include "softkmeans/config.hpp"
 
@@ -68,6 +71,43 @@ void def_bf16(py::module_& m) {
       },
       py::arg("X"), py::arg("C"),
       "(D~, eps, candidates) of every pair, or None where the pass is unavailable or declines");
+  m.def("_amx_available", &softkmeans::amx_available,
+        "The build compiled the split-bf16 tile kernels, the CPU has AMX-BF16 and Linux "
+        "granted the tile permission");
+  m.def(
+      "_amx_distances",
+      [](const py::array& X_, const py::array& C_, const py::array& shift_) {
+        const f32 X = finite_matrix(X_, "X"), C = finite_matrix(C_, "C");
+        const f32 shift = finite_matrix(shift_, "shift");
+        const index_t n = X.shape(0), d = X.shape(1), k = C.shape(0);
+        if (C.shape(1) != d || shift.shape(0) != 1 || shift.shape(1) != d)
+          throw py::value_error("C and shift (1, d) must have as many columns as X");
+        if (!softkmeans::amx_available()) return py::object(py::none());
+        const softkmeans::AmxPanels P = softkmeans::amx_panels(C.data(), k, d, shift.data());
+        const index_t ld = P.tiles * 16, rows = softkmeans::kAmxRows;
+        py::array_t<float> out({n, ld});
+        bool ok = true;
+        {
+          py::gil_scoped_release release;
+          std::vector<std::uint16_t> parts(softkmeans::amx_parts_size(P));
+          for (index_t i0 = 0; i0 < n && ok; i0 += rows)
+            ok = softkmeans::amx_distances(P, X.data() + i0 * d, std::min(rows, n - i0),
+                                           out.mutable_data() + i0 * ld, ld, parts.data());
+        }
+        if (!ok) return py::object(py::none());
+        return py::object(out[py::make_tuple(py::slice(0, n, 1), py::slice(0, k, 1))]);
+      },
+      py::arg("X"), py::arg("C"), py::arg("shift"),
+      "D~ (n, k) of the split-bf16 tiles (amx_sq_slack bounds it), or None where they are "
+      "unavailable or decline");
+  m.def(
+      "_amx_sq_slack",
+      [](double xu, double cu, double dist_sq, index_t dim) {
+        return softkmeans::amx_sq_slack(xu, cu, dist_sq, dim);
+      },
+      py::arg("xu"), py::arg("cu"), py::arg("dist_sq"), py::arg("dim"),
+      "The bound on |D~ - ||x - c||^2| where ||x - s|| <= xu, ||c - s|| <= cu, "
+      "||x - c||^2 <= dist_sq");
 }
 
 }  // namespace softkmeans_bindings

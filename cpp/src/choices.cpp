@@ -141,6 +141,7 @@ const std::vector<Field>& fields() {
       count_field("bf16_min_dim", &KernelChoices::bf16_min_dim, 0),
       count_field("bf16_min_k", &KernelChoices::bf16_min_k, 0),
       count_field("bf16_min_work", &KernelChoices::bf16_min_work, 0),
+      switch_field("amx", &KernelChoices::amx, false),
   };
   return all;
 }

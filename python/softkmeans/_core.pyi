@@ -204,6 +204,14 @@ def _bf16_distance_bounds(
 ) -> tuple[_F64, _F64, npt.NDArray[np.bool_]] | None:
     """(D~, eps, candidates) of every pair by the bf16 pass (cpp/bindings/bf16.cpp)."""
 
+def _amx_available() -> bool: ...
+def _amx_distances(
+    X: npt.NDArray[np.float32], C: npt.NDArray[np.float32], shift: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32] | None:
+    """D~ (n, k) of the split-bf16 tiles (cpp/bindings/bf16.cpp), None without them."""
+
+def _amx_sq_slack(xu: float, cu: float, dist_sq: float, dim: int) -> float: ...
+
 def _kernel_choices() -> list[tuple[str, str, str]]:
     """(name, value, source) of every kernel choice in force (cpp/bindings/choices.cpp)."""
 

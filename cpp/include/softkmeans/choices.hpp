@@ -76,6 +76,9 @@ struct KernelChoices {
   index_t bf16_min_dim = 64;
   index_t bf16_min_k = 512;
   index_t bf16_min_work = 65536;
+  // The projected pass's first step (impl/projected.hpp) in split-bf16 on
+  // AMX tiles (softkmeans/amx.hpp) where the CPU and Linux allow them.
+  bool amx = true;
 };
 
 // The default distance block, for a caller whose rows are reduced in

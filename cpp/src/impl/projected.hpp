@@ -53,6 +53,7 @@
 #include "impl/group_pruned.hpp"
 #include "impl/per_row.hpp"
 #include "impl/transpose.hpp"
+#include "softkmeans/amx.hpp"
 #include "softkmeans/kernels.hpp"
 
 namespace softkmeans {
@@ -164,6 +165,9 @@ struct Projected {
   std::vector<T> ca;       // (k, p + 1) the augmented centroids
   Engine<T> Ea;            // on ca
   KernelSlack<T> slack_a;  // of Ea
+  // Step 1 on matrix units (float, the choice amx, softkmeans/amx.hpp): ca
+  // minus Ea's shift, split for the tiles; D~ then has amx_sq_slack's bound.
+  AmxPanels amx;
 
   Projected(const T* C_, index_t k_, index_t d_, const double* Q, const double* mu_, index_t p_)
       : C(C_),
@@ -179,6 +183,9 @@ struct Projected {
         ca(augment_centroids()),
         Ea(ca.data(), k_, p_ + 1),
         slack_a(Ea) {
+    if constexpr (std::is_same<T, float>::value)
+      if (E.ch.amx && p + 1 <= 256 && amx_available())
+        amx = amx_panels(ca.data(), k, p + 1, Ea.shift.data());
     constexpr index_t LC = Engine<T>::LC;
     for (index_t j = 0; j < k; ++j)
       for (index_t l = 0; l < d; ++l) crow[j * d + l] = E.cl[j / LC * d * LC + l * LC + j % LC];
@@ -203,8 +210,20 @@ struct ProjectedScratch : Workspace<T> {  // Ea's
   std::vector<T> xs;                     // (mb, d) the rows minus E's shift
   std::vector<T> xn;                     // (mb,) their squared norms (pack_group's bits)
   std::vector<std::int32_t> cand;        // (kp,)
+  std::vector<T> dtile;                  // (kAmxRows, tiles x 16) D~ from the tiles
+  std::vector<std::uint16_t> parts;      // the tiles' rows (amx_parts_size)
   std::int64_t n_distances = 0;
 };
+
+// D~ of rows xa[0 .. rows) [out] (rows, ld) on AMX tiles (float); false: the
+// float engine's instead (no tiles, or a row beyond their range).
+template <typename T>
+bool tile_distances(const Projected<T>& P, const T* xa, index_t rows, T* out, index_t ld,
+                    std::uint16_t* parts) {
+  if constexpr (std::is_same<T, float>::value)
+    return !P.amx.b.empty() && amx_distances(P.amx, xa, rows, out, ld, parts);
+  return false;
+}
 
 // Rows V[0 .. rows) minus E's shift [out] (rows, d) and their squared norms
 // [out] (rows,), summed as pack_group sums them (a chain of fused
@@ -369,8 +388,8 @@ double shifted_norm_up(T xn, index_t d) {
 // E's shift and its norm, x_up >= ||x - s||) it folds into near and lists in
 // won; two: with margins (the reach is the second smallest).
 template <typename T>
-T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm, const T* xs,
-                T xn, double x_up, bool two, double& lo_star, Nearest<T>& near,
+T row_threshold(const Projected<T>& P, const T* Drow, bool amx, const T* xa, double xnorm,
+                const T* xs, T xn, double x_up, bool two, double& lo_star, Nearest<T>& near,
                 std::int32_t* won, index_t& n_won) {
   using V = typename VT<T>::v;
   using VI = typename VT<T>::i;
@@ -436,15 +455,20 @@ T row_threshold(const Projected<T>& P, const T* Drow, const T* xa, double xnorm,
   // L bounds the augmented distance (computed coordinates) of every centroid
   // within lo*; those centroids are within L of the row in Ea's space too.
   const double L = lo_star + P.kappa * xnorm + P.ec;
-  const double lo = L + P.slack_a.lin_within(ax, L);
-  const double tau = (lo * lo + P.slack_a.sq_within(ax, L)) * (1.0 + 0x1p-48);
+  double tau;
+  if (amx) {  // such a centroid c has ||c - s|| <= ax + L
+    tau = (L * L + amx_sq_slack(ax, ax + L, L * L, P.p + 1)) * (1.0 + 0x1p-48);
+  } else {
+    const double lo = L + P.slack_a.lin_within(ax, L);
+    tau = (lo * lo + P.slack_a.sq_within(ax, L)) * (1.0 + 0x1p-48);
+  }
   return tau < inf ? round_up_to<T>(tau) : inf_t;
 }
 
 // Row i (its augmented distances Drow): label, minimum, and with margins the
 // second smallest and beyond.
 template <typename T>
-void projected_row(const Projected<T>& P, index_t i, const T* Drow, const T* xa,
+void projected_row(const Projected<T>& P, index_t i, const T* Drow, bool amx, const T* xa,
                    double xnorm, const T* xs, T xn, ProjectedScratch<T>& s, std::int64_t* labels,
                    T* min_sq_dist, T* second, double* beyond) {
   using V = typename VT<T>::v;
@@ -455,8 +479,8 @@ void projected_row(const Projected<T>& P, index_t i, const T* Drow, const T* xa,
   std::int32_t won[W];
   index_t n_won = 0;
   const double x_up = shifted_norm_up(xn, d);
-  const T tau = row_threshold(P, Drow, xa, xnorm, xs, xn, x_up, second != nullptr, lo_star, near,
-                              won, n_won);
+  const T tau = row_threshold(P, Drow, amx, xa, xnorm, xs, xn, x_up, second != nullptr, lo_star,
+                              near, won, n_won);
   // The candidates (D~ <= tau) but the winners, whose distances near holds:
   // lane q's winner is won's entry of lane q, if any.
   std::int32_t lane_winner[W];
@@ -493,7 +517,10 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
   }
   const Projected<T> P(C, k, d, Q, mu, p);
   const Engine<T>& Ea = P.Ea;
-  const index_t pa = p + 1, mb = Ea.mb, n_blocks = (n + mb - 1) / mb;
+  // Row blocks of the tiles' call where step 1 may run on them.
+  const bool tiles = !P.amx.b.empty();
+  const index_t pa = p + 1, mb = tiles ? 32 : Ea.mb, n_blocks = (n + mb - 1) / mb;
+  const index_t ld_tile = P.amx.tiles * 16;
   std::vector<ProjectedScratch<T>> scratch(
       std::min<index_t>(resolve_threads(n_threads, n * k * d), n_blocks));
   for (ProjectedScratch<T>& s : scratch) {
@@ -504,6 +531,10 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
     s.xs.assign(mb * d, T(0));
     s.xn.assign(mb, T(0));
     s.cand.assign(Ea.kp, 0);
+    if (tiles) {
+      s.dtile.assign(kAmxRows * ld_tile, T(0));
+      s.parts.assign(amx_parts_size(P.amx), 0);
+    }
   }
   const int nt = static_cast<int>(scratch.size());
   const std::atomic<int>* cancel = thread_cancel_flag();
@@ -514,10 +545,20 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
     const index_t i0 = blk * mb, rows = std::min(mb, n - i0);
     augmented(X + i0 * d, rows, P.q8.data(), mu, d, p, s.xa.data(), s.xnorm.data(), s.y.data());
     shifted_rows(P.E, X + i0 * d, rows, s.xs.data(), s.xn.data());
-    Ea.distances(s.xa.data(), rows, s);
-    for (index_t r = 0; r < rows; ++r)
-      projected_row(P, i0 + r, s.dbuf.data() + r * Ea.ld, s.xa.data() + r * pa, s.xnorm[r],
-                    s.xs.data() + r * d, s.xn[r], s, labels, min_sq_dist, second, beyond);
+    auto each_row = [&](const T* D, index_t ld, bool amx, index_t r0, index_t m) {
+      for (index_t r = r0; r < r0 + m; ++r)
+        projected_row(P, i0 + r, D + (r - r0) * ld, amx, s.xa.data() + r * pa, s.xnorm[r],
+                      s.xs.data() + r * d, s.xn[r], s, labels, min_sq_dist, second, beyond);
+    };
+    if (tile_distances(P, s.xa.data(), rows, s.dtile.data(), ld_tile, s.parts.data())) {
+      each_row(s.dtile.data(), ld_tile, true, 0, rows);
+      continue;
+    }
+    for (index_t r0 = 0; r0 < rows; r0 += Ea.mb) {
+      const index_t m = std::min(Ea.mb, rows - r0);
+      Ea.distances(s.xa.data() + r0 * pa, m, s);
+      each_row(s.dbuf.data(), Ea.ld, false, r0, m);
+    }
   }
   std::int64_t total = 0;
   for (const ProjectedScratch<T>& s : scratch) total += s.n_distances;

@@ -338,6 +338,12 @@ def set_bf16_enabled(on):
     _core._set_bf16_enabled(bool(on))
 
 
+def amx_available():
+    """Whether this CPU, build and Linux give the split-bf16 AMX tiles (the projected
+    pass's first step takes them under the kernel choice amx)."""
+    return bool(_core._amx_available())
+
+
 def kernel_choices():
     """The kernel choices made for speed in force: {name: {"value", "source"}}, the source
     saying why ("table: <cpu>", "probe", "default", "override (<variable>)", "set"). An

@@ -69,7 +69,6 @@ AmxPanels amx_panels(const float* C, index_t k, index_t dim, const float* shift)
       split(v, block + at, block + 512 + at);
     }
     P.vn[j] = static_cast<float>(norm);
-    P.vmax = std::max(P.vmax, std::sqrt(norm) * (1.0 + 0x1p-40));
   }
   return P;
 }

@@ -33,7 +33,6 @@ struct AmxPanels {
   std::vector<std::uint16_t> b;  // (tiles, chunks, hi/lo, 16 pairs, 16 centroids, 2)
   std::vector<float> vn;         // (16 tiles,) ||v_j||^2 (double, rounded to float)
   std::vector<float> shift;      // (dim,) s
-  double vmax = 0.0;             // max_j ||v_j|| (rounded up)
   bool usable = false;           // every |v| within the products' range
 };
 

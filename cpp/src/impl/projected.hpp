@@ -12,9 +12,10 @@
 // k = 4096 (bench/ivf.py), p = 32: about 17 candidates a row.
 //
 // For each row x (rows in blocks of an Engine on the augmented centroids):
-//   1. D~ (k,): the augmented distances (that engine's kernel), lowered to
-//      exact bounds lo_j <= ||x - c_j|| by its KernelSlack and by kappa
-//      (v - mu) (the rounding of a(v), ProjectionSlack);
+//   1. D~ (k,): the augmented distances (that engine's kernel, or split-bf16
+//      products on AMX tiles: softkmeans/amx.hpp), lowered to exact bounds
+//      lo_j <= ||x - c_j|| by its KernelSlack (the tiles' amx_sq_slack) and by
+//      kappa (v - mu) (the rounding of a(v), ProjectionSlack);
 //   2. the W lane winners of D~ (argmin over j = q mod W, lane q): the
 //      plain pass's distances of them (step 4's chains, one block), the
 //      smallest (margins: the second smallest, at most 1/64 above the
@@ -210,10 +211,16 @@ struct ProjectedScratch : Workspace<T> {  // Ea's
   std::vector<T> xs;                     // (mb, d) the rows minus E's shift
   std::vector<T> xn;                     // (mb,) their squared norms (pack_group's bits)
   std::vector<std::int32_t> cand;        // (kp,)
-  std::vector<T> dtile;                  // (kAmxRows, tiles x 16) D~ from the tiles
+  std::vector<T> dtile;                  // (kTileBlockRows, tiles x 16) D~ from the tiles
   std::vector<std::uint16_t> parts;      // the tiles' rows (amx_parts_size)
   std::int64_t n_distances = 0;
 };
+
+// Rows a block where step 1 runs on AMX tiles: 32 and 64 took the same time
+// (1e6 patch descriptors, k = 4096, 2 threads); at 128 a block's D~ (2 MiB)
+// outgrew L2 and the pass took about 1.15 times as long.
+inline constexpr index_t kTileBlockRows = 32;
+static_assert(kTileBlockRows <= kAmxRows, "one call of amx_distances a block");
 
 // D~ of rows xa[0 .. rows) [out] (rows, ld) on AMX tiles (float); false: the
 // float engine's instead (no tiles, or a row beyond their range).
@@ -517,9 +524,9 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
   }
   const Projected<T> P(C, k, d, Q, mu, p);
   const Engine<T>& Ea = P.Ea;
-  // Row blocks of the tiles' call where step 1 may run on them.
+  // Blocks of kTileBlockRows rows where step 1 may run on the tiles.
   const bool tiles = !P.amx.b.empty();
-  const index_t pa = p + 1, mb = tiles ? 32 : Ea.mb, n_blocks = (n + mb - 1) / mb;
+  const index_t pa = p + 1, mb = tiles ? kTileBlockRows : Ea.mb, n_blocks = (n + mb - 1) / mb;
   const index_t ld_tile = P.amx.tiles * 16;
   std::vector<ProjectedScratch<T>> scratch(
       std::min<index_t>(resolve_threads(n_threads, n * k * d), n_blocks));
@@ -532,7 +539,7 @@ void assign_projected(const T* X, index_t n, index_t d, const T* C, index_t k, c
     s.xn.assign(mb, T(0));
     s.cand.assign(Ea.kp, 0);
     if (tiles) {
-      s.dtile.assign(kAmxRows * ld_tile, T(0));
+      s.dtile.assign(mb * ld_tile, T(0));
       s.parts.assign(amx_parts_size(P.amx), 0);
     }
   }

@@ -140,29 +140,24 @@ bool amx_distances(const AmxPanels& P, const float* X, index_t rows, float* out,
       for (index_t c = 0; c < P.chunks; ++c) {
         const std::uint16_t* b0 = P.b.data() + (tp * P.chunks + c) * 2 * 512;
         const std::uint16_t* b1 = P.b.data() + ((tp + 1) * P.chunks + c) * 2 * 512;
-        // x_hi.c_hi, x_hi.c_lo, x_lo.c_hi
-        _tile_loadd(4, hi + c * 32, stride);
-        _tile_loadd(5, hi + 16 * width + c * 32, stride);
-        _tile_loadd(6, b0, 64);
-        _tile_loadd(7, b1, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-        _tile_loadd(6, b0 + 512, 64);
-        _tile_loadd(7, b1 + 512, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-        _tile_loadd(4, lo + c * 32, stride);
-        _tile_loadd(5, lo + 16 * width + c * 32, stride);
-        _tile_loadd(6, b0, 64);
-        _tile_loadd(7, b1, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        // Tiles 0-3 += the row parts' (loaded into 4, 5 unless null: those
+        // there) products with the centroid parts c0, c1 (into 6, 7).
+        auto products = [&](const std::uint16_t* part, const std::uint16_t* c0,
+                            const std::uint16_t* c1) {
+          if (part != nullptr) {
+            _tile_loadd(4, part + c * 32, stride);
+            _tile_loadd(5, part + 16 * width + c * 32, stride);
+          }
+          _tile_loadd(6, c0, 64);
+          _tile_loadd(7, c1, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        };
+        products(hi, b0, b1);                   // x_hi.c_hi
+        products(nullptr, b0 + 512, b1 + 512);  // x_hi.c_lo
+        products(lo, b0, b1);                   // x_lo.c_hi
       }
       _tile_stored(0, dot, 128);
       _tile_stored(1, dot + 16, 128);

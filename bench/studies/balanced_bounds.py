@@ -41,7 +41,7 @@ from balanced import unequal_blobs  # noqa: E402
 
 from softkmeans import SoftKMeans, _native, sources  # noqa: E402
 from softkmeans._balance import check_targets  # noqa: E402
-from softkmeans.fit.balanced import BalancedProblem  # noqa: E402
+from softkmeans.fit.balanced import BalancedProblem, with_offsets  # noqa: E402
 
 D_DIM, K = 16, 64
 # The width of a bound in the k-bounds floor: one byte, the least any bound takes.
@@ -66,10 +66,6 @@ def trajectory(X, C, iters):
     return out
 
 
-def augmented(C, g):
-    return np.hstack([C, np.sqrt(np.maximum(g.max() - g, 0.0))[:, None]])
-
-
 def distances(Xs, A):
     """Augmented distances (not squared) of the rows [x, 0] to A (k, d + 1), float64."""
     sq = (Xs * Xs).sum(1)[:, None] - 2.0 * Xs @ A[:, :-1].T + (A * A).sum(1)[None, :]
@@ -79,7 +75,7 @@ def distances(Xs, A):
 def skipped(Xs, before, after):
     """(rows skipped by one bound, distances skipped by one a centroid) from solve before
     to after, each (C, g)."""
-    A0, A1 = augmented(*before), augmented(*after)
+    A0, A1 = (with_offsets(C, g, np.float64) for C, g in (before, after))
     dist = distances(Xs, A0)
     label = dist.argmin(axis=1)
     at = np.arange(dist.shape[0])
